@@ -1,0 +1,13 @@
+"""The native hooked transformer: config, hook points, layers, loading and running."""
+
+from .config import TransformerConfig
+from .hooks import HookPoint, hooks
+from .loading import LoadedModel, load_model
+from .registry import BUNDLED, ModelLoadError
+from .trace import Trace
+from .transformer import HookedTransformer
+
+__all__ = [
+    "BUNDLED", "HookPoint", "HookedTransformer", "LoadedModel", "ModelLoadError", "Trace",
+    "TransformerConfig", "hooks", "load_model",
+]

@@ -1,0 +1,55 @@
+"""Transformer blocks. Post-LN (BERT, the original transformer) and pre-LN (GPT-2, Llama)
+are two small classes rather than one class full of flags."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .config import TransformerConfig
+from .hooks import HookPoint
+from .layers import Attention, make_mlp, make_norm
+
+
+class _Block(nn.Module):
+    def __init__(self, cfg: TransformerConfig) -> None:
+        super().__init__()
+        self.ln1 = make_norm(cfg)
+        self.attn = Attention(cfg)
+        self.mlp = make_mlp(cfg)
+        self.ln2 = make_norm(cfg) if self.mlp is not None else None
+        self.hook_resid_pre = HookPoint()  # [batch, pos, d_model], the block's input
+        self.hook_attn_out = HookPoint()  # [batch, pos, d_model], attention after W_O
+        self.hook_resid_mid = HookPoint()  # [batch, pos, d_model], between attention and MLP
+        self.hook_mlp_out = HookPoint()  # [batch, pos, d_model], MLP output
+        self.hook_resid_post = HookPoint()  # [batch, pos, d_model], the block's output
+
+
+class PostLNBlock(_Block):
+    """x -> LN(x + Attn(x)) -> LN(x + MLP(x)). ln1 follows attention, ln2 follows the MLP."""
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        x = self.hook_resid_pre(x)  # [batch, pos, d_model]
+        attn_out = self.hook_attn_out(self.attn(x, mask))
+        x = self.hook_resid_mid(self.ln1(x + attn_out))
+        if self.mlp is None:
+            return self.hook_resid_post(x)
+        mlp_out = self.hook_mlp_out(self.mlp(x))
+        return self.hook_resid_post(self.ln2(x + mlp_out))
+
+
+class PreLNBlock(_Block):
+    """x -> x + Attn(LN(x)) -> x + MLP(LN(x)). ln1 precedes attention, ln2 precedes the MLP."""
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        x = self.hook_resid_pre(x)  # [batch, pos, d_model]
+        attn_out = self.hook_attn_out(self.attn(self.ln1(x), mask))
+        x = self.hook_resid_mid(x + attn_out)
+        if self.mlp is None:
+            return self.hook_resid_post(x)
+        mlp_out = self.hook_mlp_out(self.mlp(self.ln2(x)))
+        return self.hook_resid_post(x + mlp_out)
+
+
+def make_block(cfg: TransformerConfig) -> nn.Module:
+    return PostLNBlock(cfg) if cfg.block == "post_ln" else PreLNBlock(cfg)

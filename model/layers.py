@@ -1,0 +1,272 @@
+"""The building blocks: norms, embeddings, attention and MLPs, each with its hook points.
+
+Shape vocabulary, used in every comment: batch, pos (= q_pos or k_pos), head, d_head,
+d_model, d_mlp, vocab. Attention rows are queries, columns are keys, softmax is over keys.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .config import TransformerConfig
+from .hooks import HookPoint
+
+ACTIVATIONS = {
+    "gelu": F.gelu,  # exact erf GELU (BERT)
+    "gelu_new": lambda x: F.gelu(x, approximate="tanh"),  # GPT-2's tanh approximation
+    "relu": F.relu,
+    "silu": F.silu,  # Llama's SwiGLU gate
+}
+
+
+# ----------------------------------------------------------------------------- norms
+class LayerNorm(nn.Module):
+    def __init__(self, d_model: int, eps: float) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(d_model))
+        self.bias = nn.Parameter(torch.zeros(d_model))
+        self.eps = eps
+        self.hook_normalized = HookPoint()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # x: [batch, pos, d_model]
+        return self.hook_normalized(F.layer_norm(x, x.shape[-1:], self.weight, self.bias, self.eps))
+
+
+class RMSNorm(nn.Module):
+    """Llama's norm: divide by the root mean square, no mean subtraction, no bias."""
+
+    def __init__(self, d_model: int, eps: float) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(d_model))
+        self.eps = eps
+        self.hook_normalized = HookPoint()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x32 = x.float()  # [batch, pos, d_model]
+        scaled = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.hook_normalized(self.weight * scaled.to(x.dtype))
+
+
+def make_norm(cfg: TransformerConfig) -> nn.Module:
+    norm = RMSNorm if cfg.norm == "rmsnorm" else LayerNorm
+    return norm(cfg.d_model, cfg.norm_eps)
+
+
+# ------------------------------------------------------------------------ embeddings
+class LearnedEmbed(nn.Module):
+    """BERT / RoBERTa / GPT-2: token (+ token type) + learned position, then LayerNorm for BERT."""
+
+    def __init__(self, cfg: TransformerConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.W_E = nn.Embedding(cfg.d_vocab, cfg.d_model)
+        self.W_pos = nn.Embedding(cfg.n_ctx + cfg.position_offset, cfg.d_model)
+        self.W_type = nn.Embedding(cfg.n_token_types, cfg.d_model) if cfg.n_token_types else None
+        self.ln = make_norm(cfg) if cfg.embed_norm else None
+        self.hook_tok = HookPoint()  # [batch, pos, d_model]
+        self.hook_type = HookPoint()  # [batch, pos, d_model]
+        self.hook_pos = HookPoint()  # [batch, pos, d_model]
+        self.hook_sum = HookPoint()  # [batch, pos, d_model]
+
+    def position_ids(self, input_ids: torch.Tensor) -> torch.Tensor:
+        if self.cfg.position_offset == 0:
+            return torch.arange(input_ids.shape[1], device=input_ids.device).expand_as(input_ids)
+        # RoBERTa: real tokens are numbered from padding_idx + 1, padding keeps padding_idx.
+        real = input_ids.ne(self.cfg.pad_token_id).int()
+        return torch.cumsum(real, dim=1) * real + self.cfg.pad_token_id
+
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
+        x = self.hook_tok(self.W_E(input_ids))  # [batch, pos, d_model]
+        if self.W_type is not None:
+            x = x + self.hook_type(self.W_type(token_type_ids))
+        x = x + self.hook_pos(self.W_pos(self.position_ids(input_ids)))
+        x = self.hook_sum(x)
+        return self.ln(x) if self.ln is not None else x
+
+
+class TokenEmbed(nn.Module):
+    """Llama: token embedding only; positions enter later as a rotation of q and k."""
+
+    def __init__(self, cfg: TransformerConfig) -> None:
+        super().__init__()
+        self.W_E = nn.Embedding(cfg.d_vocab, cfg.d_model)
+        self.hook_tok = HookPoint()  # [batch, pos, d_model]
+
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
+        return self.hook_tok(self.W_E(input_ids))
+
+
+def sinusoidal_table(n_pos: int, d_model: int) -> torch.Tensor:
+    """PE[pos, 2i] = sin(pos / 10000^(2i/d_model)), PE[pos, 2i+1] = cos(same)."""
+    pos = torch.arange(n_pos, dtype=torch.float64)[:, None]  # [pos, 1]
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # [d_model / 2]
+    angle = pos / torch.pow(10000.0, two_i / d_model)  # [pos, d_model / 2]
+    table = torch.zeros(n_pos, d_model, dtype=torch.float64)
+    table[:, 0::2] = torch.sin(angle)
+    table[:, 1::2] = torch.cos(angle[:, : d_model // 2])
+    return table.float()
+
+
+class SinusoidalEmbed(nn.Module):
+    """The original transformer: token embedding * sqrt(d_model) + a fixed sinusoidal table."""
+
+    def __init__(self, cfg: TransformerConfig) -> None:
+        super().__init__()
+        self.W_E = nn.Embedding(cfg.d_vocab, cfg.d_model)
+        self.scale = math.sqrt(cfg.d_model) if cfg.embed_scale else 1.0
+        self.register_buffer("pe", sinusoidal_table(cfg.n_ctx, cfg.d_model), persistent=False)
+        self.hook_tok = HookPoint()  # [batch, pos, d_model]
+        self.hook_pos = HookPoint()  # [batch, pos, d_model]
+        self.hook_sum = HookPoint()  # [batch, pos, d_model]
+
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
+        tok = self.hook_tok(self.W_E(input_ids) * self.scale)
+        pos = self.hook_pos(self.pe[: input_ids.shape[1]].expand_as(tok))
+        return self.hook_sum(tok + pos)
+
+
+def make_embed(cfg: TransformerConfig) -> nn.Module:
+    return {"learned": LearnedEmbed, "rotary": TokenEmbed, "sinusoidal": SinusoidalEmbed}[
+        cfg.positions
+    ](cfg)
+
+
+# --------------------------------------------------------------------------- rotary
+class Rotary(nn.Module):
+    """Rotary positions (RoPE), Llama's "rotate half" layout: pairs are (i, i + d_head/2)."""
+
+    def __init__(self, d_head: int, theta: float) -> None:
+        super().__init__()
+        inv_freq = 1.0 / theta ** (torch.arange(0, d_head, 2, dtype=torch.int64).float() / d_head)
+        self.register_buffer("inv_freq", inv_freq, persistent=False)  # [d_head / 2]
+
+    def cos_sin(self, n_pos: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+        pos = torch.arange(n_pos, device=device, dtype=torch.float32)
+        freqs = torch.outer(pos, self.inv_freq.to(device))  # [pos, d_head / 2]
+        emb = torch.cat([freqs, freqs], dim=-1)  # [pos, d_head]
+        return emb.cos(), emb.sin()
+
+    @staticmethod
+    def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        # x: [batch, head, pos, d_head]
+        half = x.shape[-1] // 2
+        rotated_half = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
+        return x * cos + rotated_half * sin
+
+
+# ------------------------------------------------------------------------- attention
+class Attention(nn.Module):
+    """Multi-head self-attention with per-head weights, so every head can be read on its own.
+
+    W_Q: [head, d_model, d_head]; W_K, W_V: [kv_head, d_model, d_head]; W_O: [head, d_head, d_model].
+    With fewer k/v heads than q heads (grouped-query attention) each k/v head serves
+    n_heads / n_kv_heads consecutive query heads.
+    """
+
+    def __init__(self, cfg: TransformerConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        h, kv, d, dh = cfg.n_heads, cfg.kv_heads, cfg.d_model, cfg.d_head
+        self.W_Q = nn.Parameter(torch.empty(h, d, dh))
+        self.W_K = nn.Parameter(torch.empty(kv, d, dh))
+        self.W_V = nn.Parameter(torch.empty(kv, d, dh))
+        self.W_O = nn.Parameter(torch.empty(h, dh, d))
+        for w in (self.W_Q, self.W_K, self.W_V, self.W_O):
+            nn.init.normal_(w, std=0.02)
+        if cfg.attn_bias:
+            self.b_Q = nn.Parameter(torch.zeros(h, dh))
+            self.b_K = nn.Parameter(torch.zeros(kv, dh))
+            self.b_V = nn.Parameter(torch.zeros(kv, dh))
+            self.b_O = nn.Parameter(torch.zeros(d))
+        else:
+            self.b_Q = self.b_K = self.b_V = self.b_O = None
+        self.scale = 1.0 / math.sqrt(dh)
+        self.rotary = Rotary(dh, cfg.rope_theta) if cfg.positions == "rotary" else None
+        self.hook_q = HookPoint()  # [batch, head, pos, d_head]
+        self.hook_k = HookPoint()  # [batch, kv_head, pos, d_head]
+        self.hook_v = HookPoint()  # [batch, kv_head, pos, d_head]
+        if self.rotary is not None:
+            self.hook_rot_q = HookPoint()  # [batch, head, pos, d_head], after rotation
+            self.hook_rot_k = HookPoint()  # [batch, kv_head, pos, d_head], after rotation
+        self.hook_qk = HookPoint()  # [batch, head, q_pos, k_pos], q·k before scaling
+        self.hook_scores = HookPoint()  # [batch, head, q_pos, k_pos], scaled and masked
+        self.hook_pattern = HookPoint()  # [batch, head, q_pos, k_pos], softmax over k_pos
+        self.hook_z = HookPoint()  # [batch, head, q_pos, d_head], pattern @ v
+
+    @staticmethod
+    def _split_heads(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None) -> torch.Tensor:
+        # x: [batch, pos, d_model], w: [head, d_model, d_head] -> [batch, head, pos, d_head]
+        n_heads, d_model, d_head = w.shape
+        y = x @ w.permute(1, 0, 2).reshape(d_model, n_heads * d_head)  # [batch, pos, head*d_head]
+        if b is not None:
+            y = y + b.reshape(-1)
+        return y.view(*x.shape[:-1], n_heads, d_head).transpose(1, 2)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        # x: [batch, pos, d_model]; mask: [batch or 1, 1, q_pos, k_pos], 0 where allowed
+        q = self.hook_q(self._split_heads(x, self.W_Q, self.b_Q))  # [batch, head, pos, d_head]
+        k = self.hook_k(self._split_heads(x, self.W_K, self.b_K))  # [batch, kv_head, pos, d_head]
+        v = self.hook_v(self._split_heads(x, self.W_V, self.b_V))  # [batch, kv_head, pos, d_head]
+        if self.rotary is not None:
+            cos, sin = self.rotary.cos_sin(x.shape[1], x.device)  # [pos, d_head]
+            q = self.hook_rot_q(Rotary.rotate(q, cos, sin))
+            k = self.hook_rot_k(Rotary.rotate(k, cos, sin))
+        groups = self.cfg.n_heads // self.cfg.kv_heads
+        if groups > 1:
+            k = k.repeat_interleave(groups, dim=1)  # [batch, head, pos, d_head]
+            v = v.repeat_interleave(groups, dim=1)  # [batch, head, pos, d_head]
+        qk = self.hook_qk(q @ k.transpose(-1, -2))  # [batch, head, q_pos, k_pos]
+        scores = self.hook_scores(torch.add(mask, qk, alpha=self.scale))  # [batch, head, q, k]
+        pattern = self.hook_pattern(scores.softmax(dim=-1))  # [batch, head, q_pos, k_pos]
+        z = self.hook_z(pattern @ v)  # [batch, head, q_pos, d_head]
+        batch, n_heads, n_pos, d_head = z.shape
+        z_cat = z.transpose(1, 2).reshape(batch, n_pos, n_heads * d_head)  # [batch, pos, h*d_head]
+        out = z_cat @ self.W_O.reshape(n_heads * d_head, -1)  # [batch, pos, d_model]
+        return out + self.b_O if self.b_O is not None else out
+
+
+# ------------------------------------------------------------------------------ MLPs
+class MLP(nn.Module):
+    """Up-projection, activation, down-projection (BERT, GPT-2, the original transformer)."""
+
+    def __init__(self, cfg: TransformerConfig) -> None:
+        super().__init__()
+        self.W_in = nn.Linear(cfg.d_model, cfg.d_mlp, bias=cfg.mlp_bias)
+        self.W_out = nn.Linear(cfg.d_mlp, cfg.d_model, bias=cfg.mlp_bias)
+        self.act = ACTIVATIONS[cfg.act]
+        self.hook_pre = HookPoint()  # [batch, pos, d_mlp], before the activation
+        self.hook_post = HookPoint()  # [batch, pos, d_mlp], after the activation
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        pre = self.hook_pre(self.W_in(x))  # [batch, pos, d_mlp]
+        return self.W_out(self.hook_post(self.act(pre)))  # [batch, pos, d_model]
+
+
+class GatedMLP(nn.Module):
+    """Llama's SwiGLU: act(x W_gate) * (x W_in), then down-projection."""
+
+    def __init__(self, cfg: TransformerConfig) -> None:
+        super().__init__()
+        self.W_gate = nn.Linear(cfg.d_model, cfg.d_mlp, bias=cfg.mlp_bias)
+        self.W_in = nn.Linear(cfg.d_model, cfg.d_mlp, bias=cfg.mlp_bias)
+        self.W_out = nn.Linear(cfg.d_mlp, cfg.d_model, bias=cfg.mlp_bias)
+        self.act = ACTIVATIONS[cfg.act]
+        self.hook_pre = HookPoint()  # [batch, pos, d_mlp], gate before the activation
+        self.hook_pre_linear = HookPoint()  # [batch, pos, d_mlp], the ungated up-projection
+        self.hook_post = HookPoint()  # [batch, pos, d_mlp], act(gate) * up
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        gate = self.hook_pre(self.W_gate(x))  # [batch, pos, d_mlp]
+        up = self.hook_pre_linear(self.W_in(x))  # [batch, pos, d_mlp]
+        return self.W_out(self.hook_post(self.act(gate) * up))  # [batch, pos, d_model]
+
+
+def make_mlp(cfg: TransformerConfig) -> nn.Module | None:
+    if cfg.attn_only:
+        return None
+    return GatedMLP(cfg) if cfg.gated_mlp else MLP(cfg)

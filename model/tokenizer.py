@@ -1,0 +1,104 @@
+"""Text -> token ids, through the checkpoint's own fast tokenizer (or our character tokenizer).
+
+Every tokenizer here returns an `Encoding` with right padding, the attention mask, token types,
+which positions are special tokens, and how many tokens truncation dropped from each text.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+
+@dataclass
+class Encoding:
+    input_ids: torch.Tensor  # [batch, pos]
+    attention_mask: torch.Tensor  # [batch, pos], 1 for real tokens, 0 for padding
+    token_type_ids: torch.Tensor  # [batch, pos], 0 for sentence A, 1 for sentence B
+    special_mask: torch.Tensor  # [batch, pos], 1 for [CLS], [SEP], BOS, padding...
+    tokens: list[list[str]]  # the tokenizer's own token strings, padding included
+    n_dropped: list[int]  # tokens cut from each text to fit the model's context
+
+
+class HFTokenizer:
+    """Wraps a `transformers` fast tokenizer loaded from a model directory."""
+
+    def __init__(self, path: Path) -> None:
+        from transformers import AutoTokenizer
+
+        self._tok = AutoTokenizer.from_pretrained(str(path), use_fast=True, trust_remote_code=False)
+        if not self._tok.is_fast:
+            raise ValueError("only fast (tokenizer.json) tokenizers are supported")
+        if self._tok.pad_token is None:  # GPT-2 and Llama ship without one; padding is masked
+            self._tok.pad_token = self._tok.eos_token or self._tok.unk_token
+        self._tok.padding_side = "right"
+        self._tok.model_max_length = 10**9  # we truncate to the model's own context ourselves
+        self.vocab_size = len(self._tok)
+
+    def encode(self, texts: list[str], pairs: list[str] | None, max_len: int) -> Encoding:
+        args = (texts, pairs) if pairs is not None else (texts,)
+        full = self._tok(*args, add_special_tokens=True)["input_ids"]
+        enc = self._tok(
+            *args, add_special_tokens=True, truncation=True, max_length=max_len, padding=True,
+            return_special_tokens_mask=True, return_token_type_ids=True, return_tensors="pt",
+        )
+        ids = enc["input_ids"]
+        special = enc["special_tokens_mask"] | (1 - enc["attention_mask"])
+        kept = enc["attention_mask"].sum(dim=1).tolist()
+        return Encoding(
+            input_ids=ids,
+            attention_mask=enc["attention_mask"],
+            token_type_ids=enc["token_type_ids"],
+            special_mask=special,
+            tokens=[self._tok.convert_ids_to_tokens(row) for row in ids.tolist()],
+            n_dropped=[len(f) - k for f, k in zip(full, kept)],
+        )
+
+    def tokens(self, ids: list[int]) -> list[str]:
+        return self._tok.convert_ids_to_tokens(ids)
+
+    def decode(self, ids: list[int]) -> str:
+        return self._tok.decode(ids)
+
+
+class CharTokenizer:
+    """One token per character; for the small models this project trains itself."""
+
+    def __init__(self, chars: str, unk: str = "?") -> None:
+        if unk not in chars:
+            chars = chars + unk
+        self.chars = chars
+        self.index = {c: i for i, c in enumerate(chars)}
+        self.unk_id = self.index[unk]
+        self.vocab_size = len(chars)
+
+    @classmethod
+    def from_file(cls, path: Path) -> "CharTokenizer":
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return cls(data["chars"], data.get("unk", "?"))
+
+    def encode(self, texts: list[str], pairs: list[str] | None, max_len: int) -> Encoding:
+        if pairs is not None:
+            raise ValueError("a character model reads one text at a time, not sentence pairs")
+        rows = [[self.index.get(c, self.unk_id) for c in t] for t in texts]
+        width = min(max_len, max(len(r) for r in rows))
+        ids = torch.zeros(len(rows), width, dtype=torch.long)
+        mask = torch.zeros_like(ids)
+        for i, row in enumerate(rows):
+            kept = row[:width]
+            ids[i, : len(kept)] = torch.tensor(kept, dtype=torch.long)
+            mask[i, : len(kept)] = 1
+        return Encoding(
+            input_ids=ids, attention_mask=mask, token_type_ids=torch.zeros_like(ids),
+            special_mask=1 - mask, tokens=[self.tokens(r) for r in ids.tolist()],
+            n_dropped=[max(0, len(r) - width) for r in rows],
+        )
+
+    def tokens(self, ids: list[int]) -> list[str]:
+        return [self.chars[i] for i in ids]
+
+    def decode(self, ids: list[int]) -> str:
+        return "".join(self.tokens(ids))

@@ -1,0 +1,75 @@
+"""What one run of the model produced: tokens, and every hook point's tensor."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import torch
+
+from .config import TransformerConfig
+
+
+@dataclass(eq=False)
+class Trace:
+    """The record of one forward pass. Every tensor is float32 (or int64) on the CPU.
+
+    `cache` maps each hook point's name to its tensor with the batch dimension kept
+    (`cache["blocks.0.attn.hook_pattern"]` is [batch, head, q_pos, k_pos]). The convenience
+    fields drop the batch dimension when a single text was run.
+    """
+
+    model_name: str
+    cfg: TransformerConfig
+    batch_tokens: list[list[str]]  # [batch][pos]
+    input_ids: torch.Tensor  # [batch, pos]
+    attention_mask: torch.Tensor  # [batch, pos]
+    token_type_ids: torch.Tensor  # [batch, pos]
+    special_mask: torch.Tensor  # [batch, pos]
+    dropped: list[int]  # tokens cut from each text to fit the context
+    cache: dict[str, torch.Tensor]
+    batched: bool
+    logits: torch.Tensor | None = None  # [batch, pos, vocab]
+    pooled: torch.Tensor | None = None  # [batch, d_model]
+    final: torch.Tensor | None = None  # [batch, pos, d_model], after the final norm
+    notice: str | None = None  # e.g. "CUDA ran out of memory; this run used the CPU"
+    texts: list[str] = field(default_factory=list)
+
+    def _unbatch(self, x):
+        return x if self.batched else x[0]
+
+    @property
+    def tokens(self) -> list[str] | list[list[str]]:
+        return self._unbatch(self.batch_tokens)
+
+    @property
+    def token_ids(self) -> torch.Tensor:
+        return self._unbatch(self.input_ids)
+
+    @property
+    def n_dropped(self) -> int | list[int]:
+        return self._unbatch(self.dropped)
+
+    @property
+    def n_tokens(self) -> int:
+        return self.input_ids.shape[1]
+
+    def layer_names(self, hook: str) -> list[str]:
+        return [f"blocks.{i}.{hook}" for i in range(self.cfg.n_layers)]
+
+    @cached_property
+    def attentions(self) -> torch.Tensor:
+        """[n_layers, head, q_pos, k_pos], or [batch, n_layers, head, q_pos, k_pos] for a batch."""
+        stacked = torch.stack([self.cache[n] for n in self.layer_names("attn.hook_pattern")], 1)
+        return self._unbatch(stacked)
+
+    @cached_property
+    def hidden_states(self) -> torch.Tensor:
+        """The residual stream before block 0 and after each block (before any final norm):
+        [n_layers + 1, pos, d_model], or with a leading batch dimension for a batch."""
+        names = ["blocks.0.hook_resid_pre"] + self.layer_names("hook_resid_post")
+        return self._unbatch(torch.stack([self.cache[n] for n in names], 1))
+
+    def attention(self, layer: int, head: int, item: int = 0) -> torch.Tensor:
+        """One head's pattern, [q_pos, k_pos]."""
+        return self.cache[f"blocks.{layer}.attn.hook_pattern"][item, head]
