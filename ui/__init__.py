@@ -1,0 +1,1 @@
+"""Streamlit glue shared by the pages: settings, caches, the sidebar and the shareable URL."""

@@ -1,0 +1,32 @@
+"""Ready-made inputs, written for this project."""
+
+SHORT = "The cat sat on the mat because it was warm."
+
+LONG = (
+    "A transformer reads a whole sentence at once. Every token starts as a vector taken from "
+    "an embedding table, and a second vector tells the model where in the sentence the token "
+    "stands. Inside each layer, every token asks a question with its query vector, and every "
+    "other token answers with its key vector. The dot product of a query with a key says how "
+    "well they match; after scaling and a softmax, these matches become weights that add up "
+    "to one. Each token then collects a weighted mix of the value vectors, so information "
+    "flows from the tokens it attends to. Many heads do this side by side, each with its own "
+    "queries, keys and values, and each free to look for something different: the previous "
+    "word, the end of the sentence, a matching bracket, or the subject of a verb. After the "
+    "heads, a small feed-forward network works on each token alone, and residual connections "
+    "add every result back onto the stream that carries the token through the layers. Layer "
+    "normalization keeps the numbers in a sensible range. Stack six or twelve such layers and "
+    "the vectors at the top know a great deal about the words around them. Learners often "
+    "find it surprising how much attention goes to special tokens like the separator at the "
+    "end: when a head has nothing useful to look at, it can park its attention there, much "
+    "like a reader who rests their eyes on the full stop. Looking at these patterns, head by "
+    "head and layer by layer, is one of the best ways to build an intuition for what the "
+    "model computes, and where that intuition breaks down."
+)
+
+PAIR = ("The weather was cold, so she wore a scarf.", "Was it warm outside?")
+
+EXAMPLES = {
+    "Short sentence": (SHORT, ""),
+    "Long paragraph": (LONG, ""),
+    "Sentence pair": PAIR,
+}
