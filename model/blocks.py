@@ -21,7 +21,8 @@ class _Block(nn.Module):
         self.hook_resid_pre = HookPoint()  # [batch, pos, d_model], the block's input
         self.hook_attn_out = HookPoint()  # [batch, pos, d_model], attention after W_O
         self.hook_resid_mid = HookPoint()  # [batch, pos, d_model], between attention and MLP
-        self.hook_mlp_out = HookPoint()  # [batch, pos, d_model], MLP output
+        # [batch, pos, d_model], MLP output; attention-only blocks have no MLP and no such hook
+        self.hook_mlp_out = HookPoint() if self.mlp is not None else None
         self.hook_resid_post = HookPoint()  # [batch, pos, d_model], the block's output
 
 

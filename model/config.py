@@ -50,24 +50,38 @@ class TransformerConfig:
     embed_norm: bool = False  # BERT: LayerNorm right after the embedding sum
 
     def __post_init__(self) -> None:
+        # Each check is a lambda, run in order, so a bad value is reported as a ValueError
+        # before a later check could divide by it (n_heads=0) or compare it ("32" < 1).
+        sizes = (self.d_model, self.n_heads, self.n_layers, self.n_ctx, self.d_vocab, self.d_mlp,
+                 self.kv_heads, 1 if self.head_dim is None else self.head_dim)
         checks = [
-            (self.family in FAMILIES, f"family must be one of {FAMILIES}, got {self.family!r}"),
-            (self.positions in POSITIONS, f"positions must be one of {POSITIONS}"),
-            (self.norm in NORMS, f"norm must be one of {NORMS}"),
-            (self.block in BLOCKS, f"block must be one of {BLOCKS}"),
-            (self.act in ACTIVATIONS, f"act must be one of {ACTIVATIONS}, got {self.act!r}"),
-            (min(self.d_model, self.n_heads, self.n_layers, self.n_ctx, self.d_vocab) > 0,
+            (lambda: self.family in FAMILIES,
+             f"family must be one of {FAMILIES}, got {self.family!r}"),
+            (lambda: self.positions in POSITIONS, f"positions must be one of {POSITIONS}"),
+            (lambda: self.norm in NORMS, f"norm must be one of {NORMS}"),
+            (lambda: self.block in BLOCKS, f"block must be one of {BLOCKS}"),
+            (lambda: self.act in ACTIVATIONS,
+             f"act must be one of {ACTIVATIONS}, got {self.act!r}"),
+            (lambda: all(isinstance(v, int) and not isinstance(v, bool) for v in sizes),
+             "d_model, n_heads, n_layers, n_ctx, d_vocab, d_mlp, n_kv_heads and head_dim must be "
+             f"integers, got {sizes}"),
+            (lambda: min(self.d_model, self.n_heads, self.n_layers, self.n_ctx, self.d_vocab) > 0,
              "d_model, n_heads, n_layers, n_ctx and d_vocab must be positive"),
-            (self.attn_only or self.d_mlp > 0, "d_mlp must be positive unless attn_only"),
-            (self.head_dim is not None or self.d_model % self.n_heads == 0,
+            (lambda: self.d_mlp >= 0 and (self.attn_only or self.d_mlp > 0),
+             "d_mlp must be >= 0, and positive unless attn_only"),
+            (lambda: self.kv_heads > 0, f"n_kv_heads must be positive, got {self.n_kv_heads}"),
+            (lambda: self.head_dim is None or self.head_dim > 0,
+             f"head_dim must be positive, got {self.head_dim}"),
+            (lambda: self.head_dim is not None or self.d_model % self.n_heads == 0,
              f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}"),
-            (self.n_heads % self.kv_heads == 0,
+            (lambda: self.n_heads % self.kv_heads == 0,
              f"n_heads={self.n_heads} must be a multiple of n_kv_heads={self.kv_heads}"),
-            (self.positions != "rotary" or self.d_head % 2 == 0, "rotary needs an even d_head"),
-            (self.n_token_types >= 0 and self.position_offset >= 0, "counts must be >= 0"),
+            (lambda: self.positions != "rotary" or self.d_head % 2 == 0,
+             "rotary needs an even d_head"),
+            (lambda: self.n_token_types >= 0 and self.position_offset >= 0, "counts must be >= 0"),
         ]
         for ok, message in checks:
-            if not ok:
+            if not ok():
                 raise ValueError(message)
 
     @property

@@ -43,6 +43,11 @@ def _copy(sd: StateDict, mapping: dict[str, str]) -> StateDict:
     return {ours: sd[theirs] for ours, theirs in mapping.items()}
 
 
+def _unembed(hf: StateDict, out: StateDict, cfg: TransformerConfig) -> torch.Tensor:
+    """Tied models reuse the token embedding; untied ones must ship their own lm_head."""
+    return out["embed.W_E.weight"] if cfg.tie_embeddings else hf["lm_head.weight"]
+
+
 def convert_bert(hf: StateDict, cfg: TransformerConfig) -> StateDict:
     """BERT and RoBERTa (BertModel / RobertaModel, with or without a task head)."""
     sd = strip_prefix(hf, "embeddings.word_embeddings.weight")
@@ -99,7 +104,7 @@ def convert_gpt2(hf: StateDict, cfg: TransformerConfig) -> StateDict:
             o + "ln2.weight": p + "ln_2.weight", o + "ln2.bias": p + "ln_2.bias",
             o + "mlp.W_in.bias": p + "mlp.c_fc.bias", o + "mlp.W_out.bias": p + "mlp.c_proj.bias",
         }))
-    out["unembed.weight"] = hf.get("lm_head.weight", out["embed.W_E.weight"])
+    out["unembed.weight"] = _unembed(hf, out, cfg)
     return out
 
 
@@ -129,7 +134,7 @@ def convert_llama(hf: StateDict, cfg: TransformerConfig) -> StateDict:
                             o + "mlp.W_in.bias": p + "mlp.up_proj.bias",
                             o + "mlp.W_out.bias": p + "mlp.down_proj.bias"})
         out.update(_copy(sd, mapping))
-    out["unembed.weight"] = hf.get("lm_head.weight", out["embed.W_E.weight"])
+    out["unembed.weight"] = _unembed(hf, out, cfg)
     return out
 
 

@@ -69,7 +69,8 @@ class LearnedEmbed(nn.Module):
         self.W_type = nn.Embedding(cfg.n_token_types, cfg.d_model) if cfg.n_token_types else None
         self.ln = make_norm(cfg) if cfg.embed_norm else None
         self.hook_tok = HookPoint()  # [batch, pos, d_model]
-        self.hook_type = HookPoint()  # [batch, pos, d_model]
+        # Only models with segment embeddings get the hook: a hook point must always fire.
+        self.hook_type = HookPoint() if self.W_type is not None else None  # [batch, pos, d_model]
         self.hook_pos = HookPoint()  # [batch, pos, d_model]
         self.hook_sum = HookPoint()  # [batch, pos, d_model]
 

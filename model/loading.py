@@ -80,6 +80,8 @@ class LoadedModel:
     def run_ids(self, input_ids, attention_mask=None, token_type_ids=None, keep=None) -> Trace:
         """Run token ids directly ([pos] or [batch, pos]), bypassing the tokenizer."""
         ids = torch.as_tensor(input_ids, dtype=torch.long)
+        if ids.dim() not in (1, 2):
+            raise ValueError(f"token ids must be [pos] or [batch, pos], not {tuple(ids.shape)}")
         batched = ids.dim() == 2
         ids = ids if batched else ids[None]
         if ids.numel() == 0:
@@ -104,7 +106,9 @@ class LoadedModel:
         cache: dict[str, torch.Tensor] = {}
         names = [n for n in model.hook_names if keep is None or keep(n)]
         store = caching_hook(cache)
-        with torch.inference_mode(), hooks(model.hook_names, [(n, store) for n in names]):
+        # no_grad, not inference_mode: a Trace's tensors are handed to users, and inference
+        # tensors refuse in-place edits and any later use next to a parameter (x @ W_O).
+        with torch.no_grad(), hooks(model.hook_names, [(n, store) for n in names]):
             out = model(
                 enc.input_ids.to(device), enc.attention_mask.to(device),
                 enc.token_type_ids.to(device),
@@ -198,9 +202,18 @@ def _load_directory(directory: Path) -> tuple[HookedTransformer, object]:
     if not isinstance(hf, dict):
         raise ModelLoadError(f"config.json in {directory} is not a JSON object")
     if hf.get("model_type") == OWN_MODEL_TYPE:
-        cfg = TransformerConfig.from_dict(hf["config"])
+        try:
+            cfg = TransformerConfig.from_dict(hf["config"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ModelLoadError(f"config.json in {directory} is not a valid "
+                                 f"{OWN_MODEL_TYPE} config: {exc!r}") from exc
         model = build_model(cfg, read_weights(directory))
-        return model, CharTokenizer.from_file(directory / "tokenizer.json")
+        try:
+            tokenizer = CharTokenizer.from_file(directory / "tokenizer.json")
+        except (OSError, KeyError, ValueError) as exc:  # missing file, bad JSON, no "chars"
+            raise ModelLoadError(f"could not load the character tokenizer in {directory}: "
+                                 f"{exc!r}") from exc
+        return model, tokenizer
     cfg = config_from_hf(hf)
     state = read_weights(directory)
     try:
@@ -248,7 +261,9 @@ def resolve(name_or_path: str) -> Path:
 def load_model(name_or_path: str, device: str | torch.device | None = None) -> LoadedModel:
     """Load a model by bundled name ('minilm'), local HF directory, or hub id.
 
-    Raises ModelLoadError with a message naming what is wrong. Supported: """ + SUPPORTED
+    Raises ModelLoadError with a message naming what is wrong. Supported families: see
+    `model.registry.SUPPORTED`.
+    """
     if not isinstance(name_or_path, str) or not name_or_path.strip():
         raise ModelLoadError("no model name given")
     directory = resolve(name_or_path.strip())

@@ -125,7 +125,7 @@ def config_from_hf(hf: dict) -> TransformerConfig:
         return CONFIG_BUILDERS[model_type](hf)
     except KeyError as exc:
         raise ModelLoadError(f"config.json lacks the field {exc.args[0]!r}") from exc
-    except ValueError as exc:
+    except (ValueError, TypeError) as exc:  # TypeError: a field of the wrong type ("32", null)
         if isinstance(exc, ModelLoadError):
             raise
         raise ModelLoadError(f"config.json describes an invalid model: {exc}") from exc

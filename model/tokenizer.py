@@ -7,6 +7,7 @@ which positions are special tokens, and how many tokens truncation dropped from 
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,28 +24,41 @@ class Encoding:
     n_dropped: list[int]  # tokens cut from each text to fit the model's context
 
 
+# A directory needs one of these; without them transformers 5 quietly builds a tokenizer
+# that knows only the special tokens and turns every word into [UNK].
+VOCAB_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "tokenizer.model", "spiece.model")
+
+
 class HFTokenizer:
     """Wraps a `transformers` fast tokenizer loaded from a model directory."""
 
     def __init__(self, path: Path) -> None:
         from transformers import AutoTokenizer
 
+        if not any((Path(path) / name).is_file() for name in VOCAB_FILES):
+            raise ValueError(f"no tokenizer files: expected one of {', '.join(VOCAB_FILES)}")
         self._tok = AutoTokenizer.from_pretrained(str(path), use_fast=True, trust_remote_code=False)
         if not self._tok.is_fast:
             raise ValueError("only fast (tokenizer.json) tokenizers are supported")
+        if len(self._tok) <= len(self._tok.all_special_tokens):
+            raise ValueError("the tokenizer's vocabulary holds only special tokens")
         if self._tok.pad_token is None:  # GPT-2 and Llama ship without one; padding is masked
             self._tok.pad_token = self._tok.eos_token or self._tok.unk_token
         self._tok.padding_side = "right"
         self._tok.model_max_length = 10**9  # we truncate to the model's own context ourselves
         self.vocab_size = len(self._tok)
+        # Each call sets truncation and padding on the one shared Rust tokenizer: without the
+        # lock, users running at once get each other's settings (wrong n_dropped, errors).
+        self._lock = threading.Lock()
 
     def encode(self, texts: list[str], pairs: list[str] | None, max_len: int) -> Encoding:
         args = (texts, pairs) if pairs is not None else (texts,)
-        full = self._tok(*args, add_special_tokens=True)["input_ids"]
-        enc = self._tok(
-            *args, add_special_tokens=True, truncation=True, max_length=max_len, padding=True,
-            return_special_tokens_mask=True, return_token_type_ids=True, return_tensors="pt",
-        )
+        with self._lock:
+            full = self._tok(*args, add_special_tokens=True)["input_ids"]
+            enc = self._tok(
+                *args, add_special_tokens=True, truncation=True, max_length=max_len, padding=True,
+                return_special_tokens_mask=True, return_token_type_ids=True, return_tensors="pt",
+            )
         ids = enc["input_ids"]
         special = enc["special_tokens_mask"] | (1 - enc["attention_mask"])
         kept = enc["attention_mask"].sum(dim=1).tolist()

@@ -1,0 +1,200 @@
+"""Hook points: the pinned list of names for each family, and the `hooks(...)` context manager
+(replacing a tensor, cleaning up after an exception, isolation between threads, and never
+mutating the shared model)."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import torch
+from torch.testing import assert_close
+
+from model.hooks import _ACTIVE, caching_hook, hooks
+
+ONE = "The cat sat on the mat."
+OTHER = "Queries meet keys; the softmax turns scores into weights."
+
+# ------------------------------------------------------------------- the pinned name lists
+# Written out by hand: if a hook is added, renamed or lost, these lists must be edited too.
+BERT_BLOCK = [
+    "ln1.hook_normalized",
+    "attn.hook_q", "attn.hook_k", "attn.hook_v",
+    "attn.hook_qk", "attn.hook_scores", "attn.hook_pattern", "attn.hook_z",
+    "mlp.hook_pre", "mlp.hook_post",
+    "ln2.hook_normalized",
+    "hook_resid_pre", "hook_attn_out", "hook_resid_mid", "hook_mlp_out", "hook_resid_post",
+]
+GPT2_BLOCK = BERT_BLOCK  # the same sub-modules; only their order in the forward pass differs
+LLAMA_BLOCK = [
+    "ln1.hook_normalized",
+    "attn.hook_q", "attn.hook_k", "attn.hook_v", "attn.hook_rot_q", "attn.hook_rot_k",
+    "attn.hook_qk", "attn.hook_scores", "attn.hook_pattern", "attn.hook_z",
+    "mlp.hook_pre", "mlp.hook_pre_linear", "mlp.hook_post",
+    "ln2.hook_normalized",
+    "hook_resid_pre", "hook_attn_out", "hook_resid_mid", "hook_mlp_out", "hook_resid_post",
+]
+
+
+def _blocks(suffixes: list[str], n_layers: int = 2) -> list[str]:
+    return [f"blocks.{i}.{s}" for i in range(n_layers) for s in suffixes]
+
+
+EXPECTED_NAMES = {
+    "bert": ["embed.ln.hook_normalized", "embed.hook_tok", "embed.hook_type", "embed.hook_pos",
+             "embed.hook_sum", *_blocks(BERT_BLOCK), "pooler.hook_out"],
+    "roberta": ["embed.ln.hook_normalized", "embed.hook_tok", "embed.hook_type",
+                "embed.hook_pos", "embed.hook_sum", *_blocks(BERT_BLOCK), "pooler.hook_out"],
+    # GPT-2 has no segment embeddings, so no embed.hook_type.
+    "gpt2": ["embed.hook_tok", "embed.hook_pos", "embed.hook_sum", *_blocks(GPT2_BLOCK),
+             "ln_final.hook_normalized", "hook_logits"],
+    "llama": ["embed.hook_tok", *_blocks(LLAMA_BLOCK), "ln_final.hook_normalized",
+              "hook_logits"],
+}
+
+
+@pytest.mark.parametrize("family", sorted(EXPECTED_NAMES))
+def test_hook_names_are_pinned(tiny_models_loaded, family):
+    assert list(tiny_models_loaded[family].hook_names) == EXPECTED_NAMES[family]
+
+
+@pytest.mark.parametrize("family", sorted(EXPECTED_NAMES))
+def test_every_hook_point_fires_exactly_once_per_run(tiny_models_loaded, family):
+    lm = tiny_models_loaded[family]
+    calls: dict[str, int] = {}
+
+    def count(x, name):
+        calls[name] = calls.get(name, 0) + 1
+
+    with hooks(lm.hook_names, [(lambda name: True, count)]):
+        trace = lm.run(ONE)
+    assert calls == {name: 1 for name in EXPECTED_NAMES[family]}
+    assert set(trace.cache) == set(EXPECTED_NAMES[family])
+
+
+# --------------------------------------------------------------------- replacing a tensor
+def zero_head(head: int):
+    def edit(x: torch.Tensor, name: str) -> torch.Tensor:
+        x = x.clone()  # [batch, head, q_pos, k_pos] or [batch, head, q_pos, d_head]
+        x[:, head] = 0
+        return x
+    return edit
+
+
+@pytest.mark.parametrize("hook", ["attn.hook_pattern", "attn.hook_z"])
+def test_zeroing_a_head_changes_the_run_inside_the_block_only(tiny_models_loaded, hook):
+    lm = tiny_models_loaded["bert"]
+    head = 1
+    before = lm.run(ONE)
+    with hooks(lm.hook_names, [(f"blocks.0.{hook}", zero_head(head))]):
+        inside = lm.run(ONE)  # the run's own caching hooks run after ours and see the edit
+    after = lm.run(ONE)
+
+    # Inside: head 1 of block 0 contributes nothing, and nothing else in that layer changed.
+    assert torch.count_nonzero(inside.cache["blocks.0.attn.hook_z"][:, head]) == 0
+    if hook == "attn.hook_z":
+        assert torch.equal(inside.cache["blocks.0.attn.hook_pattern"],
+                           before.cache["blocks.0.attn.hook_pattern"])
+    z_head = before.cache["blocks.0.attn.hook_z"][0, head]  # [q_pos, d_head]
+    contribution = z_head @ lm.model.blocks[0].attn.W_O[head]  # [q_pos, d_model]
+    # 1e-5: the same sum with one term removed; only float32 summation order differs.
+    assert_close(inside.cache["blocks.0.hook_attn_out"][0],
+                 before.cache["blocks.0.hook_attn_out"][0] - contribution, atol=1e-5, rtol=1e-5)
+    assert torch.equal(inside.cache["blocks.0.hook_resid_pre"],
+                       before.cache["blocks.0.hook_resid_pre"])  # upstream of the edit
+    assert (inside.final - before.final).abs().max() > 1e-3  # downstream: the output moved
+
+    # After the block: bit-for-bit the original run again.
+    assert torch.equal(after.final, before.final)
+    assert all(torch.equal(after.cache[name], before.cache[name]) for name in before.cache)
+
+
+def test_hooks_are_removed_when_the_block_raises(tiny_models_loaded):
+    lm = tiny_models_loaded["bert"]
+    before = lm.run(ONE)
+    with pytest.raises(RuntimeError, match="boom"):
+        with hooks(lm.hook_names, [("blocks.0.attn.hook_pattern", zero_head(0))]):
+            assert _ACTIVE.get() is not None
+            raise RuntimeError("boom")
+    assert _ACTIVE.get() is None
+    assert torch.equal(lm.run(ONE).final, before.final)
+
+
+def test_hooks_are_removed_when_a_hook_itself_raises(tiny_models_loaded):
+    lm = tiny_models_loaded["gpt2"]
+    before = lm.run(ONE)
+
+    def explode(x, name):
+        raise RuntimeError(f"boom in {name}")
+
+    with pytest.raises(RuntimeError, match="boom in blocks.1.hook_resid_pre"):
+        with hooks(lm.hook_names, [("blocks.1.hook_resid_pre", explode)]):
+            lm.run(ONE)
+    assert _ACTIVE.get() is None
+    assert torch.equal(lm.run(ONE).logits, before.logits)
+
+
+def test_unknown_hook_name_is_refused_and_predicates_select_by_name(tiny_models_loaded):
+    lm = tiny_models_loaded["llama"]
+    with pytest.raises(KeyError, match="blocks.9.attn.hook_pattern"):
+        with hooks(lm.hook_names, [("blocks.9.attn.hook_pattern", zero_head(0))]):
+            pass
+    seen = []
+    with hooks(lm.hook_names, [(lambda n: n.endswith("hook_rot_k"), lambda x, n: seen.append(n))]):
+        lm.run(ONE)
+    assert seen == ["blocks.0.attn.hook_rot_k", "blocks.1.attn.hook_rot_k"]
+
+
+# ------------------------------------------------------------------ threads and sharing
+def test_two_threads_each_capture_only_their_own_activations(tiny_models_loaded):
+    lm = tiny_models_loaded["bert"]
+    texts = [ONE, OTHER]
+    alone = [lm.run(text) for text in texts]  # the reference, one run at a time
+    assert alone[0].n_tokens != alone[1].n_tokens
+    both_inside = threading.Barrier(2, timeout=20)
+
+    def work(text: str) -> tuple[dict, object]:
+        mine: dict[str, torch.Tensor] = {}
+
+        def rendezvous(x, name):
+            both_inside.wait()  # neither forward pass goes on until both have started
+
+        with hooks(lm.hook_names, [("blocks.0.hook_resid_pre", rendezvous),
+                                   (lambda n: n.endswith("hook_pattern"), caching_hook(mine))]):
+            trace = lm.run(text)
+        return mine, trace
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(work, texts))
+    for (mine, trace), reference in zip(results, alone):
+        assert sorted(mine) == ["blocks.0.attn.hook_pattern", "blocks.1.attn.hook_pattern"]
+        for name, pattern in mine.items():
+            assert torch.equal(pattern, reference.cache[name])
+        assert torch.equal(trace.final, reference.final)
+
+
+def test_a_run_with_hooks_leaves_the_shared_model_untouched(tiny_models_loaded):
+    lm = tiny_models_loaded["llama"]
+    model = lm.model
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    attached_during_run = []
+
+    def look(x, name):  # called mid-forward: is anything attached to the modules right now?
+        attached_during_run.append(any(
+            m._forward_hooks or m._forward_pre_hooks for m in model.modules()))
+        return x * 1.5
+
+    with hooks(lm.hook_names, [("blocks.0.hook_resid_mid", look)]):
+        lm.run([ONE, OTHER])
+    lm.run(ONE, keep=lambda n: "pattern" in n)
+
+    assert attached_during_run == [False]
+    after = model.state_dict()
+    assert after.keys() == state.keys()
+    assert all(torch.equal(after[k], state[k]) for k in state)
+    for module in model.modules():
+        assert not module._forward_hooks and not module._forward_pre_hooks
+        assert not module._backward_hooks
+    assert not torch.nn.modules.module._global_forward_hooks
+    assert not model.training

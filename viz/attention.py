@@ -1,0 +1,94 @@
+"""Attention figures: one matrix as a heatmap; every head, the line view and Q·K re-exported.
+
+Rows are queries (the token doing the looking), columns are keys (the tokens looked at),
+and every row is a softmax over keys.
+"""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+import plotly.graph_objects as go
+
+from .labels import axis_labels
+from .lines import LINE_MAX_TOKENS, head_lines
+from .overview import head_overview
+from .qk import qk_figure
+from .style import COLORSCALE, MASKED_GREY, ROWS_ARE_QUERIES, TEMPLATE, figure_height, to_numpy
+
+__all__ = ["LINE_MAX_TOKENS", "TICK_LABEL_LIMIT", "attention_heatmap", "head_lines",
+           "head_overview", "qk_figure"]
+
+TICK_LABEL_LIMIT = 150  # above this many tokens on an axis, tick labels are hidden (hover stays)
+
+
+def masked_cells(shape: tuple[int, int], causal: bool = False, masked=None) -> np.ndarray:
+    """Bool [q_pos, k_pos]: True where a query could not attend to a key.
+
+    causal: keys after the query (the strict upper triangle), which needs a square matrix.
+    masked: any extra bool [q_pos, k_pos] mask, e.g. padding keys.
+    """
+    hidden = np.zeros(shape, dtype=bool)
+    if causal:
+        if shape[0] != shape[1]:
+            raise ValueError(f"causal=True needs a square matrix (queries = keys), got {shape}")
+        hidden |= np.triu(np.ones(shape, dtype=bool), k=1)
+    if masked is not None:
+        extra = np.asarray(masked, dtype=bool)
+        if extra.shape != shape:
+            raise ValueError(f"masked must have the matrix's shape {shape}, got {extra.shape}")
+        hidden |= extra
+    return hidden
+
+
+def attention_heatmap(matrix, q_tokens, k_tokens, title: str = "Attention",
+                      causal: bool = False, masked=None) -> go.Figure:
+    """One attention matrix [q_pos, k_pos] as a heatmap (Viridis, 0 to the matrix's maximum).
+
+    q_tokens / k_tokens: one string per row / column; raw tokens or `axis_labels` output.
+    causal=True greys out the keys after each query (the model masked them before the softmax);
+    `masked` adds any other bool [q_pos, k_pos] mask. Masked cells are NaN in z, drawn in grey,
+    and have no hover. Hover reads "query 3·cat → key 1·the: 0.412". `title` is plain text.
+
+    z is float32 (plotly sends it as a binary array). Above TICK_LABEL_LIMIT tokens the tick
+    labels are hidden but hover still names both tokens.
+    """
+    z = to_numpy(matrix, "matrix", ndim=2)
+    q_labels, k_labels = axis_labels(q_tokens), axis_labels(k_tokens)
+    if z.shape != (len(q_labels), len(k_labels)):
+        raise ValueError(
+            f"matrix must be [len(q_tokens), len(k_tokens)] = [{len(q_labels)}, {len(k_labels)}]"
+            f" (rows = queries, columns = keys), got {list(z.shape)}"
+        )
+    hidden = masked_cells(z.shape, causal, masked)
+    z = z.copy()
+    z[hidden] = np.nan
+    finite = z[np.isfinite(z)]
+    low = 0.0 if finite.size == 0 or finite.min() >= 0 else None
+
+    fig = go.Figure(go.Heatmap(
+        z=z, x=k_labels, y=q_labels, colorscale=COLORSCALE, zmin=low, hoverongaps=False,
+        colorbar=dict(title=dict(text="weight"), thickness=14),
+        hovertemplate="query %{y} → key %{x}: %{z:.3f}<extra></extra>",
+    ))
+    long_q, long_k = len(q_labels) > TICK_LABEL_LIMIT, len(k_labels) > TICK_LABEL_LIMIT
+    subtitle = ROWS_ARE_QUERIES
+    if hidden.any():
+        subtitle += "; grey = masked (causal)" if causal else "; grey = masked"
+    fig.update_layout(
+        template=TEMPLATE, plot_bgcolor=MASKED_GREY,
+        title=dict(text=html.escape(title, quote=False), subtitle=dict(text=subtitle)),
+        height=figure_height(len(q_labels)),
+        xaxis=dict(title=dict(text="key (attended to)" + (", hover for tokens" if long_k else "")),
+                   showticklabels=not long_k, tickangle=-60, constrain="domain",
+                   type="category"),
+        yaxis=dict(title=dict(text="query (attending)" + (", hover for tokens" if long_q else "")),
+                   showticklabels=not long_q, autorange="reversed", scaleanchor="x",
+                   constrain="domain", type="category"),
+    )
+    if causal and hidden.any():
+        fig.add_annotation(text="masked (causal)", xref="x domain", yref="y domain", x=0.98,
+                           y=0.98, xanchor="right", yanchor="top", showarrow=False,
+                           font=dict(color="#444"), bgcolor="rgba(255,255,255,0.6)")
+    return fig
