@@ -11,7 +11,8 @@ import streamlit as st  # noqa: E402
 
 from ui import sidebar, urlstate  # noqa: E402
 
-st.set_page_config(page_title="Attention Lab", page_icon="🔍", layout="wide")
+st.set_page_config(page_title="Attention Lab", page_icon="🔍", layout="wide",
+                   initial_sidebar_state="expanded")
 
 PAGES = [
     st.Page("app_pages/attention.py", title="Attention", icon="🔥", url_path="attention",
