@@ -56,6 +56,11 @@ def name_hook_points(root: nn.Module) -> list[str]:
     return names
 
 
+def hooks_active() -> bool:
+    """True inside a `hooks(...)` block (some callback may edit tensors)."""
+    return bool(_ACTIVE.get())
+
+
 def _matches(hook_filter, name: str) -> bool:
     return hook_filter(name) if callable(hook_filter) else hook_filter == name
 

@@ -7,6 +7,8 @@ Weights are read only from safetensors, or from pytorch_model.bin with
 from __future__ import annotations
 
 import copy
+import ctypes
+import sys
 import json
 import os
 import re
@@ -18,13 +20,13 @@ import torch
 from .config import TransformerConfig
 from .convert import CONVERTERS
 from .device import is_device_failure, pick_device
-from .hooks import caching_hook, hooks
+from .hooks import caching_hook, hooks, hooks_active
 from .registry import (
     BUNDLED, OWN_MODEL_TYPE, SUPPORTED, ModelLoadError, config_from_hf,
 )
 from .tokenizer import CharTokenizer, Encoding, HFTokenizer
-from .trace import Trace
-from .transformer import HookedTransformer
+from .trace import Trace, TraceCache
+from .transformer import HookedTransformer, attention_mask_bias
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$|^[A-Za-z0-9][\w.-]*$")
 HUB_FILES = ["*.json", "*.safetensors", "*.txt", "*.model", "tokenizer*"]
@@ -105,14 +107,27 @@ class LoadedModel:
     def _forward(self, model: HookedTransformer, enc: Encoding, device, keep):
         cache: dict[str, torch.Tensor] = {}
         names = [n for n in model.hook_names if keep is None or keep(n)]
+        # hook_scores = mask + scale * hook_qk, elementwise. On the CPU, with no outside hook
+        # able to edit q·k or the scores, it is recomputed bit for bit on first read instead of
+        # kept: one [batch, head, pos, pos] tensor per layer less to allocate (see BENCHMARKS.md).
+        derive = device.type == "cpu" and not hooks_active()
+        lazy = {n for n in names if derive and n.endswith(".attn.hook_scores")
+                and n[: -len("hook_scores")] + "hook_qk" in names}
         store = caching_hook(cache)
         # no_grad, not inference_mode: a Trace's tensors are handed to users, and inference
         # tensors refuse in-place edits and any later use next to a parameter (x @ W_O).
-        with torch.no_grad(), hooks(model.hook_names, [(n, store) for n in names]):
+        with torch.no_grad(), hooks(model.hook_names,
+                                    [(n, store) for n in names if n not in lazy]):
             out = model(
                 enc.input_ids.to(device), enc.attention_mask.to(device),
                 enc.token_type_ids.to(device),
             )
+        if lazy:
+            mask = attention_mask_bias(enc.attention_mask.to(device), self.cfg.causal,
+                                       out.final.dtype)
+            derived = {n: (n[: -len("hook_scores")] + "hook_qk", mask,
+                           model.get_submodule(n.rsplit(".", 1)[0]).scale) for n in lazy}
+            cache = TraceCache(names, cache, derived)
         return out, cache
 
     def _cpu_model(self) -> HookedTransformer:
@@ -144,6 +159,29 @@ class LoadedModel:
 
 
 # ---------------------------------------------------------------------------- loading
+_ALLOCATOR_TUNED = False
+
+
+def keep_freed_memory() -> None:
+    """Stop glibc from handing freed tensor memory back to the kernel after every run.
+
+    A full trace is ~300 MB at 512 tokens. With glibc's defaults (dynamic mmap threshold,
+    trim threshold twice that), the memory of the previous trace is unmapped or trimmed when
+    it is freed, so each run page-faults ~75,000 fresh pages. Fixing the mmap threshold at its
+    maximum (32 MiB) and the trim threshold at 1 GiB keeps it in the heap for reuse.
+    """
+    global _ALLOCATOR_TUNED
+    if _ALLOCATOR_TUNED or not sys.platform.startswith("linux"):
+        return
+    _ALLOCATOR_TUNED = True
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD
+        libc.mallopt(-1, 1 << 30)  # M_TRIM_THRESHOLD
+    except (OSError, AttributeError):  # not glibc (musl, ...): leave the allocator alone
+        pass
+
+
 def read_weights(directory: Path) -> dict[str, torch.Tensor]:
     from safetensors.torch import load_file
 
@@ -269,6 +307,7 @@ def load_model(name_or_path: str, device: str | torch.device | None = None) -> L
     directory = resolve(name_or_path.strip())
     model, tokenizer = _load_directory(directory)
     dev, notice = pick_device(device)
+    keep_freed_memory()
     try:
         model = model.to(dev)
     except RuntimeError as exc:

@@ -53,12 +53,14 @@ class HFTokenizer:
 
     def encode(self, texts: list[str], pairs: list[str] | None, max_len: int) -> Encoding:
         args = (texts, pairs) if pairs is not None else (texts,)
+        kw = dict(add_special_tokens=True, padding=True, return_special_tokens_mask=True,
+                  return_token_type_ids=True, return_tensors="pt")
         with self._lock:
-            full = self._tok(*args, add_special_tokens=True)["input_ids"]
-            enc = self._tok(
-                *args, add_special_tokens=True, truncation=True, max_length=max_len, padding=True,
-                return_special_tokens_mask=True, return_token_type_ids=True, return_tensors="pt",
-            )
+            enc = self._tok(*args, **kw)  # untruncated first: usually everything fits
+            full = enc["attention_mask"].sum(dim=1).tolist()
+            if max(full) > max_len:
+                enc = self._tok(*args, truncation=True, max_length=max_len, **kw)
+            tokens = [enc.tokens(i) for i in range(enc["input_ids"].shape[0])]
         ids = enc["input_ids"]
         special = enc["special_tokens_mask"] | (1 - enc["attention_mask"])
         kept = enc["attention_mask"].sum(dim=1).tolist()
@@ -67,8 +69,8 @@ class HFTokenizer:
             attention_mask=enc["attention_mask"],
             token_type_ids=enc["token_type_ids"],
             special_mask=special,
-            tokens=[self._tok.convert_ids_to_tokens(row) for row in ids.tolist()],
-            n_dropped=[len(f) - k for f, k in zip(full, kept)],
+            tokens=[enc.tokens(i) for i in range(ids.shape[0])],
+            n_dropped=[f - k for f, k in zip(full, kept)],
         )
 
     def tokens(self, ids: list[int]) -> list[str]:

@@ -2,12 +2,46 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
 import torch
 
 from .config import TransformerConfig
+
+
+class TraceCache(Mapping):
+    """Hook name -> tensor, where some entries (the attention scores) are computed on first
+    access from the kept ones, with the forward pass's own op: torch.add(mask, qk, alpha=scale)."""
+
+    def __init__(self, names, tensors, derived) -> None:
+        self._names = list(names)  # hook order
+        self._tensors = tensors
+        self._derived = derived  # name -> (qk name, additive mask, scale)
+        self._lock = threading.Lock()
+
+    def __getitem__(self, name: str) -> torch.Tensor:
+        tensor = self._tensors.get(name)
+        if tensor is not None:
+            return tensor
+        if name not in self._derived:
+            raise KeyError(name)
+        with self._lock:
+            if name not in self._tensors:
+                qk_name, mask, scale = self._derived[name]
+                self._tensors[name] = torch.add(mask, self._tensors[qk_name], alpha=scale)
+            return self._tensors[name]
+
+    def __iter__(self):
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def __contains__(self, name) -> bool:
+        return name in self._tensors or name in self._derived
 
 
 @dataclass(eq=False)

@@ -198,3 +198,32 @@ def test_a_run_with_hooks_leaves_the_shared_model_untouched(tiny_models_loaded):
         assert not module._backward_hooks
     assert not torch.nn.modules.module._global_forward_hooks
     assert not model.training
+
+
+@pytest.mark.parametrize("family", ["bert", "gpt2", "llama"])
+def test_scores_read_back_from_a_trace_equal_the_ones_the_forward_pass_saw(
+        tiny_models_loaded, family):
+    # A plain run keeps hook_scores lazily (recomputed from hook_qk on first read). Inside a
+    # hooks() block it is stored as the forward pass produced it. Both must be bit-identical.
+    lm = tiny_models_loaded[family]
+    plain = lm.run([ONE, OTHER])
+    seen: dict[str, torch.Tensor] = {}
+    with hooks(lm.hook_names, [(lambda n: n.endswith("hook_scores"), caching_hook(seen))]):
+        stored = lm.run([ONE, OTHER])
+    names = [n for n in lm.hook_names if n.endswith("hook_scores")]
+    assert names and all(n in plain.cache for n in names)
+    assert sorted(plain.cache) == sorted(stored.cache)
+    for name in names:
+        assert torch.equal(plain.cache[name], seen[name])
+        assert torch.equal(plain.cache[name], stored.cache[name])
+    with pytest.raises(KeyError):
+        plain.cache["blocks.0.attn.hook_nothing"]
+
+
+def test_keeping_only_scores_still_works(tiny_models_loaded):
+    lm = tiny_models_loaded["bert"]
+    only = lm.run(ONE, keep=lambda n: n.endswith("hook_scores"))
+    full = lm.run(ONE)
+    assert sorted(only.cache) == sorted(n for n in lm.hook_names if n.endswith("hook_scores"))
+    for name in only.cache:
+        assert torch.equal(only.cache[name], full.cache[name])
