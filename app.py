@@ -12,22 +12,22 @@ import streamlit as st  # noqa: E402
 
 from ui import sidebar, urlstate  # noqa: E402
 
-st.set_page_config(page_title="Attention Lab", page_icon="🔍", layout="wide",
+st.set_page_config(page_title="Attention Lab", page_icon=":material/grid_on:", layout="wide",
                    initial_sidebar_state="expanded")
 
 HERE = Path(__file__).resolve().parent
 
 # (section, file, title, icon, url path). A page appears once its file exists.
 PAGES = [
-    ("Explore", "app_pages/attention.py", "Attention", "🔥", "attention"),
-    ("Explore", "app_pages/heads.py", "Head statistics", "📊", "heads"),
-    ("Explore", "app_pages/compare.py", "Compare two inputs", "↔️", "compare"),
-    ("Explore", "app_pages/ablation.py", "Head ablation", "✂️", "ablation"),
-    ("Explore", "app_pages/logit_lens.py", "Logit lens", "🔭", "logit-lens"),
-    ("Learn", "app_pages/walkthrough.py", "Forward pass, step by step", "🧭", "walkthrough"),
-    ("Learn", "app_pages/positions.py", "Positional encodings", "〰️", "positions"),
-    ("Learn", "app_pages/embeddings.py", "Embeddings", "🗺️", "embeddings"),
-    ("Train", "app_pages/training.py", "Train a tiny transformer", "🏋️", "training"),
+    ("Explore", "app_pages/attention.py", "Attention", ":material/grid_on:", "attention"),
+    ("Explore", "app_pages/heads.py", "Head statistics", ":material/leaderboard:", "heads"),
+    ("Explore", "app_pages/compare.py", "Compare two inputs", ":material/compare_arrows:", "compare"),
+    ("Explore", "app_pages/ablation.py", "Head ablation", ":material/content_cut:", "ablation"),
+    ("Explore", "app_pages/logit_lens.py", "Logit lens", ":material/visibility:", "logit-lens"),
+    ("Learn", "app_pages/walkthrough.py", "Forward pass, step by step", ":material/footprint:", "walkthrough"),
+    ("Learn", "app_pages/positions.py", "Positional encodings", ":material/waves:", "positions"),
+    ("Learn", "app_pages/embeddings.py", "Embeddings", ":material/scatter_plot:", "embeddings"),
+    ("Train", "app_pages/training.py", "Train a tiny transformer", ":material/model_training:", "training"),
 ]
 
 

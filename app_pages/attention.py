@@ -7,10 +7,11 @@ import streamlit as st
 
 from model.analysis import attention_rollout, drop_special, qk_breakdown
 from ui import settings
+from ui.charts import chart_config
 from ui.sidebar import require_trace
 from ui.urlstate import url_default, write_to_url
 from viz.attention import attention_heatmap, head_lines, head_overview, qk_figure
-from viz.export import matrix_csv, plotly_config, trace_npz
+from viz.export import matrix_csv, trace_npz
 from viz.labels import axis_labels
 
 ROLLOUT_DEFINITION = (
@@ -43,7 +44,13 @@ def _pick_head_from_overview() -> None:
     points = getattr(getattr(event, "selection", None), "points", None) or []
     if not points:
         return
-    layer, head = points[0]["customdata"][:2]
+    point = points[0]
+    custom = point.get("customdata")
+    if isinstance(custom, (list, tuple)) and len(custom) >= 2:
+        layer, head = custom[:2]
+    else:  # customdata not sent back as a list: the points run layer by layer over the heads
+        n_heads = st.session_state["selection"].trace.cfg.n_heads
+        layer, head = divmod(int(point["point_index"]), n_heads)
     st.session_state["attn_layer"] = int(layer)
     st.session_state["attn_head"] = int(head)
     st.session_state["attn_average"] = False
@@ -108,7 +115,7 @@ if mode == "Attention rollout":
 
 fig = attention_heatmap(matrix, shown_labels, shown_labels, title=title,
                         causal=cfg.causal and mode == "Raw attention")
-st.plotly_chart(fig, key="attn_heatmap", config=plotly_config("png"))
+st.plotly_chart(fig, key="attn_heatmap", config=chart_config())
 
 write_to_url(model=selection.model_name, text=selection.text, pair=selection.pair,
              layer=layer, head=head)
@@ -120,7 +127,7 @@ with tab_all:
     st.caption("Every layer × head at once, each downsampled to a thumbnail. Click a cell to "
                "open that head above.")
     st.plotly_chart(_overview(trace, key), key="attn_overview", on_select=_pick_head_from_overview,
-                    selection_mode="points", config=plotly_config("png"))
+                    selection_mode="points", config=chart_config())
 
 with tab_lines:
     if len(tokens) > settings.LINE_VIEW_MAX_TOKENS:
@@ -130,13 +137,13 @@ with tab_lines:
         heads = st.multiselect("Heads", list(range(cfg.n_heads)), default=[head],
                                key="attn_line_heads")
         st.plotly_chart(head_lines(trace.attentions[layer].numpy(), labels, heads),
-                        key="attn_lines", config=plotly_config("png"))
+                        key="attn_lines", config=chart_config())
 
 with tab_qk:
     query = st.selectbox("Query token", list(range(len(tokens))), key="attn_query",
                          format_func=lambda i: labels[i])
     breakdown = qk_breakdown(trace, layer, head, query)
-    st.plotly_chart(qk_figure(breakdown, labels), key="attn_qk", config=plotly_config("png"))
+    st.plotly_chart(qk_figure(breakdown, labels), key="attn_qk", config=chart_config())
     st.caption(f"Head {head} of layer {layer}: the query vector of the chosen token is "
                f"dotted with every key vector (q·k), divided by √d_head = "
                f"√{cfg.d_head}, masked where needed, and the softmax of that row gives the "

@@ -102,3 +102,17 @@ def test_broken_model_directory_gives_a_message(tmp_path):
     at.selectbox(key="sb_model_choice").set_value("minilm").run()
     assert not at.exception
     assert _heatmap(at)["data"][0]["type"] == "heatmap"
+
+
+def test_svg_download_switch_reaches_every_figure_toolbar():
+    at = _app()
+
+    def formats() -> set[str]:
+        return {json.loads(el.proto.config)["toImageButtonOptions"]["format"]
+                for el in at.get("plotly_chart")}
+
+    assert formats() == {"png"}
+    at.radio(key="sb_image_format").set_value("SVG").run()
+    assert not at.exception
+    assert formats() == {"svg"}
+    assert len(at.get("plotly_chart")) >= 2  # the heatmap and the overview at least

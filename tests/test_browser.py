@@ -70,20 +70,103 @@ def _heatmap_title(page) -> str:
     return page.locator(".js-plotly-plot .gtitle").first.text_content(timeout=60_000) or ""
 
 
-def test_load_heatmap_and_open_a_head_from_the_link(server, browser, tmp_path):
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.goto(server + "/attention", wait_until="domcontentloaded")
-    page.wait_for_selector(".js-plotly-plot", timeout=90_000)
-    assert "head 0" in _heatmap_title(page).lower()
-    page.screenshot(path=str(tmp_path / "default.png"), full_page=True)
+def _wait_title(page, words: str) -> None:
+    page.wait_for_function(
+        "w => [...document.querySelectorAll('.js-plotly-plot .gtitle')]"
+        ".some(t => t.textContent.toLowerCase().includes(w))", arg=words, timeout=90_000)
 
-    page.goto(server + "/attention?layer=2&head=1&text=Dogs+chase+cats+around+the+garden.",
+
+def _wait_x_label(page, word: str) -> None:
+    page.wait_for_function(
+        "w => [...document.querySelectorAll('.js-plotly-plot .xtick text')]"
+        ".some(t => t.textContent.toLowerCase().includes(w))", arg=word, timeout=90_000)
+
+
+def _settle(page) -> None:
+    """Wait for Streamlit to finish the rerun, so the figures are not being replaced."""
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"] button')"
+        " && !document.querySelector('.stale-element, [data-stale=\"true\"]')",
+        timeout=90_000)
+    page.wait_for_timeout(700)
+
+
+def _offline(page) -> list[str]:
+    """Abort every request that leaves 127.0.0.1 and return the list of those attempted."""
+    outside: list[str] = []
+
+    def route(r):
+        host = r.request.url.split("/")[2] if "://" in r.request.url else ""
+        if host.split(":")[0] in ("127.0.0.1", "localhost") or r.request.url.startswith("data:"):
+            r.continue_()
+        else:
+            outside.append(r.request.url)
+            r.abort()
+
+    page.route("**/*", route)
+    return outside
+
+
+def test_type_a_sentence_change_a_head_and_pick_one_from_the_overview(server, browser, tmp_path):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    outside = _offline(page)  # the app must not need a CDN: nothing may leave the machine
+    page.goto(server + "/", wait_until="domcontentloaded")
+    page.wait_for_selector(".js-plotly-plot", timeout=90_000)
+    assert "layer 0, head 0" in _heatmap_title(page).lower()
+
+    box = page.locator("[data-testid='stSidebar'] textarea")
+    box.fill("Zebras graze quietly near the river while birds sing.")
+    box.press("Control+Enter")  # a Streamlit text area commits on Ctrl+Enter (or on blur)
+    _wait_x_label(page, "zebra")
+    page.screenshot(path=str(tmp_path / "typed.png"), full_page=True)
+
+    head = page.get_by_role("slider", name="Head")
+    head.focus()
+    head.press("ArrowRight")
+    head.press("ArrowRight")
+    _wait_title(page, "layer 0, head 2")
+    assert "head=2" in page.url
+
+    # Click the overview thumbnail of layer 3, head 5: its centre is a point of the clickable
+    # scatter trace; plotly's own axis maps give its pixel position.
+    _settle(page)
+    overview = page.locator(".js-plotly-plot").nth(1)
+    overview.scroll_into_view_if_needed()
+    xy = overview.evaluate("""gd => {
+        const k = gd._fullData.findIndex(d => d.name === 'pick a head');
+        const pt = gd.calcdata[k][3 * 12 + 5];  // points run layer by layer, 12 heads each
+        const L = gd._fullLayout, t = gd._fullData[k];
+        const xa = L[t.xaxis.replace('x', 'xaxis')], ya = L[t.yaxis.replace('y', 'yaxis')];
+        return [xa._offset + xa.c2p(pt.x), ya._offset + ya.c2p(pt.y)];
+    }""")
+    frame = overview.bounding_box()
+    page.mouse.click(frame["x"] + xy[0], frame["y"] + xy[1])
+    _wait_title(page, "layer 3, head 5")
+    assert not page.locator("[data-testid='stException']").count()
+    assert outside == [], f"the app tried to reach the network: {outside[:5]}"
+
+
+def test_long_input_is_cut_and_said(server, browser, tmp_path):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(server + "/", wait_until="domcontentloaded")
+    page.wait_for_selector(".js-plotly-plot", timeout=90_000)
+    box = page.locator("[data-testid='stSidebar'] textarea")
+    box.fill("The quick brown fox jumps over the lazy dog. " * 80)  # ~800 tokens > 512
+    box.press("Control+Enter")
+    page.get_by_text("were dropped").first.wait_for(timeout=90_000)
+    page.wait_for_function(  # the big heatmap holds the model's whole context: 512 keys
+        "() => { const gd = document.querySelector('.js-plotly-plot');"
+        " return gd && gd.data && gd.data[0].x && gd.data[0].x.length === 512; }",
+        timeout=90_000)
+    page.screenshot(path=str(tmp_path / "long.png"), full_page=True)
+    assert not page.locator("[data-testid='stException']").count()
+
+
+def test_open_a_head_from_a_shared_link(server, browser, tmp_path):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(server + "/?layer=2&head=1&text=Dogs+chase+cats+around+the+garden.",
               wait_until="domcontentloaded")
-    page.wait_for_function(
-        "() => [...document.querySelectorAll('.js-plotly-plot .gtitle')]"
-        ".some(t => t.textContent.toLowerCase().includes('layer 2, head 1'))", timeout=90_000)
-    page.wait_for_function(
-        "() => [...document.querySelectorAll('.js-plotly-plot .xtick text')]"
-        ".some(t => t.textContent.includes('garden'))", timeout=60_000)
+    _wait_title(page, "layer 2, head 1")
+    _wait_x_label(page, "garden")
     page.screenshot(path=str(tmp_path / "head1.png"), full_page=True)
     assert not page.locator("[data-testid='stException']").count()

@@ -156,7 +156,7 @@ def test_overview_click_metadata_points_at_that_heads_thumbnail():
     for (layer, head), x, y in zip(overlay.customdata, overlay.x, overlay.y):
         expected = round(values[layer, head] * (N_LEVELS - 1))
         assert pixels[int(y), int(x)] == expected, (layer, head)
-    assert sorted(map(tuple, overlay.customdata.tolist())) == [
+    assert sorted(map(tuple, overlay.customdata)) == [
         (l, h) for l in range(n_layers) for h in range(n_heads)]
     assert fig.layout.clickmode == "event+select"
 

@@ -9,7 +9,7 @@ import streamlit as st
 from model import BUNDLED, LoadedModel, ModelLoadError, Trace
 from model.registry import BUNDLED_DESCRIPTIONS
 
-from . import settings
+from . import charts, settings
 from .cache import get_model, get_trace
 from .examples import EXAMPLES, SHORT
 from .text import md_escape
@@ -70,6 +70,9 @@ def render() -> Selection:
                             "cut, and the page says how many.")
         pair = st.text_input("Second sentence (optional)", key="sb_pair",
                              help="For a sentence pair: BERT marks it with token type 1.")
+        st.radio("Figure downloads", charts.FORMATS, key=charts.FORMAT_KEY, horizontal=True,
+                 help="What the camera button in each figure's toolbar saves: PNG, or SVG "
+                 "(vector) for slides and papers.")
     selection = Selection(model_name=name, text=text, pair=pair)
     limit = settings.max_chars()
     for field in ("text", "pair"):

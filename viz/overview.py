@@ -107,7 +107,7 @@ def head_overview(attentions, title: str = "Every layer × head") -> go.Figure:
         go.Image(source=source, x0=0, y0=0, dx=1, dy=1, hoverinfo="skip", name="heads"),
         go.Scatter(
             x=centres[head_idx], y=centres[layer_idx], mode="markers", name="pick a head",
-            customdata=np.stack([layer_idx, head_idx], axis=1),
+            customdata=np.stack([layer_idx, head_idx], axis=1).tolist(),  # a list, not base64
             text=[f"largest weight {w:.2f}" for w in strongest],
             marker=dict(symbol="square", size=14, color="rgba(0,0,0,0)"),
             selected=dict(marker=dict(color="rgba(255,255,255,0.45)")),
