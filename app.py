@@ -12,10 +12,12 @@ import streamlit as st  # noqa: E402
 
 from ui import sidebar, urlstate  # noqa: E402
 
-st.set_page_config(page_title="Attention Lab", page_icon=":material/grid_on:", layout="wide",
-                   initial_sidebar_state="expanded")
-
 HERE = Path(__file__).resolve().parent
+
+# A local icon file: a Material or emoji icon would make the browser fetch it from a CDN.
+st.set_page_config(page_title="Attention Lab", page_icon=str(HERE / "assets" / "icon.png"),
+                   layout="wide",
+                   initial_sidebar_state="expanded")
 
 # (section, file, title, icon, url path). A page appears once its file exists.
 PAGES = [

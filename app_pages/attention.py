@@ -14,6 +14,7 @@ from viz.attention import attention_heatmap, head_lines, head_overview, qk_figur
 from viz.export import matrix_csv, trace_npz
 from viz.labels import axis_labels
 
+VIEWS = ["All heads", "Token lines", "Where a row comes from (Q·K)", "Download"]
 ROLLOUT_DEFINITION = (
     "**Attention rollout** (Abnar & Zuidema, 2020) follows attention through the layers. "
     "For each layer, average the heads and add the residual connection: "
@@ -29,7 +30,9 @@ def _rollout(_trace, key: tuple) -> np.ndarray:
     return attention_rollout(_trace.attentions.numpy())
 
 
-@st.cache_data(max_entries=settings.TRACE_CACHE_ENTRIES, show_spinner="Drawing every head…")
+# cache_resource, not cache_data: the figure is never mutated, and unpickling a copy on every
+# rerun would rebuild (and re-validate) it each time.
+@st.cache_resource(max_entries=settings.TRACE_CACHE_ENTRIES, show_spinner="Drawing every head…")
 def _overview(_trace, key: tuple):
     return head_overview(_trace.attentions.numpy())
 
@@ -62,8 +65,6 @@ st.title("Attention")
 trace = require_trace(selection)
 cfg = trace.cfg
 key = (selection.model_name, selection.text, selection.pair)
-tokens = trace.tokens
-labels = axis_labels(tokens)
 st.caption(
     f"{selection.model_name}: {cfg.n_layers} layers × {cfg.n_heads} heads, d_model {cfg.d_model}, "
     f"{trace.n_tokens} tokens. Rows are queries (the token doing the looking), columns are keys "
@@ -75,85 +76,94 @@ st.session_state.setdefault("attn_head", url_default("attn_head", 0))
 _clamp("attn_layer", cfg.n_layers - 1)
 _clamp("attn_head", cfg.n_heads - 1)
 
-controls = st.columns([3, 3, 2, 2])
-layer = controls[0].slider("Layer", 0, cfg.n_layers - 1, key="attn_layer")
-mode = controls[2].radio("Show", ["Raw attention", "Attention rollout"], key="attn_mode")
-average = controls[3].toggle("Average of heads", key="attn_average",
-                             disabled=mode != "Raw attention")
-head = controls[1].slider("Head", 0, cfg.n_heads - 1, key="attn_head",
-                          disabled=average or mode != "Raw attention")
-hide_special = controls[3].toggle("Hide special tokens", key="attn_hide_special",
-                                  help="Drop [CLS], [SEP], BOS and padding, then renormalise "
-                                  "each row to sum to 1.")
+@st.fragment
+def explorer(trace, key: tuple, selection) -> None:
+    """Sliders, the heatmap and the detail view. A fragment: moving a slider reruns only this,
+    not the sidebar and the rest of the page."""
+    cfg, tokens = trace.cfg, trace.tokens
+    labels = axis_labels(tokens)
+    controls = st.columns([3, 3, 2, 2])
+    layer = controls[0].slider("Layer", 0, cfg.n_layers - 1, key="attn_layer")
+    mode = controls[2].radio("Show", ["Raw attention", "Attention rollout"], key="attn_mode")
+    average = controls[3].toggle("Average of heads", key="attn_average",
+                                 disabled=mode != "Raw attention")
+    head = controls[1].slider("Head", 0, cfg.n_heads - 1, key="attn_head",
+                              disabled=average or mode != "Raw attention")
+    hide_special = controls[3].toggle("Hide special tokens", key="attn_hide_special",
+                                      help="Drop [CLS], [SEP], BOS and padding, then renormalise "
+                                      "each row to sum to 1.")
 
-if mode == "Attention rollout":
-    matrix = _rollout(trace, key)[layer]
-    title = f"Attention rollout through layer {layer}"
-elif average:
-    matrix = trace.attentions[layer].mean(0).numpy()
-    title = f"Layer {layer}, average of {cfg.n_heads} heads"
-else:
-    matrix = trace.attentions[layer, head].numpy()
-    title = f"Layer {layer}, head {head}"
-
-shown = list(range(len(tokens)))
-if hide_special:
-    keep = ~trace.special_mask[0].bool().numpy()
-    matrix, shown = drop_special(matrix, keep)
-    hidden = [tokens[i] for i in range(len(tokens)) if not keep[i]]
-    st.info(f"Hiding {len(hidden)} special tokens; each row was renormalised to sum to 1, so "
-            "these are shares of the attention that went to ordinary tokens.")
-shown_labels = [labels[i] for i in shown]
-
-if cfg.causal:
-    st.caption("Causal model: a token may only attend to itself and earlier tokens, so the "
-               "upper triangle (keys after the query) is masked before the softmax and shown "
-               "grey. Convention: rows = queries, columns = keys, softmax over keys. (Some "
-               "notes, like seed 004, draw the transpose.)")
-if mode == "Attention rollout":
-    st.markdown(ROLLOUT_DEFINITION)
-
-fig = attention_heatmap(matrix, shown_labels, shown_labels, title=title,
-                        causal=cfg.causal and mode == "Raw attention")
-st.plotly_chart(fig, key="attn_heatmap", config=chart_config())
-
-write_to_url(model=selection.model_name, text=selection.text, pair=selection.pair,
-             layer=layer, head=head)
-
-tab_all, tab_lines, tab_qk, tab_export = st.tabs(
-    ["All heads", "Token lines", "Where a row comes from (Q·K)", "Download"])
-
-with tab_all:
-    st.caption("Every layer × head at once, each downsampled to a thumbnail. Click a cell to "
-               "open that head above.")
-    st.plotly_chart(_overview(trace, key), key="attn_overview", on_select=_pick_head_from_overview,
-                    selection_mode="points", config=chart_config())
-
-with tab_lines:
-    if len(tokens) > settings.LINE_VIEW_MAX_TOKENS:
-        st.info(f"The line view is for inputs up to {settings.LINE_VIEW_MAX_TOKENS} tokens; "
-                f"this one has {len(tokens)}. Use the heatmap above.")
+    if mode == "Attention rollout":
+        matrix = _rollout(trace, key)[layer]
+        title = f"Attention rollout through layer {layer}"
+    elif average:
+        matrix = trace.attentions[layer].mean(0).numpy()
+        title = f"Layer {layer}, average of {cfg.n_heads} heads"
     else:
-        heads = st.multiselect("Heads", list(range(cfg.n_heads)), default=[head],
-                               key="attn_line_heads")
-        st.plotly_chart(head_lines(trace.attentions[layer].numpy(), labels, heads),
-                        key="attn_lines", config=chart_config())
+        matrix = trace.attentions[layer, head].numpy()
+        title = f"Layer {layer}, head {head}"
 
-with tab_qk:
-    query = st.selectbox("Query token", list(range(len(tokens))), key="attn_query",
-                         format_func=lambda i: labels[i])
-    breakdown = qk_breakdown(trace, layer, head, query)
-    st.plotly_chart(qk_figure(breakdown, labels), key="attn_qk", config=chart_config())
-    st.caption(f"Head {head} of layer {layer}: the query vector of the chosen token is "
-               f"dotted with every key vector (q·k), divided by √d_head = "
-               f"√{cfg.d_head}, masked where needed, and the softmax of that row gives the "
-               "heatmap row above.")
+    shown = list(range(len(tokens)))
+    if hide_special:
+        keep = ~trace.special_mask[0].bool().numpy()
+        matrix, shown = drop_special(matrix, keep)
+        hidden = [tokens[i] for i in range(len(tokens)) if not keep[i]]
+        st.info(f"Hiding {len(hidden)} special tokens; each row was renormalised to sum to 1, so "
+                "these are shares of the attention that went to ordinary tokens.")
+    shown_labels = [labels[i] for i in shown]
 
-with tab_export:
-    st.download_button("Attention matrix (CSV)", matrix_csv(matrix, shown_labels, shown_labels),
-                       file_name=f"attention_L{layer}_H{head}.csv", mime="text/csv",
-                       key="attn_csv")
-    st.download_button("Whole trace (NPZ)", lambda: trace_npz(trace), file_name="trace.npz",
-                       mime="application/octet-stream", key="attn_npz")
-    st.caption("Every figure also exports PNG from its toolbar (camera icon); SVG export: "
-               "choose the format below.")
+    if cfg.causal:
+        st.caption("Causal model: a token may only attend to itself and earlier tokens, so the "
+                   "upper triangle (keys after the query) is masked before the softmax and shown "
+                   "grey. Convention: rows = queries, columns = keys, softmax over keys. (Some "
+                   "notes, like seed 004, draw the transpose.)")
+    if mode == "Attention rollout":
+        st.markdown(ROLLOUT_DEFINITION)
+
+    fig = attention_heatmap(matrix, shown_labels, shown_labels, title=title,
+                            causal=cfg.causal and mode == "Raw attention")
+    st.plotly_chart(fig, key="attn_heatmap", config=chart_config())
+
+    write_to_url(model=selection.model_name, text=selection.text, pair=selection.pair,
+                 layer=layer, head=head)
+
+    view = st.segmented_control("More", VIEWS, key="attn_view", default=VIEWS[0],
+                                label_visibility="collapsed") or VIEWS[0]
+
+    if view == "All heads":
+        st.caption("Every layer × head at once, each downsampled to a thumbnail. Click a cell to "
+                   "open that head above.")
+        st.plotly_chart(_overview(trace, key), key="attn_overview", on_select=_pick_head_from_overview,
+                        selection_mode="points", config=chart_config())
+
+    elif view == "Token lines":
+        if len(tokens) > settings.LINE_VIEW_MAX_TOKENS:
+            st.info(f"The line view is for inputs up to {settings.LINE_VIEW_MAX_TOKENS} tokens; "
+                    f"this one has {len(tokens)}. Use the heatmap above.")
+        else:
+            heads = st.multiselect("Heads", list(range(cfg.n_heads)), default=[head],
+                                   key="attn_line_heads")
+            st.plotly_chart(head_lines(trace.attentions[layer].numpy(), labels, heads),
+                            key="attn_lines", config=chart_config())
+
+    elif view == "Where a row comes from (Q·K)":
+        query = st.selectbox("Query token", list(range(len(tokens))), key="attn_query",
+                             format_func=lambda i: labels[i])
+        breakdown = qk_breakdown(trace, layer, head, query)
+        st.plotly_chart(qk_figure(breakdown, labels), key="attn_qk", config=chart_config())
+        st.caption(f"Head {head} of layer {layer}: the query vector of the chosen token is "
+                   f"dotted with every key vector (q·k), divided by √d_head = "
+                   f"√{cfg.d_head}, masked where needed, and the softmax of that row gives the "
+                   "heatmap row above.")
+
+    else:
+        st.download_button("Attention matrix (CSV)", matrix_csv(matrix, shown_labels, shown_labels),
+                           file_name=f"attention_L{layer}_H{head}.csv", mime="text/csv",
+                           key="attn_csv")
+        st.download_button("Whole trace (NPZ)", lambda: trace_npz(trace), file_name="trace.npz",
+                           mime="application/octet-stream", key="attn_npz")
+        st.caption("Every figure also saves an image from its toolbar (camera icon): PNG or SVG, "
+                   "as chosen under “Figure downloads” in the sidebar.")
+
+
+explorer(trace, key, selection)

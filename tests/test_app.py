@@ -116,3 +116,23 @@ def test_svg_download_switch_reaches_every_figure_toolbar():
     assert not at.exception
     assert formats() == {"svg"}
     assert len(at.get("plotly_chart")) >= 2  # the heatmap and the overview at least
+
+
+def test_each_detail_view_draws_its_own_figure_for_the_selected_head():
+    at = _app()
+    assert "attn_overview" in _charts(at) and "attn_qk" not in _charts(at)
+
+    at.segmented_control(key="attn_view").set_value("Token lines").run()
+    assert not at.exception
+    assert "attn_lines" in _charts(at) and "attn_overview" not in _charts(at)
+
+    at.segmented_control(key="attn_view").set_value("Where a row comes from (Q·K)").run()
+    qk_head0 = json.dumps(_charts(at)["attn_qk"]["data"])
+    at.slider(key="attn_head").set_value(4).run()
+    assert not at.exception
+    assert json.dumps(_charts(at)["attn_qk"]["data"]) != qk_head0  # follows the head slider
+
+    at.segmented_control(key="attn_view").set_value("Download").run()
+    assert not at.exception
+    csv = at.get("download_button")[0]
+    assert csv.proto.label.startswith("Attention matrix")

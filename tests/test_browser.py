@@ -125,7 +125,7 @@ def test_type_a_sentence_change_a_head_and_pick_one_from_the_overview(server, br
     head.press("ArrowRight")
     head.press("ArrowRight")
     _wait_title(page, "layer 0, head 2")
-    assert "head=2" in page.url
+    page.wait_for_url(lambda url: "head=2" in url, timeout=30_000)  # the link follows
 
     # Click the overview thumbnail of layer 3, head 5: its centre is a point of the clickable
     # scatter trace; plotly's own axis maps give its pixel position.
