@@ -10,7 +10,7 @@ if not os.environ.get("ATTENTION_LAB_ONLINE"):
 
 import streamlit as st  # noqa: E402
 
-from ui import sidebar, urlstate  # noqa: E402
+from ui import settings, sidebar, urlstate  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 
@@ -18,6 +18,9 @@ HERE = Path(__file__).resolve().parent
 st.set_page_config(page_title="Attention Lab", page_icon=str(HERE / "assets" / "icon.png"),
                    layout="wide",
                    initial_sidebar_state="expanded")
+
+if settings.hosted():  # a shared server: users see a message, never a traceback
+    st.set_option("client.showErrorDetails", "none")
 
 # (section, file, title, icon, url path). A page appears once its file exists.
 PAGES = [

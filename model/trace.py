@@ -94,7 +94,12 @@ class Trace:
     @cached_property
     def attentions(self) -> torch.Tensor:
         """[n_layers, head, q_pos, k_pos], or [batch, n_layers, head, q_pos, k_pos] for a batch."""
-        stacked = torch.stack([self.cache[n] for n in self.layer_names("attn.hook_pattern")], 1)
+        names = self.layer_names("attn.hook_pattern")
+        stacked = torch.stack([self.cache[n] for n in names], 1)  # [batch, layer, head, q, k]
+        store = getattr(self.cache, "_tensors", self.cache)
+        if isinstance(store, dict):  # keep one copy of the patterns, not two: views into it
+            for i, name in enumerate(names):
+                store[name] = stacked[:, i]
         return self._unbatch(stacked)
 
     @cached_property
@@ -103,6 +108,20 @@ class Trace:
         [n_layers + 1, pos, d_model], or with a leading batch dimension for a batch."""
         names = ["blocks.0.hook_resid_pre"] + self.layer_names("hook_resid_post")
         return self._unbatch(torch.stack([self.cache[n] for n in names], 1))
+
+    @property
+    def nbytes(self) -> int:
+        """Memory held by this trace's tensors (shared storage counted once)."""
+        tensors = list(getattr(self.cache, "_tensors", self.cache).values())
+        tensors += [t for t in (self.logits, self.pooled, self.final, self.input_ids,
+                                self.attention_mask, self.token_type_ids, self.special_mask,
+                                self.__dict__.get("attentions"), self.__dict__.get("hidden_states"))
+                    if t is not None]
+        storages = {}
+        for t in tensors:
+            storage = t.untyped_storage()
+            storages[storage.data_ptr()] = storage.nbytes()
+        return sum(storages.values())
 
     def attention(self, layer: int, head: int, item: int = 0) -> torch.Tensor:
         """One head's pattern, [q_pos, k_pos]."""

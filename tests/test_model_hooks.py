@@ -227,3 +227,20 @@ def test_keeping_only_scores_still_works(tiny_models_loaded):
     assert sorted(only.cache) == sorted(n for n in lm.hook_names if n.endswith("hook_scores"))
     for name in only.cache:
         assert torch.equal(only.cache[name], full.cache[name])
+
+
+def test_stacking_attentions_does_not_keep_a_second_copy(tiny_models_loaded):
+    lm = tiny_models_loaded["bert"]
+    trace = lm.run([ONE, OTHER])
+    name = "blocks.1.attn.hook_pattern"
+    before = trace.cache[name].clone()
+    size_before = trace.nbytes
+    stacked = trace.attentions  # [batch, layer, head, q, k]
+    assert torch.equal(stacked[:, 1], before)
+    assert torch.equal(trace.cache[name], before)
+    patterns = sum(trace.cache[n].numel() * 4 for n in trace.layer_names("attn.hook_pattern"))
+    # the stack replaced the per-layer tensors: the total grew by at most one stack, minus
+    # the per-layer copies that were freed (they are views now)
+    assert trace.cache[name].untyped_storage().data_ptr() == stacked.untyped_storage().data_ptr()
+    assert trace.nbytes == size_before  # same bytes: one copy of the patterns either way
+    assert patterns > 0

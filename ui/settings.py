@@ -1,5 +1,10 @@
 """Run-time settings. Hosted mode (a shared server for a class) is one switch:
-the environment variable ATTENTION_LAB_HOSTED=1, or `hosted = true` in .streamlit/secrets.toml."""
+the environment variable ATTENTION_LAB_HOSTED=1, or `hosted = true` in .streamlit/secrets.toml.
+
+In hosted mode models come only from an allowlist (ATTENTION_LAB_MODELS="minilm,tiny-chars" or
+`models = [...]` in secrets.toml; by default the bundled models), texts are shorter, the caches
+smaller, training smaller and shorter, and error details are hidden from users.
+"""
 
 from __future__ import annotations
 
@@ -13,18 +18,59 @@ MAX_URL_TEXT = 1_500  # longer texts are not put in the shareable link
 LINE_VIEW_MAX_TOKENS = 60  # the token-to-token line view is unreadable beyond this
 MODEL_CACHE_ENTRIES = 3
 TRACE_CACHE_ENTRIES = 12
+# Every cached run together, shared by all users of one server (a 512-token MiniLM run
+# with what the app keeps is ~85 MB).
+TRACE_CACHE_BYTES_LOCAL = 3 * 2**30
+TRACE_CACHE_BYTES_HOSTED = 1 * 2**30
+TRACE_CACHE_ENTRIES_HOSTED = 32
 
 
-def hosted() -> bool:
-    if os.environ.get("ATTENTION_LAB_HOSTED", "").strip().lower() in ("1", "true", "yes"):
-        return True
+def _secret(name: str, default=None):
     try:
         import streamlit as st
 
-        return bool(st.secrets.get("hosted", False))
-    except Exception:  # no secrets.toml, or secrets unreadable: local mode
-        return False
+        return st.secrets.get(name, default)
+    except Exception:  # no secrets.toml, or secrets unreadable
+        return default
+
+
+def _flag(value) -> bool:
+    return str(value).strip().lower() in ("1", "true", "yes", "on")
+
+
+def hosted() -> bool:
+    if _flag(os.environ.get("ATTENTION_LAB_HOSTED", "")):
+        return True
+    return _flag(_secret("hosted", False))
 
 
 def max_chars() -> int:
     return MAX_CHARS_HOSTED if hosted() else MAX_CHARS_LOCAL
+
+
+def allowed_models() -> list[str] | None:
+    """The model names a hosted server accepts, or None (anything) outside hosted mode."""
+    if not hosted():
+        return None
+    from model import BUNDLED
+
+    listed = os.environ.get("ATTENTION_LAB_MODELS")
+    names = listed.split(",") if listed else _secret("models", None) or list(BUNDLED)
+    return [str(n).strip() for n in names if str(n).strip()]
+
+
+def model_refusal(name: str) -> str | None:
+    """Why this model name may not be loaded here, or None when it may."""
+    allowed = allowed_models()
+    if allowed is not None and name not in allowed:
+        return ("This shared server only loads the models in its list: "
+                f"{', '.join(allowed)}. Local directories and other hub models work when you "
+                "run the app on your own machine.")
+    return None
+
+
+def trace_cache_bounds() -> tuple[int, int]:
+    """(entries, bytes) for the shared cache of runs."""
+    if hosted():
+        return TRACE_CACHE_ENTRIES_HOSTED, TRACE_CACHE_BYTES_HOSTED
+    return TRACE_CACHE_ENTRIES * 4, TRACE_CACHE_BYTES_LOCAL

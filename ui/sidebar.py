@@ -35,17 +35,22 @@ def _apply_example() -> None:
 
 
 def _model_choice() -> str:
-    options = list(BUNDLED) + ([] if settings.hosted() else [OTHER])
+    allowed = settings.allowed_models()
+    options = allowed if allowed is not None else list(BUNDLED) + [OTHER]
     wanted = url_default("sb_model", None)
     if wanted is not None and "sb_model_choice" not in st.session_state:
-        if wanted in BUNDLED:
+        if wanted in options:
             st.session_state["sb_model_choice"] = wanted
-        elif not settings.hosted():
+        elif allowed is None:
             st.session_state["sb_model_choice"] = OTHER
             st.session_state["sb_model_other"] = wanted
+        else:
+            st.sidebar.warning("The link asked for a model this server does not offer; "
+                               "showing the default model instead.")
     choice = st.selectbox(
         "Model", options, key="sb_model_choice",
-        format_func=lambda n: n if n == OTHER else f"{n} — {BUNDLED_DESCRIPTIONS.get(n, '')}",
+        format_func=lambda n: n if n == OTHER or n not in BUNDLED_DESCRIPTIONS
+        else f"{n} — {BUNDLED_DESCRIPTIONS[n]}",
     )
     if choice != OTHER:
         return choice
@@ -66,8 +71,9 @@ def render() -> Selection:
         st.selectbox("Examples", list(EXAMPLES), key="sb_example", index=None,
                      placeholder="Pick a ready example…", on_change=_apply_example)
         text = st.text_area("Text", key="sb_text", height=140,
-                            help="Any length: beyond the model's context the extra tokens are "
-                            "cut, and the page says how many.")
+                            help=f"Up to {settings.max_chars():,} characters. Beyond the "
+                            "model's context the extra tokens are cut, and the page says how "
+                            "many.")
         pair = st.text_input("Second sentence (optional)", key="sb_pair",
                              help="For a sentence pair: BERT marks it with token type 1.")
         st.radio("Figure downloads", charts.FORMATS, key=charts.FORMAT_KEY, horizontal=True,
