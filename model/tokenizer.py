@@ -13,6 +13,11 @@ from pathlib import Path
 
 import torch
 
+# At import time, not inside a function: `transformers` resolves its names lazily and that
+# resolution is not thread-safe. Two users loading models at once on a fresh server would
+# otherwise get "cannot import name 'AutoTokenizer'" in one of the threads.
+from transformers import AutoTokenizer
+
 
 @dataclass
 class Encoding:
@@ -33,8 +38,6 @@ class HFTokenizer:
     """Wraps a `transformers` fast tokenizer loaded from a model directory."""
 
     def __init__(self, path: Path) -> None:
-        from transformers import AutoTokenizer
-
         if not any((Path(path) / name).is_file() for name in VOCAB_FILES):
             raise ValueError(f"no tokenizer files: expected one of {', '.join(VOCAB_FILES)}")
         self._tok = AutoTokenizer.from_pretrained(str(path), use_fast=True, trust_remote_code=False)

@@ -170,3 +170,78 @@ def test_open_a_head_from_a_shared_link(server, browser, tmp_path):
     _wait_x_label(page, "garden")
     page.screenshot(path=str(tmp_path / "head1.png"), full_page=True)
     assert not page.locator("[data-testid='stException']").count()
+
+
+HOSTILE = [
+    '<img src=x onerror="window.__pwned=1">',
+    "<script>window.__pwned=1</script>",
+    "**bold** [link](javascript:window.__pwned=1) $\\frac{1}{0}$",
+    "שלום 日本語 😀 zero\u200bwidth",
+]
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_hostile_text_is_shown_as_text_and_runs_no_script(server, browser, text):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(server + "/", wait_until="domcontentloaded")
+    page.wait_for_selector(".js-plotly-plot", timeout=90_000)
+    box = page.locator("[data-testid='stSidebar'] textarea")
+    box.fill(text)
+    box.press("Control+Enter")
+    page.wait_for_function(  # the heatmap now holds this text's tokens
+        "n => { const gd = document.querySelector('.js-plotly-plot');"
+        " return gd && gd.data && gd.data[0].x && gd.data[0].x.length !== n; }",
+        arg=13, timeout=90_000)
+    _settle(page)
+    assert page.evaluate("() => window.__pwned") is None
+    assert page.locator("img[src='x']").count() == 0
+    assert page.locator("a[href^='javascript']").count() == 0
+    assert not page.locator("[data-testid='stException']").count()
+
+
+SPELL = ("() => { const gd = document.querySelector('.js-plotly-plot');"
+         " return gd && gd.data ? gd.data[0].x.map(l => l.split('·').slice(1).join('·'))"
+         ".join('') : ''; }")
+
+
+def _spelled(page) -> str:
+    """The big heatmap's key tokens joined: "B","o","b","␣",... -> "Bob␣..." (tiny GPT-2)."""
+    return page.evaluate(SPELL)
+
+
+def _wait_spelled(page, text: str) -> None:
+    page.wait_for_function(f"t => ({SPELL})() === t", arg=text, timeout=90_000)
+
+
+def test_two_users_at_once_each_see_only_their_own_model_and_text(server, browser, tmp_path):
+    sys.path.insert(0, str(ROOT / "tests"))
+    from tiny_models import make_gpt2
+
+    gpt2_dir = make_gpt2(tmp_path / "gpt2")  # a different model: a tiny GPT-2, near char-level
+    alice = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+    bob = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+    # both open at once, on a server that has loaded nothing yet
+    alice.goto(server + "/?text=Alice+likes+apples+and+pears.", wait_until="domcontentloaded")
+    bob.goto(server + "/?text=Bob+builds+boats.&model=" + str(gpt2_dir),
+             wait_until="domcontentloaded")
+    _wait_x_label(alice, "apples")
+    _wait_spelled(bob, "Bob␣builds␣boats.")
+    # both change at the same time; neither sees the other's text, model or head
+    alice.get_by_role("slider", name="Head").focus()
+    alice.get_by_role("slider", name="Head").press("ArrowRight")
+    box = bob.locator("[data-testid='stSidebar'] textarea")
+    box.fill("Bob sails today.")
+    box.press("Control+Enter")
+    _wait_title(alice, "layer 0, head 1")
+    _wait_spelled(bob, "Bob␣sails␣today.")
+    _settle(alice)
+    _settle(bob)
+    assert _spelled(bob) == "Bob␣sails␣today."
+    assert "alice" in _spelled(alice) and "sails" not in _spelled(alice)
+    assert "head 0" in _heatmap_title(bob).lower()  # Alice's slider did not move Bob's head
+    assert "12 heads" in alice.get_by_text("minilm:").first.text_content()
+    assert "minilm" not in bob.locator("[data-testid='stMain']").inner_text()
+    for page in (alice, bob):
+        assert not page.locator("[data-testid='stException']").count()
+        assert not page.locator("[data-testid='stAlert']").filter(
+            has_text="Could not load").count()

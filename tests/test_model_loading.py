@@ -238,3 +238,34 @@ def test_pytorch_model_bin_is_read_with_weights_only(tiny_dirs, tmp_path):
     with pytest.raises(ModelLoadError, match="could not read the weights"):
         load_model(str(directory))
     assert not marker.exists()
+
+
+def test_two_threads_loading_models_at_once_on_a_fresh_process(tiny_dirs):
+    # A fresh interpreter, as on a just-started server: both threads resolve transformers'
+    # lazy names at the same moment. Both loads must succeed.
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    script = f"""
+import sys, threading
+sys.path.insert(0, {str(root)!r})
+import model
+barrier = threading.Barrier(2)
+errors, done = [], []
+def load(name):
+    barrier.wait()
+    try:
+        done.append(model.load_model(name).run("two users at once").n_tokens)
+    except Exception as exc:
+        errors.append(repr(exc))
+threads = [threading.Thread(target=load, args=(n,)) for n in ("minilm", {str(tiny_dirs['gpt2'])!r})]
+[t.start() for t in threads]
+[t.join() for t in threads]
+print(errors)
+sys.exit(1 if errors or len(done) != 2 else 0)
+"""
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            timeout=300, env={**__import__("os").environ, "HF_HUB_OFFLINE": "1"})
+    assert result.returncode == 0, result.stdout + result.stderr[-2000:]

@@ -1,0 +1,237 @@
+"""Embeddings: the embedding sum taken apart, token vectors projected layer by layer (PCA,
+t-SNE, UMAP), and one head's queries and keys in one space."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from model.projection import (
+    MAX_POINTS, ProjectionRefused, check_size, embedding_parts, joint_qk, project_layers,
+    query_key_vectors, token_points, umap_available,
+)
+from ui.cache import get_model
+from ui.sidebar import require_trace
+from ui.urlstate import write_to_url
+from viz.export import plotly_config
+from viz.labels import axis_labels, looks_byte_level, plain_text, visible_text
+from viz.projection import joint_qk_figure, norms_figure, parts_figure, projection_figure
+
+MAX_SENTENCES = 20  # "several sentences" mode: lines beyond this are ignored, and we say so
+MAX_LINE_CHARS = 300  # each line is cut to this many characters
+EXAMPLE_SENTENCES = (
+    "She sat on the bank of the river.\nThe bank raised its interest rates.\n"
+    "He fished from the muddy river bank.\nI paid the cheque into my bank account.\n"
+    "The cat sat on the mat.\nA dog chased the ball across the park.")
+CONFIG = plotly_config("png", "embeddings")
+SOURCES = ("The text in the sidebar", "Several sentences (one per line)")
+
+
+def _resid(name: str) -> bool:
+    return "hook_resid" in name
+
+
+@st.cache_resource(max_entries=4, show_spinner="Running the sentences…")
+def _sentences_trace(model_name: str, lines: tuple[str, ...]):
+    """All lines as one padded batch; only the residual stream is kept."""
+    return get_model(model_name).run(list(lines), keep=_resid)
+
+
+@st.cache_data(max_entries=24, show_spinner=False)
+def _projection(_states: np.ndarray, key: tuple, method: str, k: int, layer: int | None):
+    """(coords, PCA's explained shares or None); `key` names the texts behind `_states`."""
+    return project_layers(_states, method, k, layer=layer)
+
+
+def _clamp(key: str, high: int, default: int = 0) -> None:
+    value = st.session_state.get(key, default)
+    st.session_state[key] = min(max(int(value), 0), high)
+
+
+def _shapes_line(parts) -> str:
+    """"token [1, 9, 384] + ... = sum [1, 9, 384] → LayerNorm → [1, 9, 384]", real shapes."""
+    def shape(hook):
+        return "[" + ", ".join(str(d) for d in parts.shapes[hook]) + "]"
+    added = [f"{name} `{shape(parts.hooks[name])}`" for name in parts.parts]
+    line = " + ".join(added)
+    if len(parts.parts) > 1:
+        line += f" = sum `{shape(parts.hooks['sum'])}`"
+    if parts.normed is not None:
+        line += f" → LayerNorm → `{shape(parts.hooks['after LayerNorm'])}`"
+    return line + "  (batch, position, d_model)"
+
+
+selection = st.session_state["selection"]
+st.title("Embeddings")
+trace = require_trace(selection)
+lm, cfg = selection.model, trace.cfg
+labels = axis_labels(trace.tokens)
+write_to_url(model=selection.model_name, text=selection.text, pair=selection.pair)
+
+# ------------------------------------------------------------------ 1. the embedding sum
+st.header("The embedding sum, taken apart")
+parts = embedding_parts(trace)
+st.markdown(
+    "Each token id picks a row of the token-embedding table. BERT-style models add a "
+    "token-type row (sentence A or B) and a position row, then normalise the sum with "
+    "LayerNorm; GPT-2 adds token and position; Llama-style models use the token row alone "
+    "and bring positions in later, as rotations of q and k. With your text:")
+st.markdown(_shapes_line(parts))
+if len(parts.parts) > 1:
+    recomputed = sum(parts.parts.values())  # [pos, d_model], in the model's order
+    gap = float(np.abs(recomputed - parts.total).max())
+    st.caption(f"Adding the parts again gives the model's own sum (`{parts.hooks['sum']}`) "
+               + ("exactly." if gap == 0 else f"to within {gap:.1e}."))
+_clamp("emb_token", len(labels) - 1, 1 if len(labels) > 1 else 0)
+i = st.selectbox("Token", range(len(labels)), key="emb_token",
+                 format_func=lambda j: plain_text(labels[j]))
+rows = dict(parts.parts, sum=parts.total)
+if parts.normed is not None:
+    rows["after LayerNorm"] = parts.normed
+st.plotly_chart(parts_figure(
+    np.stack([v[i] for v in rows.values()]), list(rows),  # [part, d_model]
+    f"Token {plain_text(labels[i])}: every vector, dimension by dimension",
+    "each column of 'sum' is the column sum of the parts above it"
+    + ("; colours set by the parts and the sum" if parts.normed is not None else ""),
+    scale_rows=len(parts.parts) + 1),
+    key="emb_parts", config=CONFIG)
+norms = parts.norms()
+st.plotly_chart(norms_figure(norms, labels, "Lengths of the vectors, token by token",
+                             "L2 norms. LayerNorm scales each sum to mean 0 and variance 1, "
+                             "then applies its learned gain and bias"),
+                key="emb_norms", config=CONFIG)
+embed = lm.model.embed
+pos_ids = (embed.position_ids(trace.input_ids)[0] if hasattr(embed, "position_ids")
+           else np.arange(trace.n_tokens))
+byte_level = looks_byte_level(trace.tokens)
+table = pd.DataFrame({"token": [visible_text(t, byte_level) for t in trace.tokens],
+                      "token id": trace.input_ids[0].tolist(),
+                      "token type id": trace.token_type_ids[0].tolist(),
+                      "position id": [int(p) for p in pos_ids]})
+for name, values in norms.items():
+    table[f"‖{name}‖"] = np.round(values, 3)
+st.dataframe(table, hide_index=True, key="emb_table")
+
+# -------------------------------------------------------------------- 2. projections
+st.header("Where tokens live: projections layer by layer")
+st.caption("Each token's vector (384 numbers for MiniLM) after the embedding (layer 0) and "
+           "after each block, squeezed to 2 or 3 numbers so it can be drawn. PCA keeps the "
+           "directions of largest variance and is exact and repeatable; t-SNE and UMAP keep "
+           "neighbours together but distort distances, and depend on a random seed (fixed "
+           "here).")
+cols = st.columns([3, 2, 2, 3])
+source = cols[0].radio("Tokens of", SOURCES, key="emb_source")
+method = cols[1].radio("Method", ["PCA", "t-SNE", "UMAP"], key="emb_method")
+dims = cols[2].radio("Dimensions", ["2D", "3D"], key="emb_dims", horizontal=True)
+fit_all = cols[3].radio("Fit", ["all layers in one space", "each layer alone"],
+                        key="emb_fit", help="One space for all layers lets you follow a token "
+                        "from layer to layer.") == "all layers in one space"
+if source == SOURCES[1]:
+    st.session_state.setdefault("emb_sentences", EXAMPLE_SENTENCES)
+    raw = st.text_area(f"Sentences, one per line (up to {MAX_SENTENCES} lines of "
+                       f"{MAX_LINE_CHARS} characters)", key="emb_sentences", height=160)
+    lines = [line.strip()[:MAX_LINE_CHARS] for line in raw.splitlines() if line.strip()]
+    if len(lines) > MAX_SENTENCES:
+        st.warning(f"Only the first {MAX_SENTENCES} of {len(lines)} lines are used.")
+        lines = lines[:MAX_SENTENCES]
+    if not lines:
+        st.info("Type at least one sentence; meanwhile this shows the text in the sidebar.")
+if source == SOURCES[1] and lines:
+    points = token_points(_sentences_trace(selection.model_name, tuple(lines)))
+    data_key = (selection.model_name, "lines", tuple(lines))
+else:
+    lines = []
+    points = token_points(trace)
+    data_key = (selection.model_name, "text", selection.text, selection.pair)
+n_layers, n_points = points.states.shape[:2]
+_clamp("emb_layer", n_layers - 1)
+layer = st.slider("Layer (0 = the embeddings, l = after block l)", 0, n_layers - 1,
+                  key="emb_layer")
+color_modes = ["position", "token"] + (["sentence"] if lines else [])
+if st.session_state.get("emb_color") not in color_modes:
+    st.session_state["emb_color"] = "position"
+color_mode = st.radio("Colour by", color_modes, key="emb_color", horizontal=True)
+point_labels = []
+for s in sorted(set(points.sentence.tolist())):
+    mask = points.sentence == s
+    sent_labels = axis_labels([t for t, m in zip(points.tokens, mask) if m])
+    point_labels += [f"s{s + 1} {lab}" if lines else lab for lab in sent_labels]
+path_point = None
+if not fit_all:
+    st.caption("To follow one token from layer to layer, fit all layers in one space.")
+else:
+    options = [None] + list(range(n_points))
+    if st.session_state.get("emb_path") not in options:
+        st.session_state["emb_path"] = None
+    path_point = st.selectbox("Follow one token through the layers", options, key="emb_path",
+                              format_func=lambda j: "(none)" if j is None
+                              else plain_text(point_labels[j]))
+
+k = 3 if dims == "3D" else 2
+n_fit = n_points * (n_layers if fit_all else 1)
+coords = explained = None
+if method == "UMAP" and not umap_available():
+    st.warning("UMAP needs the optional package umap-learn (`pip install umap-learn`). "
+               "PCA and t-SNE work without it.")
+else:
+    try:
+        check_size(method, n_fit)
+        with st.spinner(f"Running {method} on {n_fit:,} points…"):
+            coords, explained = _projection(points.states, data_key, method, k,
+                                            None if fit_all else layer)
+    except ProjectionRefused as exc:
+        st.warning(str(exc))
+st.caption(f"Bounds: t-SNE up to {MAX_POINTS['t-SNE']:,} points, UMAP up to "
+           f"{MAX_POINTS['UMAP']:,} points (this view: {n_points:,} tokens × "
+           f"{n_layers if fit_all else 1} layer(s) = {n_fit:,}); several sentences up to "
+           f"{MAX_SENTENCES} lines. PCA has no bound.")
+if coords is not None:
+    shown = coords[layer] if fit_all else coords  # [point, k]
+    if explained is not None:
+        axes = [f"PC{j + 1} ({100 * explained[j]:.1f}%)" for j in range(k)]
+    else:
+        axes = [f"{method} {j + 1}" for j in range(k)]
+    bytes_ = looks_byte_level(points.tokens)
+    color = {"position": points.positions,
+             "token": [visible_text(t, bytes_) for t in points.tokens],
+             "sentence": [f"sentence {s + 1}" for s in points.sentence]}[color_mode]
+    path = names = None
+    if path_point is not None:
+        path = coords[:, path_point]  # [layer, k]
+        names = [f"L{j}" for j in range(n_layers)]
+    where = "embeddings" if layer == 0 else f"after block {layer}"
+    st.plotly_chart(projection_figure(
+        shown, point_labels, color, color_mode, f"{method} of {n_points:,} tokens, layer "
+        f"{layer} ({where})", "one space fitted on all layers" if fit_all
+        else "fitted on this layer alone", categorical=color_mode != "position",
+        axis_titles=axes, path=path, path_names=names,
+        path_title="path of " + plain_text(point_labels[path_point]) if path is not None
+        else ""), key="emb_projection", config=CONFIG)
+
+# ------------------------------------------------------------ 3. queries and keys together
+st.header("Queries and keys in one space")
+st.caption("The AttentionViz idea: the query vectors and the key vectors of one head, "
+           "projected together by one PCA. A line joins each query to the key it attends to "
+           "most. " + ("Rotary model: q and k are shown after their rotation, as the model "
+                       "dots them. " if cfg.positions == "rotary" else ""))
+_clamp("emb_qk_layer", cfg.n_layers - 1)
+_clamp("emb_qk_head", cfg.n_heads - 1)
+cols = st.columns([3, 3, 3])
+qk_layer = cols[0].slider("Layer", 0, cfg.n_layers - 1, key="emb_qk_layer")
+qk_head = cols[1].slider("Head", 0, cfg.n_heads - 1, key="emb_qk_head")
+balance = cols[2].toggle("Balance queries and keys", key="emb_qk_balance",
+                         help="Shift the keys onto the queries' centre and give both the same "
+                         "mean length. Every softmax row stays exactly the same.")
+q, kk, pattern = query_key_vectors(trace, qk_layer, qk_head)
+joint = joint_qk(q, kk, pattern, balance=balance)
+st.plotly_chart(joint_qk_figure(
+    joint.q, joint.k, joint.top_key, labels, f"Layer {qk_layer}, head {qk_head}: "
+    f"{len(labels)} queries and {len(labels)} keys", "balanced (softmax unchanged)" if balance
+    else "raw q and k vectors (d_head " + str(cfg.d_head) + ")",
+    axis_titles=[f"PC{j + 1} ({100 * joint.explained[j]:.1f}%)" for j in range(2)]),
+    key="emb_qk", config=CONFIG)
+if balance:
+    st.caption("Moving every key by the same vector c changes a query's scores by q·c for "
+               "all keys alike, and scaling q by a and k by 1/a leaves q·k unchanged: the "
+               "attention pattern is the same, but queries and keys now share one cloud.")

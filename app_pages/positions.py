@@ -1,0 +1,285 @@
+"""Positional encodings: the sinusoidal formula next to the loaded model's own positions
+(a learned table, or rotary's rotations), their similarities, and what each costs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+import torch
+
+from model.positions import (
+    model_positions, position_similarity, rotary_inv_freq, rotary_qk_by_distance,
+    similarity_by_distance, sinusoidal_frequencies, sinusoidal_table, wavelengths,
+)
+from model.projection import pca
+from ui.sidebar import require_trace
+from ui.text import md_escape
+from ui.urlstate import write_to_url
+from viz.export import plotly_config
+from viz.labels import axis_labels, plain_text
+from viz.positions import (
+    MAX_CURVES, dimension_curves, distance_curves, position_heatmap, position_pca_figure,
+    rotary_distance_figure, similarity_heatmap, wavelength_figure,
+)
+
+MAX_POSITIONS = 512  # positions drawn at most (a 512 x 768 heatmap is ~1.5 MB in the page)
+MAX_D_MODEL = 768
+CONFIG = plotly_config("png", "positions")
+FORMULA = (r"PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{model}}}\right), \qquad "
+           r"PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d_{model}}}\right)")
+ROTARY_FORMULA = (r"\theta_i = \text{base}^{-2i/d_{head}},\qquad "
+                  r"\langle R_m q,\; R_n k\rangle = \langle R_{m-n}\, q,\; k\rangle")
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _sinusoidal(n_pos: int, d_model: int) -> np.ndarray:
+    return sinusoidal_table(n_pos, d_model).numpy()  # [pos, d_model]
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _own_table(_model, model_name: str, n_pos: int) -> tuple[np.ndarray, str, str, int]:
+    table = model_positions(_model.model, n_pos)
+    return table.table.numpy(), table.kind, table.source, table.n_parameters
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _similarities(_table: np.ndarray, key: tuple, kind: str) -> tuple[np.ndarray, np.ndarray]:
+    sim = position_similarity(torch.from_numpy(_table), kind)  # [pos, pos]
+    return sim.numpy(), similarity_by_distance(sim).numpy()
+
+
+def _shown_dims(lo: int, hi: int, count: int) -> list[int]:
+    return sorted({int(round(d)) for d in np.linspace(lo, hi, count)})
+
+
+def _clamp(key: str, low: int, high: int, default) -> None:
+    """Keep a widget's state inside its (possibly changed) range before the widget is drawn."""
+    value = st.session_state.get(key, default)
+    if isinstance(value, (tuple, list)):
+        first, second = (min(max(int(v), low), high) for v in value)
+        st.session_state[key] = (min(first, second), max(first, second))
+    else:
+        st.session_state[key] = min(max(int(value), low), high)
+
+
+selection = st.session_state["selection"]
+st.title("Positional encodings")
+trace = require_trace(selection)
+lm, cfg = selection.model, trace.cfg
+model_key = selection.model_name
+name = md_escape(selection.model_name)
+write_to_url(model=selection.model_name, text=selection.text, pair=selection.pair)
+st.markdown(
+    "Attention on its own ignores order: shuffle the tokens and every token gets the same "
+    "mix back. A transformer therefore adds **where** each token is to **what** it is. The "
+    "original transformer adds a fixed *encoding* computed from a formula; BERT and GPT-2 add "
+    "a learned *embedding* (a trained table); Llama-style models *rotate* queries and keys "
+    f"by an angle that grows with position. The loaded model, **{name}**, uses "
+    f"**{cfg.positions}** positions.")
+
+# ----------------------------------------------------------------------------- controls
+own_width = cfg.d_head if cfg.positions == "rotary" else cfg.d_model
+own_max = MAX_POSITIONS if cfg.positions == "rotary" else min(MAX_POSITIONS, cfg.n_ctx)
+d_default = own_width if own_width % 2 == 0 and own_width <= MAX_D_MODEL else 128
+_clamp("pos_n_positions", 2, MAX_POSITIONS, min(128, own_max))
+_clamp("pos_d_model", 8, MAX_D_MODEL, d_default)
+_clamp("pos_n_curves", 1, MAX_CURVES, 4)
+cols = st.columns(3)
+n_pos = cols[0].slider("Number of positions", 2, MAX_POSITIONS, key="pos_n_positions",
+                       help=f"At most {MAX_POSITIONS} are drawn.")
+d_model = cols[1].slider("d_model of the sinusoidal table", 8, MAX_D_MODEL, step=2,
+                         key="pos_d_model", help="Defaults to the loaded model's width "
+                         "(d_head for rotary models), so both tables share their axes.")
+n_curves = cols[2].slider("Curves shown", 1, MAX_CURVES, key="pos_n_curves")
+_clamp("pos_dims", 0, d_model - 1, (0, min(d_model - 1, 64)))
+dim_range = st.slider("Dimensions shown as curves (from, to)", 0, d_model - 1, key="pos_dims",
+                      help="Low dimensions turn fast, high dimensions slowly.")
+dims = _shown_dims(dim_range[0], dim_range[1], n_curves)
+
+sin_table = _sinusoidal(n_pos, d_model)  # [pos, d_model]
+own_n = min(n_pos, own_max)
+own, own_kind, own_source, own_params = _own_table(lm, model_key, own_n)  # [pos, width]
+freq = sinusoidal_frequencies(d_model).numpy()  # [d_model / 2]
+own_label = {"learned": "learned table", "sinusoidal": "fixed sinusoidal table",
+             "rotary": "rotary rotations"}[own_kind]
+
+# ------------------------------------------------------------------------ the two tables
+st.header("The tables, side by side")
+st.latex(FORMULA)
+st.caption("Dimension 2i holds the sine and 2i+1 the cosine of the same angle. The angle "
+           "turns once every 2π·10000^(2i/d_model) positions: about 6 positions at "
+           "dimension 0, tens of thousands at the last ones. Positions run down, dimensions "
+           "across.")
+grouped = st.toggle("Sines first, then cosines", key="pos_grouped",
+                    help="The formula interleaves sine (even) and cosine (odd) dimensions; "
+                    "side by side, hundreds of thin columns blur. Grouping them shows each "
+                    "half as one smooth picture. Hover still names the real dimension.")
+order = np.r_[0:d_model:2, 1:d_model:2] if grouped else np.arange(d_model)  # [d_model]
+left, right = st.columns(2)
+left.plotly_chart(position_heatmap(
+    sin_table[:, order], f"Sinusoidal encoding: {n_pos} positions × d_model {d_model}",
+    "computed from the formula; no parameters" + ("; sin columns, then cos" if grouped
+                                                   else ""),
+    dim_labels=order if grouped else None), key="pos_sin_heatmap", config=CONFIG)
+if own_kind == "rotary":
+    half = own.shape[1] // 2
+    sub = (f"the model's own cos/sin of pos·θ_i: columns 0–{half - 1} cos, {half}–"
+           f"{2 * half - 1} sin; no parameters")
+else:
+    sub = f"{own_source}, rows 0–{own_n - 1}: the model's weights"
+    if own_n < n_pos:
+        sub += f" (the table has only {cfg.n_ctx} rows)"
+right.plotly_chart(position_heatmap(own, f"{selection.model_name}: {own_label}, {own_n} × "
+                                    f"{own.shape[1]}", sub,
+                                    dim_name="dimension" if own_kind != "rotary" else "column"),
+                   key="pos_model_heatmap", config=CONFIG)
+
+left, right = st.columns(2)
+names = [f"dim {d} ({'sin' if d % 2 == 0 else 'cos'}, {2 * np.pi / freq[d // 2]:,.1f} "
+         "positions per turn)" for d in dims]
+left.plotly_chart(dimension_curves(sin_table, dims, "Sinusoidal: chosen dimensions",
+                                   "higher dimensions change more slowly", names),
+                  key="pos_sin_curves", config=CONFIG)
+own_dims = [d for d in dims if d < own.shape[1]]
+if own_dims:
+    right.plotly_chart(dimension_curves(own, own_dims, f"{selection.model_name}: the same "
+                                        "dimensions", own_label), key="pos_model_curves",
+                       config=CONFIG)
+else:
+    right.info(f"The model's table has only {own.shape[1]} columns; choose lower dimensions.")
+
+series = {f"sinusoidal, d_model {d_model}": (np.arange(0, d_model, 2), wavelengths(
+    sinusoidal_frequencies(d_model)).numpy())}
+if own_kind == "rotary":
+    inv = rotary_inv_freq(lm.model)  # [d_head / 2], the model's own buffer
+    series[f"{selection.model_name}: rotary θ_i (base {cfg.rope_theta:g}, d_head "
+           f"{cfg.d_head})"] = (np.arange(0, cfg.d_head, 2), wavelengths(inv).numpy())
+st.plotly_chart(wavelength_figure(
+    series, "Frequencies fall along the dimension",
+    "positions per full turn of each sine/cosine pair, dimension 2i"), key="pos_wavelengths",
+    config=CONFIG)
+if own_kind == "rotary":
+    same = d_model == cfg.d_head and np.allclose(
+        sinusoidal_frequencies(d_model).numpy(), rotary_inv_freq(lm.model).numpy(), rtol=1e-5)
+    if same:
+        st.caption(f"With d_model = d_head = {d_model} the two curves coincide: this model's "
+                   "rotary frequencies are exactly the sinusoidal ones.")
+    st.latex(ROTARY_FORMULA)
+    st.caption("Rotary models add no vector. Inside every attention layer, each pair of "
+               "components of q and k is rotated by pos·θ_i, with the frequencies θ_i above "
+               "(the model's own `inv_freq`). A dot product of two rotated vectors depends "
+               "only on the distance m − n between their positions.")
+
+# --------------------------------------------------------------------- principal components
+st.header("Principal components of the position vectors")
+st.caption("Each position is one vector; PCA finds the directions in which the positions "
+           "differ most. Consecutive positions are joined by a line: a smooth curve means "
+           "that neighbouring positions get similar vectors.")
+cols = st.columns(2)
+st.session_state.setdefault("pos_skip_first", own_kind == "learned")
+pca_3d = cols[0].toggle("3D", key="pos_pca_3d")
+skip_first = cols[1].toggle("Leave out position 0", key="pos_skip_first",
+                            help="BERT-style models give position 0 (always [CLS]) a vector "
+                            "far from all the others; over a few positions it can fill a "
+                            "whole axis on its own.")
+k = 3 if pca_3d else 2
+first = 1 if skip_first else 0
+left, right = st.columns(2)
+fit = pca(sin_table[first:], k)
+left.plotly_chart(position_pca_figure(fit.coords, fit.explained, "Sinusoidal", f"positions "
+                                      f"{first}–{n_pos - 1}", first=first),
+                  key="pos_sin_pca", config=CONFIG)
+fit = pca(own[first:], k)
+right.plotly_chart(position_pca_figure(fit.coords, fit.explained, f"{selection.model_name}: "
+                                       f"{own_label}", f"positions {first}–{own_n - 1}",
+                                       first=first), key="pos_model_pca", config=CONFIG)
+
+# -------------------------------------------------------------------------- similarity
+st.header("Which positions are alike?")
+kind = st.radio("Similarity", ["cosine", "dot"], horizontal=True, key="pos_similarity",
+                format_func=lambda s: {"cosine": "cosine (angle only)",
+                                       "dot": "dot product"}[s])
+sin_sim, sin_decay = _similarities(sin_table, ("sin", n_pos, d_model), kind)
+own_sim, own_decay = _similarities(own, (model_key, own_kind, own_n), kind)
+left, right = st.columns(2)
+left.plotly_chart(similarity_heatmap(sin_sim, f"Sinusoidal: position × position {kind}",
+                                     cosine=kind == "cosine"), key="pos_sin_sim", config=CONFIG)
+right.plotly_chart(similarity_heatmap(own_sim, f"{selection.model_name}: position × position "
+                                      f"{kind}", own_label, cosine=kind == "cosine"),
+                   key="pos_model_sim", config=CONFIG)
+st.plotly_chart(distance_curves(
+    {"sinusoidal": sin_decay, f"{selection.model_name} ({own_label})": own_decay},
+    f"Average {kind} similarity against distance",
+    "the mean over all pairs of positions that far apart"), key="pos_decay", config=CONFIG)
+st.caption("The diagonal is each position with itself. Near it, positions are most alike; "
+           "further away the similarity falls, which lets attention tell near from far.")
+
+# --------------------------------------------------------------------------- rotary q·k
+if own_kind == "rotary":
+    st.header("Rotary: q·k against relative distance")
+    labels = axis_labels(trace.tokens)
+    _clamp("pos_layer", 0, cfg.n_layers - 1, 0)
+    _clamp("pos_head", 0, cfg.n_heads - 1, 0)
+    _clamp("pos_query", 0, len(labels) - 1, len(labels) - 1)
+    _clamp("pos_key", 0, len(labels) - 1, 0)
+    cols = st.columns(4)
+    layer = cols[0].slider("Layer", 0, cfg.n_layers - 1, key="pos_layer")
+    head = cols[1].slider("Head", 0, cfg.n_heads - 1, key="pos_head")
+    qi = cols[2].selectbox("Query from token", range(len(labels)), key="pos_query",
+                           format_func=lambda i: plain_text(labels[i]))
+    kj = cols[3].selectbox("Key from token", range(len(labels)), key="pos_key",
+                           format_func=lambda i: plain_text(labels[i]))
+    kv_head = head // (cfg.n_heads // cfg.kv_heads)
+    q = trace.cache[f"blocks.{layer}.attn.hook_q"][0, head, qi]  # [d_head], before rotation
+    kv = trace.cache[f"blocks.{layer}.attn.hook_k"][0, kv_head, kj]  # [d_head]
+    curve = rotary_qk_by_distance(q, kv, lm.model, n_pos).numpy()  # [n_pos]
+    ones = torch.ones(cfg.d_head)  # [d_head]
+    flat = rotary_qk_by_distance(ones, ones, lm.model, n_pos).numpy()  # [n_pos]
+    st.plotly_chart(rotary_distance_figure(
+        {f"q of {plain_text(labels[qi])}, k of {plain_text(labels[kj])} (layer {layer}, "
+         f"head {head})": curve,
+         "q = k = all ones": flat},
+        "The same two vectors, placed further and further apart",
+        "the model rotates q by its position and k by its own; only the difference counts"),
+        key="pos_rotary", config=CONFIG)
+    rq = trace.cache[f"blocks.{layer}.attn.hook_rot_q"][0, head, qi]  # [d_head]
+    rk = trace.cache[f"blocks.{layer}.attn.hook_rot_k"][0, kv_head, kj]  # [d_head]
+    dist = qi - kj
+    real = float(rq @ rk)
+    msg = (f"In your text these two tokens are {dist} positions apart: the model's q·k there "
+           f"was {real:.4f}")
+    msg += f"; the curve at distance {dist} gives {curve[dist]:.4f}." if 0 <= dist < n_pos \
+        else " (the curve covers query positions at or after the key, as a causal model uses)."
+    st.caption(msg)
+
+# ------------------------------------------------------------------------- comparison
+st.header("Encoding or embedding?")
+total = sum(p.numel() for p in lm.model.parameters())
+if own_kind == "learned":
+    rows, width = (cfg.n_ctx + cfg.position_offset), cfg.d_model
+    own_cost = f"{rows:,} × {width:,} = {own_params:,} ({100 * own_params / total:.2f}% of " \
+               f"the model's {total:,})"
+    own_limit = f"{cfg.n_ctx:,} positions: there is no row for position {cfg.n_ctx:,}"
+    own_where = "added to the token embedding, once, before block 0"
+else:
+    own_cost = "0: computed from a formula"
+    own_limit = ("any length in principle; trained up to " if own_kind == "rotary"
+                 else "the buffer holds ") + f"{cfg.n_ctx:,} positions"
+    own_where = ("rotates q and k in every attention layer" if own_kind == "rotary"
+                 else "added to the token embedding, once, before block 0")
+tok_params = cfg.d_vocab * cfg.d_model
+st.table(pd.DataFrame({
+    "sinusoidal encoding (formula)": [
+        "0: computed from a formula", "any length: the formula works for every position",
+        "added to the token embedding, once, before block 0", "fixed"],
+    f"{selection.model_name} ({own_label})": [
+        own_cost, own_limit, own_where, "trained with the model" if own_kind == "learned"
+        else "fixed"],
+}, index=["parameters", "longest input", "where it enters", "learned?"]))
+st.markdown(
+    "An **encoding** is computed, so it costs nothing and exists for every position; the "
+    "model still has to learn to *use* positions it never saw in training. An **embedding** "
+    "is a trained table, one row per position: it can learn whatever pattern helps, but it "
+    f"ends where the table ends. For scale: the token-embedding table of this model is "
+    f"{cfg.d_vocab:,} × {cfg.d_model:,} = {tok_params:,} numbers.")

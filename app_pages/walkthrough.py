@@ -1,0 +1,231 @@
+"""The classroom walkthrough: the user's own text through every step of the forward pass,
+with the real shapes and the first values of every tensor, for an encoder or a decoder."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from model import Trace
+from model.walkthrough import Shown, Step, preview, top_tokens, walkthrough
+from ui.cache import get_model
+from ui.sidebar import require_trace
+from ui.urlstate import write_to_url
+from viz.attention import attention_heatmap
+from viz.export import plotly_config
+from viz.labels import axis_labels, plain_text
+from viz.walkthrough import (
+    activation_scatter, layer_stack_heatmap, mask_matrix, scores_heatmap, token_table,
+    top_tokens_bar, values_heatmap,
+)
+
+FULL_TRACE_ENTRIES = 2  # a full trace keeps every hook: ~300 MB for MiniLM at 512 tokens
+PREVIEW_ROWS, PREVIEW_COLS = 6, 8
+SEQ_DIMS = ("seq", "q_pos", "k_pos")
+SIDE_BY_SIDE_TOKENS = 40  # two figures share a row up to this many tokens, else stack
+EVERYTHING = 10**9  # preview() with this many rows and columns returns the whole 2-D slice
+PAIR_VS_BATCH = (
+    "**Sentence pair** (the default): one sequence `[CLS] A [SEP] B [SEP]`, with token type 0 "
+    "for the first sentence and 1 for the second; this is how BERT reads a question with its "
+    "answer. **Padded batch of two**: two separate sequences side by side, as in seed 001. "
+    "The shorter one is filled with padding so both fit one `[2, seq]` tensor, and the "
+    "attention mask hides the padding from every query."
+)
+
+
+@st.cache_resource(max_entries=FULL_TRACE_ENTRIES,
+                   show_spinner="Running the model and keeping every tensor…")
+def _full_trace(name: str, text: str, pair: str, as_batch: bool) -> Trace:
+    model = get_model(name)
+    if as_batch:
+        return model.run([text, pair], keep=None)
+    return model.run(text, pair or None, keep=None)
+
+
+def _url_int(param: str, default: int) -> int:
+    value = st.query_params.get(param, "")
+    return int(value) if value.isdigit() else default
+
+
+def _init_state() -> None:
+    """Session defaults, taken from the link the first time (step is 1-based, as shown)."""
+    for key, param, default in (("wk_step", "step", 1), ("wk_layer", "wlayer", 0)):
+        if key not in st.session_state:
+            st.session_state[key] = _url_int(param, default)
+    for key, param in (("wk_batch", "wbatch"), ("wk_teacher", "teacher")):
+        if key not in st.session_state:
+            st.session_state[key] = st.query_params.get(param) == "1"
+
+
+def _clamp(key: str, low: int, high: int) -> None:
+    st.session_state[key] = min(max(int(st.session_state.get(key, low)), low), high)
+
+
+def _move(delta: int, n_steps: int) -> None:
+    st.session_state["wk_step"] = min(max(st.session_state["wk_step"] + delta, 1), n_steps)
+
+
+def _next_layer(first_layer_step: int) -> None:
+    st.session_state["wk_layer"] += 1
+    st.session_state["wk_step"] = first_layer_step
+
+
+def _axis(dim: str, n: int, labels: list[str], n_layers: int) -> list[str]:
+    if dim in SEQ_DIMS:
+        return [plain_text(label) for label in labels[:n]]
+    if dim == "layer":
+        return (["embeddings"] + [f"after layer {i}" for i in range(n_layers)])[:n]
+    if dim == "batch":
+        return [f"text {i + 1}" for i in range(n)]
+    return [str(i) for i in range(n)]
+
+
+def _show_tensor(shown: Shown, pick: dict, labels: list[str], n_layers: int) -> None:
+    st.markdown(f"**{shown.label}** · shape `{list(shown.shape)}` · `[{', '.join(shown.dims)}]`")
+    where = f"from `{shown.source}`" + (f", derived: {shown.how}" if shown.how else
+                                        " (the hook's own tensor)")
+    st.caption(where)
+    pv = preview(shown, pick, PREVIEW_ROWS, PREVIEW_COLS)
+    rows, cols = pv.values.shape
+    values = pv.values.round(4) if pv.values.dtype.kind == "f" else pv.values
+    if np.isneginf(values).any():  # the model's blocked cells, written as the learner knows them
+        values = np.where(np.isneginf(values), "−∞", values.astype(str)).astype(object)
+    frame = pd.DataFrame(values, index=_axis(pv.row_dim, rows, labels, n_layers),
+                         columns=_axis(pv.col_dim, cols, labels, n_layers))
+    st.dataframe(frame, width="stretch")
+    fixed = ", ".join(f"{dim} {i}" + (f" ({_axis(dim, i + 1, labels, n_layers)[i]})"
+                                       if dim == "layer" else "") for dim, i in pv.fixed.items())
+    st.caption(f"Preview: first {rows} of {pv.n_rows} {pv.row_dim or 'row'} × first {cols} of "
+               f"{pv.n_cols} {pv.col_dim}" + (f", at {fixed}" if fixed else "") + ".")
+
+
+def _slice(shown: Shown, pick: dict) -> np.ndarray:
+    return preview(shown, pick, EVERYTHING, EVERYTHING).values  # [rows, cols]
+
+
+def _figure(step: Step, trace: Trace, pick: dict, labels: list[str], model) -> None:
+    item, head, cfg = pick["batch"], pick["heads"], trace.cfg
+    where = f"text {item + 1}" if trace.input_ids.shape[0] > 1 else ""
+    last = step.shown[-1]
+    in_head = ", ".join(x for x in (f"layer {step.layer}, head {head}", where) if x)
+    fig, fig2 = None, None
+    if step.figure == "tokens":
+        fig = token_table(trace.batch_tokens, trace.input_ids, trace.attention_mask,
+                          trace.token_type_ids if cfg.n_token_types else None)
+    elif step.figure == "values" and last.dims[-2] in SEQ_DIMS:
+        title = ", ".join(x for x in (f"{step.title}: {last.label}", where, f"head {head}"
+                                      if "heads" in last.dims else "") if x)
+        fig = values_heatmap(_slice(last, pick), labels, title, last.dims[-1])
+    elif step.figure == "scores":
+        fig = scores_heatmap(_slice(last, pick), labels, f"{last.label}, {in_head}")
+    elif step.figure == "mask":
+        n = len(labels)
+        bias = np.broadcast_to(_slice(step.shown[0], pick), (n, n))  # [q_pos, k_pos]
+        fig = mask_matrix(bias, labels, "The mask M" + (f", {where}" if where else ""))
+        fig2 = scores_heatmap(_slice(last, pick), labels, f"{last.label}, {in_head}")
+    elif step.figure == "pattern":
+        padding = np.broadcast_to(~trace.attention_mask[item].bool().numpy(), (len(labels),) * 2)
+        fig = attention_heatmap(_slice(last, pick), labels, labels, causal=cfg.causal,
+                                title=f"Attention pattern, layer {step.layer}, head {head}",
+                                masked=padding)
+    elif step.figure == "activation":
+        before, after = (s.tensor[item].flatten() for s in step.shown)
+        fig = activation_scatter(before, after, step.title + (f", {where}" if where else ""))
+    elif step.figure == "stack":
+        fig = layer_stack_heatmap(_slice(last, pick), labels, "The residual stream, layer "
+                                  "by layer" + (f", {where}" if where else ""))
+    elif step.figure == "top":
+        ids, probs = top_tokens(last.tensor[item], 10)
+        position = int(trace.attention_mask[item].sum()) - 1
+        fig = top_tokens_bar(model.tokenizer.tokens(ids), probs,
+                             f"Most likely next tokens after {plain_text(labels[position])}"
+                             + (f", {where}" if where else ""))
+    side_by_side = fig2 is not None and len(labels) <= SIDE_BY_SIDE_TOKENS
+    for column, figure, key in zip(st.columns(2) if side_by_side else [st.container()] * 2,
+                                   (fig, fig2), ("wk_fig", "wk_fig2")):
+        if figure is not None:
+            column.plotly_chart(figure, key=key, config=plotly_config("png", "walkthrough"))
+
+
+selection = st.session_state["selection"]
+st.title("Forward pass, step by step")
+require_trace(selection)
+_init_state()
+has_pair = bool(selection.pair.strip())
+if has_pair:
+    st.toggle("Run the two texts as a padded batch of two", key="wk_batch",
+              help="Off: one sentence-pair sequence. On: two sequences padded to one length.")
+    with st.expander("Sentence pair or padded batch?"):
+        st.markdown(PAIR_VS_BATCH)
+else:
+    st.caption("Type a second sentence in the sidebar to compare a sentence pair with a padded "
+               "batch of two texts (where padding and its mask appear).")
+as_batch = has_pair and st.session_state["wk_batch"]
+try:
+    trace = _full_trace(selection.model_name, selection.text, selection.pair, as_batch)
+except ValueError as exc:  # e.g. a character model given two texts to pad together
+    st.error(f"Could not run the walkthrough: {exc}")
+    st.stop()
+cfg = trace.cfg
+batch, seq = trace.input_ids.shape
+kind = ("causal decoder" if cfg.causal else "encoder") + (" (pre-LN)" if cfg.block == "pre_ln"
+                                                           else " (post-LN)")
+st.caption(f"{cfg.family} {kind}: {cfg.n_layers} layers × {cfg.n_heads} heads, d_model "
+           f"{cfg.d_model}, d_head {cfg.d_head}, d_mlp {cfg.d_mlp}. This input: {batch} "
+           f"text(s) × {seq} positions. Every shape and number below is read from this run.")
+if any(name.startswith("decoder.") for name in trace.cache):
+    st.info("An encoder-decoder: these steps follow its encoder, which reads your text. The "
+            "decoder's own layers and its cross-attention are not part of this walkthrough.")
+
+_clamp("wk_layer", 0, cfg.n_layers - 1)
+controls = st.columns([3, 3, 2, 2])
+layer = controls[0].slider("Layer", 0, cfg.n_layers - 1, key="wk_layer",
+                           help="Which layer the layer steps show.")
+head = controls[1].slider("Head", 0, cfg.n_heads - 1, key="wk_head",
+                          help="Which head the per-head previews and figures show.")
+item = 0
+if batch > 1:
+    item = controls[2].radio("Text", list(range(batch)), key="wk_item",
+                             format_func=lambda i: f"text {i + 1}", horizontal=True)
+teacher = controls[3].toggle("Teacher's notes", key="wk_teacher",
+                             help="Add the longer explanation to every step.")
+
+steps = walkthrough(trace, layer)
+n_steps = len(steps)
+_clamp("wk_step", 1, n_steps)
+labels = axis_labels(trace.batch_tokens[item])
+pick = {"batch": item, "heads": head, "kv_heads": head // (cfg.n_heads // cfg.kv_heads),
+        "layer": layer + 1}
+
+nav, body = st.columns([1, 3], gap="large")
+with nav:
+    number = st.radio("Contents", list(range(1, n_steps + 1)), key="wk_step",
+                      format_func=lambda i: f"{i}. {steps[i - 1].title}")
+step = steps[number - 1]
+with body:
+    back, where, forward = st.columns([1, 3, 1])
+    back.button("◀ Previous", key="wk_prev", on_click=_move, args=(-1, n_steps),
+                disabled=number == 1, width="stretch")
+    forward.button("Next ▶", key="wk_next", on_click=_move, args=(1, n_steps),
+                   disabled=number == n_steps, width="stretch")
+    where.caption(f"Step {number} of {n_steps} · {step.group}")
+    st.subheader(f"{number}. {step.title}")
+    st.markdown(step.summary)
+    if teacher:
+        st.info(step.teacher)
+    st.latex(step.formula)
+    # two tensors side by side; one, or three (Q, K, V), one under the other at full width
+    columns = st.columns(2) if len(step.shown) == 2 else [st.container() for _ in step.shown]
+    for column, shown in zip(columns, step.shown):
+        with column:
+            _show_tensor(shown, pick, labels, cfg.n_layers)
+    _figure(step, trace, pick, labels, selection.model)
+    if step.key == "stack" and layer + 1 < cfg.n_layers:
+        first = next(i for i, s in enumerate(steps, 1) if s.layer is not None)
+        st.button(f"Walk through layer {layer + 1} ▶", key="wk_next_layer",
+                  on_click=_next_layer, args=(first,))
+
+write_to_url(model=selection.model_name, text=selection.text, pair=selection.pair,
+             step=number, wlayer=layer, wbatch="1" if as_batch else None,
+             teacher="1" if teacher else None)
