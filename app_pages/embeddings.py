@@ -14,7 +14,7 @@ from model.projection import (
 from ui.cache import get_model
 from ui.sidebar import require_trace
 from ui.urlstate import write_to_url
-from viz.export import plotly_config
+from ui.charts import chart_config
 from viz.labels import axis_labels, looks_byte_level, plain_text, visible_text
 from viz.projection import joint_qk_figure, norms_figure, parts_figure, projection_figure
 
@@ -24,7 +24,7 @@ EXAMPLE_SENTENCES = (
     "She sat on the bank of the river.\nThe bank raised its interest rates.\n"
     "He fished from the muddy river bank.\nI paid the cheque into my bank account.\n"
     "The cat sat on the mat.\nA dog chased the ball across the park.")
-CONFIG = plotly_config("png", "embeddings")
+CONFIG = chart_config("embeddings")
 SOURCES = ("The text in the sidebar", "Several sentences (one per line)")
 
 

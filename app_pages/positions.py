@@ -16,7 +16,7 @@ from model.projection import pca
 from ui.sidebar import require_trace
 from ui.text import md_escape
 from ui.urlstate import write_to_url
-from viz.export import plotly_config
+from ui.charts import chart_config
 from viz.labels import axis_labels, plain_text
 from viz.positions import (
     MAX_CURVES, dimension_curves, distance_curves, position_heatmap, position_pca_figure,
@@ -25,7 +25,7 @@ from viz.positions import (
 
 MAX_POSITIONS = 512  # positions drawn at most (a 512 x 768 heatmap is ~1.5 MB in the page)
 MAX_D_MODEL = 768
-CONFIG = plotly_config("png", "positions")
+CONFIG = chart_config("positions")
 FORMULA = (r"PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{model}}}\right), \qquad "
            r"PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d_{model}}}\right)")
 ROTARY_FORMULA = (r"\theta_i = \text{base}^{-2i/d_{head}},\qquad "

@@ -13,7 +13,7 @@ from ui.cache import get_model
 from ui.sidebar import require_trace
 from ui.urlstate import write_to_url
 from viz.attention import attention_heatmap
-from viz.export import plotly_config
+from ui.charts import chart_config
 from viz.labels import axis_labels, plain_text
 from viz.walkthrough import (
     activation_scatter, layer_stack_heatmap, mask_matrix, scores_heatmap, token_table,
@@ -145,7 +145,7 @@ def _figure(step: Step, trace: Trace, pick: dict, labels: list[str], model) -> N
     for column, figure, key in zip(st.columns(2) if side_by_side else [st.container()] * 2,
                                    (fig, fig2), ("wk_fig", "wk_fig2")):
         if figure is not None:
-            column.plotly_chart(figure, key=key, config=plotly_config("png", "walkthrough"))
+            column.plotly_chart(figure, key=key, config=chart_config("walkthrough"))
 
 
 selection = st.session_state["selection"]

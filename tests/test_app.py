@@ -136,3 +136,17 @@ def test_each_detail_view_draws_its_own_figure_for_the_selected_head():
     assert not at.exception
     csv = at.get("download_button")[0]
     assert csv.proto.label.startswith("Attention matrix")
+
+
+@pytest.mark.parametrize("page", sorted(
+    p.name for p in (Path(APP).parent / "app_pages").glob("*.py") if p.name != "__init__.py"))
+def test_every_page_figure_saves_the_format_chosen_in_the_sidebar(page):
+    at = _app()
+    at.radio(key="sb_image_format").set_value("SVG").run()
+    at.switch_page(f"app_pages/{page}").run()
+    assert not at.exception
+    formats = [json.loads(el.proto.config).get("toImageButtonOptions", {}).get("format")
+               for el in at.get("plotly_chart")]
+    assert all(f == "svg" for f in formats), (page, formats)
+    # the logit lens has nothing to draw for an encoder; training draws once a run starts
+    assert formats or page in ("logit_lens.py", "training.py"), page
