@@ -1,0 +1,222 @@
+"""Head ablation: remove heads, re-run the model live, see what changed; every head's importance."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from model.ablation import (
+    METRICS, Inputs, forward, importance_sweep, model_directory, next_token_losses, run_ablated,
+    sentence_embedding, sentence_pooling, text_loss, token_cosine,
+)
+from ui import settings
+from ui.cache import get_model
+from ui.charts import chart_config
+from ui.sidebar import require_trace
+from ui.urlstate import write_to_url
+from viz.heads import head_grid, next_token_bars, picked_head, token_bars
+from viz.labels import axis_labels, looks_byte_level, visible_text
+
+MODES = {"zero": "Zero: the head outputs nothing",
+         "mean": "Mean: the head outputs its average over the text's positions"}
+CANDIDATES = 8  # top tokens taken from each run, per position
+AUTO_SWEEP = 72 * 64  # heads × tokens below which the sweep runs without a click
+KEPT_SWEEPS = 16  # sweeps kept for every user of this server (a class often shares a text)
+HOSTED_SWEEP_TOKENS = 256  # hosted mode: longer texts get no sweep (72 runs each)
+
+
+@st.cache_resource
+def _shared_sweeps() -> dict:
+    """Finished sweeps, shared across sessions: key -> {metric: [n_layers, head]}. Plain dict
+    operations only (atomic under the GIL); the oldest entries are dropped beyond KEPT_SWEEPS."""
+    return {}
+
+
+@st.cache_data(max_entries=32, show_spinner="Re-running the model without those heads…")
+def _ablate(model_name: str, text: str, pair: str, heads: tuple, mode: str) -> dict:
+    loaded = get_model(model_name)
+    inputs = Inputs.encode(loaded, text, pair or None)
+    clean = forward(loaded, inputs)
+    ablated = run_ablated(loaded, inputs, heads, mode)
+    pooling = sentence_pooling(model_directory(model_name))
+    out = {"cosine": token_cosine(clean.final, ablated.final)[0].numpy(), "pooling": pooling}
+    if pooling is not None:
+        a, b = (sentence_embedding(o.final, inputs.attention_mask, pooling) for o in (clean,
+                                                                                      ablated))
+        out["sentence"] = float((a * b).sum())
+    if clean.logits is not None:
+        args = (inputs.input_ids, inputs.attention_mask)
+        out["loss"] = (float(text_loss(clean.logits, *args)[0]),
+                       float(text_loss(ablated.logits, *args)[0]))
+        out["nll"] = [next_token_losses(o.logits, *args)[0].numpy() for o in (clean, ablated)]
+        p0, p1 = clean.logits[0].softmax(-1), ablated.logits[0].softmax(-1)  # [pos, vocab]
+        ids = np.concatenate([p0.topk(CANDIDATES, -1).indices.numpy(),
+                              p1.topk(CANDIDATES, -1).indices.numpy()], axis=1)  # [pos, 2k]
+        out["candidates"] = ids
+        out["p_clean"] = np.take_along_axis(p0.numpy(), ids, axis=1)  # [pos, 2k]
+        out["p_ablated"] = np.take_along_axis(p1.numpy(), ids, axis=1)  # [pos, 2k]
+    return out
+
+
+def _toggle_from_grid() -> None:
+    event = st.session_state.get("abl_grid")
+    points = getattr(getattr(event, "selection", None), "points", None) or []
+    head = picked_head(points, st.session_state["_abl_n_heads"])
+    if head is None:
+        return
+    chosen = list(st.session_state.get("abl_heads", []))
+    st.session_state["abl_heads"] = [h for h in chosen if h != head] if head in chosen else \
+        chosen + [head]
+
+
+def _add_layer() -> None:
+    layer = st.session_state["abl_layer"]
+    chosen = list(st.session_state.get("abl_heads", []))
+    n_heads = st.session_state.get("_abl_n_heads", 0)
+    st.session_state["abl_heads"] = chosen + [(layer, h) for h in range(n_heads)
+                                              if (layer, h) not in chosen]
+
+
+def _clear() -> None:
+    st.session_state["abl_heads"] = []
+
+
+selection = st.session_state["selection"]
+st.title("Head ablation")
+trace = require_trace(selection)
+cfg = trace.cfg
+loaded = selection.model
+tokens = trace.tokens
+labels = axis_labels(tokens)
+st.caption(
+    "Remove heads and run the model again. A removed head's output (its attention-weighted "
+    "mix of values, before the output projection W_O) is replaced by zeros, or by its own "
+    "average over the positions of this text, which keeps its typical contribution but "
+    "drops what it says about any one token. The shared model is never changed: the "
+    "replacement is a temporary hook that is gone when the run ends.")
+
+heads_all = [(lay, h) for lay in range(cfg.n_layers) for h in range(cfg.n_heads)]
+st.session_state["_abl_n_heads"] = cfg.n_heads
+st.session_state["abl_heads"] = [tuple(h) for h in st.session_state.get("abl_heads", [])
+                                 if tuple(h) in heads_all]
+if st.session_state.get("abl_layer") not in range(cfg.n_layers):
+    st.session_state["abl_layer"] = 0
+top = st.columns([4, 3])
+chosen = top[0].multiselect("Heads to remove", heads_all, key="abl_heads",
+                            format_func=lambda lh: f"L{lh[0]} H{lh[1]}",
+                            placeholder="Pick heads, or click them in the grid below")
+mode = top[1].radio("Replace each removed head by", list(MODES), key="abl_mode",
+                    format_func=MODES.get)
+row = st.columns([2, 2, 1, 3], vertical_alignment="bottom")
+row[0].selectbox("Layer", list(range(cfg.n_layers)), key="abl_layer")
+row[1].button("Remove every head of this layer", key="abl_add_layer", on_click=_add_layer)
+row[2].button("Clear", key="abl_clear", on_click=_clear)
+
+write_to_url(model=selection.model_name, text=selection.text, pair=selection.pair)
+pooling = sentence_pooling(model_directory(selection.model_name))
+if not chosen:
+    st.info("No head removed yet: pick heads above (or click them in the importance grid "
+            "below) and the model re-runs without them.")
+else:
+    result = _ablate(selection.model_name, selection.text, selection.pair,
+                     tuple(sorted(tuple(h) for h in chosen)), mode)
+    names = ", ".join(f"L{lay} H{h}" for lay, h in sorted(chosen))
+    st.subheader(f"Without {len(chosen)} head{'s' if len(chosen) > 1 else ''}")
+    st.caption(f"Removed: {names}.")
+    cos = result["cosine"]
+    if "loss" in result:
+        clean_loss, ablated_loss = result["loss"]
+        cols = st.columns(3)
+        if math.isnan(clean_loss):
+            cols[0].info("The loss needs at least two tokens.")
+        else:
+            cols[0].metric("Loss on the text (nats per token)", f"{ablated_loss:.3f}",
+                           delta=f"{ablated_loss - clean_loss:+.3f}", delta_color="inverse",
+                           help="Mean cross-entropy of predicting each next token of the text. "
+                           "The delta is against the model with every head.")
+            cols[1].metric("Perplexity", f"{math.exp(ablated_loss):.1f}",
+                           delta=f"{math.exp(ablated_loss) - math.exp(clean_loss):+.1f}",
+                           delta_color="inverse")
+        cols[2].metric("Mean cosine of final vectors", f"{float(np.mean(cos)):.4f}")
+        if st.session_state.get("abl_pos") not in range(len(tokens)):
+            st.session_state["abl_pos"] = len(tokens) - 1
+        pos = st.select_slider("Predict the token after", list(range(len(tokens))),
+                               key="abl_pos", format_func=lambda i: labels[i])
+        ids, p0, p1 = result["candidates"][pos], result["p_clean"][pos], result["p_ablated"][pos]
+        best: dict[int, tuple[float, float]] = {}
+        for i, a, b in zip(ids.tolist(), p0.tolist(), p1.tolist()):
+            best[i] = (a, b)
+        order = sorted(best, key=lambda i: -max(best[i]))[:10]
+        words = loaded.tokenizer.tokens(order)
+        after = visible_text(tokens[pos], looks_byte_level(tokens))
+        st.plotly_chart(next_token_bars(words, [best[i][0] for i in order],
+                                        [best[i][1] for i in order],
+                                        title=f"Next token after “{after}” (position {pos})"),
+                        key="abl_next", config=chart_config("next_token"))
+        if len(tokens) > 1:
+            change = result["nll"][1] - result["nll"][0]  # [pos-1]
+            st.plotly_chart(token_bars(
+                labels[1:], change, "Change in loss on each token",
+                "Δ loss (nats)", "red: harder to predict without the heads; blue: easier",
+                diverging=True), key="abl_nll", config=chart_config("loss_change"))
+    else:
+        cols = st.columns(2)
+        cols[0].metric("Mean cosine of final token vectors", f"{float(np.mean(cos)):.4f}",
+                       help="1 means every token's final vector points the same way as with "
+                       "all heads.")
+        if "sentence" in result:
+            cols[1].metric("Cosine of the sentence embeddings", f"{result['sentence']:.4f}",
+                           help="The sentence embedding of this model: mean of the final "
+                           "vectors over every token, then scaled to length 1.")
+    st.plotly_chart(token_bars(tokens, 1 - cos, "How far each token's final vector turned",
+                               "1 − cosine",
+                               "0 = same direction as with every head; higher = the removed "
+                               "heads mattered more for this token"),
+                    key="abl_cos", config=chart_config("token_cosine"))
+
+st.divider()
+st.subheader("Importance of every head")
+st.caption("Each head removed on its own (one run per head, all with the same replacement), "
+           "and the effect measured. The grid answers: which single heads does this text "
+           "depend on? Click a head to add it to (or drop it from) the heads removed above.")
+sweeps = _shared_sweeps()
+skey = (selection.model_name, selection.text, selection.pair, mode)
+n_heads_total = cfg.n_layers * cfg.n_heads
+if skey not in sweeps and settings.hosted() and trace.n_tokens > HOSTED_SWEEP_TOKENS:
+    st.info(f"On this shared server the sweep is limited to texts of up to "
+            f"{HOSTED_SWEEP_TOKENS} tokens (this one has {trace.n_tokens}): it runs the model "
+            f"{n_heads_total} times. Shorten the text to measure every head.")
+elif skey not in sweeps:
+    small = n_heads_total * trace.n_tokens <= AUTO_SWEEP
+    if small or st.button(f"Measure all {n_heads_total} heads ({n_heads_total} runs of "
+                          f"{trace.n_tokens} tokens)", key="abl_sweep_btn"):
+        bar = st.progress(0.0, text="Removing one head at a time…")
+        inputs = Inputs.encode(loaded, selection.text, selection.pair or None)
+        sweeps[skey] = importance_sweep(
+            loaded, inputs, mode, pooling,
+            progress=lambda done, total: bar.progress(done / total, text=f"{done}/{total} heads"))
+        bar.empty()
+        for old in list(sweeps)[:-KEPT_SWEEPS]:
+            sweeps.pop(old, None)
+if skey in sweeps:
+    sweep = sweeps[skey]
+    metrics = [m for m in ("loss", "sentence", "tokens") if m in sweep]
+    metric = st.radio("Effect", metrics, key="abl_metric", horizontal=True,
+                      format_func=lambda m: METRICS[m])
+    values = sweep[metric]
+    st.plotly_chart(
+        head_grid(values, title=f"Effect of removing each head alone ({mode})",
+                  value_name="Δ loss" if metric == "loss" else "1 − cosine",
+                  fmt=".3f", diverging=metric == "loss", marked=[tuple(h) for h in chosen],
+                  subtitle=METRICS[metric] + "; outlined: heads removed above"),
+        key="abl_grid", on_select=_toggle_from_grid, selection_mode="points",
+        config=chart_config("head_importance"))
+    ranking = pd.DataFrame({"layer": [lay for lay, _ in heads_all],
+                            "head": [h for _, h in heads_all], "effect": values.reshape(-1)})
+    st.caption("The ten heads whose removal changes the output most:")
+    effect = st.column_config.NumberColumn(METRICS[metric], format="%.4f")
+    st.dataframe(ranking.sort_values("effect", ascending=False).head(10), hide_index=True,
+                 width="content", key="abl_ranking", column_config={"effect": effect})

@@ -1,0 +1,134 @@
+"""Head statistics: one number per layer × head, on the user's text (or several texts)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from model.head_stats import STATISTICS, StatTotals, pooled_statistics, trace_totals
+from ui import settings
+from ui.cache import get_model
+from ui.charts import chart_config
+from ui.sidebar import require_trace
+from ui.text import md_escape, shorten
+from ui.urlstate import write_to_url
+from viz.heads import head_grid, picked_head
+
+MAX_EXTRA_TEXTS = 8
+FORMATS = {"entropy": ".2f", "distance": ".1f"}  # the shares use ".2f" too
+
+
+@st.cache_data(max_entries=settings.TRACE_CACHE_ENTRIES, show_spinner=False)
+def _main_totals(_trace, key: tuple) -> StatTotals:
+    return trace_totals(_trace)
+
+
+@st.cache_data(max_entries=64, show_spinner="Running the extra texts…")
+def _text_totals(model_name: str, text: str) -> StatTotals:
+    trace = get_model(model_name).run(text, keep=lambda n: n.endswith("attn.hook_pattern"))
+    return trace_totals(trace)
+
+
+def _open(layer: int, head: int) -> None:
+    """Ask for the attention page with this head (the switch happens in the script body)."""
+    st.session_state["attn_layer"] = int(layer)
+    st.session_state["attn_head"] = int(head)
+    st.session_state["attn_average"] = False
+    st.session_state["attn_mode"] = "Raw attention"
+    st.session_state["_hs_goto"] = True
+
+
+def _pick_from_grid() -> None:
+    event = st.session_state.get("hs_grid")
+    points = getattr(getattr(event, "selection", None), "points", None) or []
+    picked = picked_head(points, st.session_state["selection"].trace.cfg.n_heads)
+    if picked is not None:
+        _open(*picked)
+
+
+def _pick_from_table() -> None:
+    event = st.session_state.get("hs_table")
+    rows = getattr(getattr(event, "selection", None), "rows", None) or []
+    order = st.session_state.get("_hs_rows", [])
+    if rows and rows[0] < len(order):
+        _open(*order[rows[0]])
+
+
+def _open_from_box() -> None:
+    layer, head = st.session_state["hs_open_head"]
+    _open(layer, head)
+
+
+if st.session_state.pop("_hs_goto", False):
+    st.switch_page("app_pages/attention.py")
+
+selection = st.session_state["selection"]
+st.title("Head statistics")
+trace = require_trace(selection)
+cfg = trace.cfg
+key = (selection.model_name, selection.text, selection.pair)
+names = [n for n in STATISTICS if not (cfg.causal and n == "next")]
+write_to_url(model=selection.model_name, text=selection.text, pair=selection.pair)
+
+st.caption(
+    "One number per head, so you can scan all "
+    f"{cfg.n_layers} × {cfg.n_heads} = {cfg.n_layers * cfg.n_heads} heads at once and find the "
+    "ones worth opening: heads that look at the previous token, heads that park their "
+    "attention on [SEP], heads that spread it evenly. Each statistic is computed per query "
+    "token (row) and averaged over the rows.")
+
+left, right = st.columns([2, 3])
+stat = left.selectbox("Statistic", names, key="hs_stat",
+                      format_func=lambda n: STATISTICS[n][0])
+with right.expander("Pool several texts", expanded=False):
+    extra_raw = st.text_area(
+        "More texts, one per line (optional)", key="hs_more", height=110,
+        help=f"Up to {MAX_EXTRA_TEXTS} more lines. Every row (query token) of every text counts "
+        "once, so longer texts weigh more.")
+extra = [line.strip() for line in extra_raw.splitlines() if line.strip()][:MAX_EXTRA_TEXTS]
+
+totals = [_main_totals(trace, key)]
+for line in extra:
+    try:
+        totals.append(_text_totals(selection.model_name, line))
+    except ValueError as exc:
+        st.warning(f"Skipped “{md_escape(shorten(line, 40))}”: {md_escape(str(exc))}")
+stats = pooled_statistics(totals)
+label, definition = STATISTICS[stat]
+where = ("the sidebar text" if len(totals) == 1
+         else f"the sidebar text and {len(totals) - 1} more")
+st.markdown(f"**{label}**, over {where}. {definition}")
+
+fig = head_grid(stats[stat], title=f"{label}, every head", value_name=label,
+                fmt=FORMATS.get(stat, ".2f"),
+                subtitle="rows = layers, columns = heads; click a head to open it on the "
+                "attention page")
+st.plotly_chart(fig, key="hs_grid", on_select=_pick_from_grid, selection_mode="points",
+                config=chart_config(f"head_{stat}"))
+
+st.subheader("All statistics, sortable")
+st.caption("Click a column header to sort; select a row to open that head.")
+table = pd.DataFrame({"layer": [lay for lay in range(cfg.n_layers) for _ in range(cfg.n_heads)],
+                      "head": [h for _ in range(cfg.n_layers) for h in range(cfg.n_heads)]})
+for name in names:
+    table[STATISTICS[name][0]] = stats[name].reshape(-1)
+table = table.sort_values(label, ascending=False, kind="stable").reset_index(drop=True)
+st.session_state["_hs_rows"] = list(zip(table["layer"].tolist(), table["head"].tolist()))
+st.dataframe(
+    table, key="hs_table", on_select=_pick_from_table, selection_mode="single-row",
+    hide_index=True, width="stretch",
+    column_config={STATISTICS[n][0]: st.column_config.NumberColumn(format="%.3f")
+                   for n in names},
+)
+
+box, button = st.columns([3, 1], vertical_alignment="bottom")
+heads = [(lay, h) for lay in range(cfg.n_layers) for h in range(cfg.n_heads)]
+box.selectbox("Or pick a head", heads, key="hs_open_head",
+              format_func=lambda lh: f"layer {lh[0]}, head {lh[1]}")
+button.button("Open on the attention page", key="hs_open_btn", on_click=_open_from_box)
+
+with st.expander("Definitions of every statistic"):
+    for name in names:
+        st.markdown(f"- **{STATISTICS[name][0]}**: {STATISTICS[name][1]}")
+    st.markdown("Rows that count: every real token (padding never does). $A_{ij}$ is the "
+                "attention of query $i$ on key $j$; each row sums to 1.")

@@ -1,0 +1,114 @@
+"""Logit lens: what the residual stream would predict if the model stopped after each layer."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from model.logit_lens import Lens, lens_unavailable, logit_lens
+from ui import settings
+from ui.cache import get_model
+from ui.charts import chart_config
+from ui.sidebar import require_trace
+from ui.text import md_escape
+from ui.urlstate import write_to_url
+from viz.labels import axis_labels, looks_byte_level, visible_text
+from viz.lens import CELL_TEXT_LIMIT, lens_table
+
+TOP_K = 5
+DEFAULT_WIDTH = 12  # positions shown at first
+
+
+def _keep_residual(name: str) -> bool:
+    return name.endswith(("hook_resid_pre", "hook_resid_post"))
+
+
+@st.cache_data(max_entries=settings.TRACE_CACHE_ENTRIES, show_spinner="Reading every layer "
+               "through the unembedding…")
+def _lens(_trace, key: tuple) -> Lens:
+    try:
+        hidden = _trace.hidden_states  # [n_layers + 1, pos, d_model]
+    except KeyError:  # a trace without the residual stream: run again keeping just that
+        model_name, text, pair = key
+        hidden = get_model(model_name).run(text, pair or None, keep=_keep_residual).hidden_states
+    model = get_model(key[0]).model
+    return logit_lens(model, hidden, _trace.token_ids, k=TOP_K)
+
+
+selection = st.session_state["selection"]
+st.title("Logit lens")
+trace = require_trace(selection)
+cfg = trace.cfg
+reason = lens_unavailable(cfg, selection.model_name)
+if reason is not None:
+    st.info(md_escape(reason))
+    st.stop()
+
+key = (selection.model_name, selection.text, selection.pair)
+write_to_url(model=selection.model_name, text=selection.text, pair=selection.pair)
+tokens = trace.tokens
+n = len(tokens)
+labels = axis_labels(tokens)
+lens = _lens(trace, key)
+st.caption(
+    "After every layer, the residual stream (the running sum that carries each token "
+    "through the model) is passed through the model's own final norm and unembedding, as if "
+    "the model stopped there. The softmax over the vocabulary shows which next token it "
+    "leans to at that depth. The last row is exactly the model's real output. Read each "
+    "column top-down to watch a prediction form.")
+
+window = st.session_state.get("lens_window")
+if not (isinstance(window, tuple) and 0 <= window[0] <= window[1] < n):
+    st.session_state["lens_window"] = (max(0, n - DEFAULT_WIDTH), n - 1)
+cols = st.columns([4, 2])
+if n > 1:
+    start, end = cols[0].slider("Positions", 0, n - 1, key="lens_window",
+                                help=f"Up to {CELL_TEXT_LIMIT} positions show their top token "
+                                "in the cell; wider windows show colours only (hover for "
+                                "details).")
+else:
+    start, end = 0, 0
+    cols[0].caption("One token: a single column.")
+colour = cols[1].radio("Colour by", ["top", "next"], key="lens_colour", horizontal=True,
+                       format_func={"top": "p(top token)", "next": "p(true next token)"}.get)
+
+span = range(start, end + 1)
+ids = lens.top_ids[:, start:end + 1]  # [row, span, k]
+flat = get_model(selection.model_name).tokenizer.tokens(ids.reshape(-1).tolist())
+top_tokens = [[flat[(r * len(span) + p) * TOP_K:(r * len(span) + p + 1) * TOP_K]
+               for p in range(len(span))] for r in range(lens.n_rows)]
+next_tokens = [tokens[p + 1] if p + 1 < n else "" for p in span]
+fig = lens_table(lens.row_names, [tokens[p] for p in span], top_tokens,
+                 lens.top_probs[:, start:end + 1], next_tokens, lens.next_rank[:, start:end + 1],
+                 lens.next_prob[:, start:end + 1], colour=colour,
+                 title=f"Top token after each layer, positions {start}–{end}",
+                 first_position=start)
+st.plotly_chart(fig, key="lens_table", config=chart_config("logit_lens"))
+
+st.subheader("One position in detail")
+if st.session_state.get("lens_pos") not in range(n):
+    st.session_state["lens_pos"] = min(max(end, 0), n - 1)
+pos = st.select_slider("Position", list(range(n)), key="lens_pos",
+                       format_func=lambda i: labels[i]) if n > 1 else 0
+byte_level = looks_byte_level(tokens)
+words = get_model(selection.model_name).tokenizer.tokens(lens.top_ids[:, pos].reshape(-1)
+                                                         .tolist())
+truth = visible_text(tokens[pos + 1], byte_level) if pos + 1 < n else None
+st.caption(f"Reading position {pos} (“{md_escape(visible_text(tokens[pos], byte_level))}”). "
+           + (f"The true next token is “{md_escape(truth)}”: rank 1 means the layer already "
+              "puts it first." if truth is not None else
+              "This is the last token, so there is no true next token to rank."))
+table = pd.DataFrame({"layer": lens.row_names})
+for i in range(TOP_K):
+    table[f"#{i + 1}"] = [visible_text(words[r * TOP_K + i], byte_level)
+                          for r in range(lens.n_rows)]
+    table[f"p{i + 1}"] = lens.top_probs[:, pos, i].numpy()
+config = {f"p{i + 1}": st.column_config.ProgressColumn(f"p #{i + 1}", format="%.3f",
+                                                       min_value=0.0, max_value=1.0)
+          for i in range(TOP_K)}
+if truth is not None:
+    table["true next: rank"] = lens.next_rank[:, pos].numpy()
+    table["true next: p"] = lens.next_prob[:, pos].numpy()
+    config["true next: p"] = st.column_config.ProgressColumn(
+        "true next: p", format="%.4f", min_value=0.0, max_value=1.0)
+st.dataframe(table, hide_index=True, key="lens_detail", column_config=config, width="stretch")

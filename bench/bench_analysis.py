@@ -1,0 +1,134 @@
+"""Analysis benchmark: the head-statistics grid and a full one-head-at-a-time ablation sweep,
+on the bundled MiniLM at a fixed number of tokens ([CLS] and [SEP] included).
+
+After one warm-up call of each, every repeat calls each variant once, in an order rotated
+by one per repeat (so load from other jobs falls on all of them); median and min reported:
+
+  forward          one traced run keeping the attention patterns (what the grid needs)
+  stats            every statistic of every head from that trace (model.head_stats.trace_totals)
+  stats_grid       the same plus the plotly grid figure (viz.heads.head_grid) and its JSON
+  sweep_batched    importance_sweep, zero ablation: the 12 heads of a layer as one batch,
+                   run from the clean input of that layer (model.ablation)
+  sweep_one_by_one the same with chunk=1: one pass per head, still from the head's layer
+  sweep_naive      72 full forward passes, one per head (run_ablated), as a baseline
+  sweep_mean       importance_sweep with mean ablation, batched
+
+The batched sweep is checked against the naive one (max abs difference of every metric).
+
+    HF_HUB_OFFLINE=1 python bench/bench_analysis.py [--tokens 128] [--repeats 5]
+        [--threads 2] [--out bench/out/analysis.json]
+
+Prints a Markdown table; writes the raw times and the machine to --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+from bench_forward import machine_info, machine_line, text_of_length  # noqa: E402
+from model import load_model  # noqa: E402
+from model.ablation import (  # noqa: E402
+    Inputs, effects, forward, importance_sweep, model_directory, run_ablated, sentence_pooling,
+)
+from model.head_stats import trace_totals  # noqa: E402
+from viz.heads import head_grid  # noqa: E402
+
+LABELS = {
+    "forward": "forward, keeping attention patterns (reference)",
+    "stats": "head statistics: all 8 statistics × 72 heads",
+    "stats_grid": "head statistics + grid figure (plotly JSON)",
+    "sweep_batched": "ablation sweep, zero, 72 heads, batched",
+    "sweep_one_by_one": "ablation sweep, zero, 72 heads, one pass per head",
+    "sweep_naive": "72 full forward passes, one per removed head (baseline)",
+    "sweep_mean": "ablation sweep, mean, 72 heads, batched",
+}
+
+
+def patterns(name: str) -> bool:
+    return name.endswith("attn.hook_pattern")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--tokens", type=int, default=128)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "analysis.json")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+
+    from transformers import AutoTokenizer
+
+    lm = load_model("minilm")
+    directory = model_directory("minilm")
+    text = text_of_length(AutoTokenizer.from_pretrained(str(directory)), args.tokens)
+    pooling = sentence_pooling(directory)
+    inputs = Inputs.encode(lm, text)
+    assert inputs.input_ids.shape[1] == args.tokens
+    trace = lm.run(text, keep=patterns)
+
+    def stats_grid():
+        means = trace_totals(trace).means()
+        return head_grid(means["entropy"], "Entropy", "bits").to_json()
+
+    def naive() -> dict[str, np.ndarray]:
+        clean = forward(lm, inputs)
+        rows = [effects(clean, run_ablated(lm, inputs, [(layer, head)]), inputs, pooling)
+                for layer in range(lm.cfg.n_layers) for head in range(lm.cfg.n_heads)]
+        return {k: np.array([float(r[k][0]) for r in rows]).reshape(lm.cfg.n_layers, -1)
+                for k in rows[0]}
+
+    runs = {
+        "forward": lambda: lm.run(text, keep=patterns),
+        "stats": lambda: trace_totals(trace).means(),
+        "stats_grid": stats_grid,
+        "sweep_batched": lambda: importance_sweep(lm, inputs, "zero", pooling),
+        "sweep_one_by_one": lambda: importance_sweep(lm, inputs, "zero", pooling, chunk=1),
+        "sweep_naive": naive,
+        "sweep_mean": lambda: importance_sweep(lm, inputs, "mean", pooling),
+    }
+    # Interleaved: every repeat runs each variant once, in an order rotated by one each time,
+    # so a burst of load from other jobs on the machine falls on all of them alike.
+    for fn in runs.values():  # warm-up
+        fn()
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    results: dict[str, object] = {}
+    names = list(runs)
+    for repeat in range(args.repeats):
+        for name in names[repeat % len(names):] + names[:repeat % len(names)]:
+            start = time.perf_counter()
+            results[name] = runs[name]()
+            times[name].append(time.perf_counter() - start)
+    batched, reference = results["sweep_batched"], results["sweep_naive"]
+    diff = max(float(np.abs(batched[k] - reference[k]).max()) for k in batched)
+
+    machine = machine_info(args.threads)
+    print(f"MiniLM (6 layers × 12 heads), {args.tokens} tokens; {machine_line(machine)}")
+    print(f"batched sweep vs 72 full runs: max abs difference {diff:.1e}\n")
+    print("| what | median (s) | min (s) | runs |")
+    print("|---|---:|---:|---:|")
+    for name, ts in times.items():
+        print(f"| {LABELS[name]} | {statistics.median(ts):.3f} | {min(ts):.3f} | {len(ts)} |")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"tokens": args.tokens, "machine": machine, "times": times,
+                                    "sweep_max_abs_diff": diff}, indent=2))
+
+
+if __name__ == "__main__":
+    main()

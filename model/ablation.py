@@ -1,0 +1,272 @@
+"""Head ablation: remove chosen heads through the hook points and see what the model does then.
+
+A head is removed by replacing its output z = pattern @ v (`blocks.L.attn.hook_z`,
+[batch, head, q_pos, d_head]) before W_O, either by zeros or by its own mean over the text's
+positions. Everything goes through `hooks(...)`: the shared model object is never modified
+and nothing stays attached once a run returns.
+
+An importance sweep removes one head at a time, for every head. Copies of the text run as
+one batch where each batch item removes a different head of the same layer (item b's hook
+only touches item b), starting from the clean run's input to that layer: the same numbers
+as separate full runs, with less work.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from .hooks import caching_hook, hooks
+from .transformer import ModelOutput, attention_mask_bias
+
+MODES = ("zero", "mean")
+Head = tuple[int, int]  # (layer, head)
+
+
+@dataclass
+class Inputs:
+    """One encoded text, ready to run (batch of 1)."""
+
+    input_ids: torch.Tensor  # [1, pos]
+    attention_mask: torch.Tensor  # [1, pos]
+    token_type_ids: torch.Tensor  # [1, pos]
+
+    @classmethod
+    def encode(cls, loaded, text: str, pair: str | None = None) -> "Inputs":
+        enc = loaded.encode(text, pair or None)
+        return cls(enc.input_ids[:1], enc.attention_mask[:1], enc.token_type_ids[:1])
+
+    def repeat(self, n: int) -> "Inputs":
+        return Inputs(*(t.expand(n, -1) for t in (self.input_ids, self.attention_mask,
+                                                  self.token_type_ids)))
+
+
+def _check_heads(heads: Iterable[Head], n_layers: int, n_heads: int) -> list[Head]:
+    out = []
+    for layer, head in heads:
+        if not (0 <= int(layer) < n_layers and 0 <= int(head) < n_heads):
+            raise ValueError(
+                f"head ({layer}, {head}) is outside {n_layers} layers × {n_heads} heads")
+        out.append((int(layer), int(head)))
+    return out
+
+
+def ablation_hooks(which: dict[int, torch.Tensor], mode: str,
+                   attention_mask: torch.Tensor) -> list[tuple[str, Callable]]:
+    """(hook name, fn) pairs that replace chosen heads' z.
+
+    which: layer -> bool [batch or 1, head], True where that batch item loses that head.
+    mode "zero": z = 0; "mean": z at every position = the head's mean z over the real
+    (unpadded) positions of the same batch item.
+    """
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    real = attention_mask.float()  # [batch, pos]
+
+    def make(chosen: torch.Tensor) -> Callable:
+        def replace(z: torch.Tensor, name: str) -> torch.Tensor:
+            # z: [batch, head, q_pos, d_head]
+            gone = chosen.to(z.device)[:, :, None, None]  # [batch or 1, head, 1, 1]
+            if mode == "zero":
+                return z.masked_fill(gone, 0.0)
+            m = real.to(z.device, z.dtype)[:, None, :, None]  # [batch, 1, pos, 1]
+            mean = (z * m).sum(2, keepdim=True) / m.sum(2, keepdim=True)  # [batch, head, 1, d]
+            return torch.where(gone, mean.expand_as(z), z)
+        return replace
+
+    return [(f"blocks.{layer}.attn.hook_z", make(chosen)) for layer, chosen in which.items()
+            if bool(chosen.any())]
+
+
+def forward(loaded, inputs: Inputs, fwd_hooks=()) -> ModelOutput:
+    """One forward pass with extra hooks; outputs come back as float32 on the CPU."""
+    dev = loaded.device
+    with torch.no_grad(), hooks(loaded.hook_names, list(fwd_hooks)):
+        out = loaded.model(inputs.input_ids.to(dev), inputs.attention_mask.to(dev),
+                           inputs.token_type_ids.to(dev))
+
+    def cpu(t):
+        return None if t is None else t.float().cpu()
+
+    return ModelOutput(residual=cpu(out.residual), final=cpu(out.final), logits=cpu(out.logits),
+                       pooled=cpu(out.pooled))
+
+
+def run_ablated(loaded, inputs: Inputs, heads: Iterable[Head], mode: str = "zero") -> ModelOutput:
+    """The model's output with every head in `heads` removed at once."""
+    cfg = loaded.cfg
+    chosen = _check_heads(heads, cfg.n_layers, cfg.n_heads)
+    which: dict[int, torch.Tensor] = {}
+    for layer, head in chosen:
+        which.setdefault(layer, torch.zeros(1, cfg.n_heads, dtype=torch.bool))[0, head] = True
+    return forward(loaded, inputs, ablation_hooks(which, mode, inputs.attention_mask))
+
+
+# ------------------------------------------------------------------------------ effects
+def next_token_losses(logits: torch.Tensor, input_ids: torch.Tensor,
+                      attention_mask: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy (nats) of predicting token t+1 at position t: [batch, pos-1], NaN where
+    either token is padding. logits: [batch, pos, vocab]; ids, mask: [batch, pos]."""
+    logp = F.log_softmax(logits[:, :-1].float(), dim=-1)  # [batch, pos-1, vocab]
+    target = input_ids[:, 1:].to(logp.device)  # [batch, pos-1]
+    nll = -logp.gather(-1, target[..., None])[..., 0]  # [batch, pos-1]
+    valid = (attention_mask[:, 1:] * attention_mask[:, :-1]).bool().to(nll.device)
+    return torch.where(valid, nll, torch.full_like(nll, float("nan")))
+
+
+def text_loss(logits, input_ids, attention_mask) -> torch.Tensor:
+    """Mean next-token cross-entropy over the text: [batch]. NaN for a one-token text."""
+    return next_token_losses(logits, input_ids, attention_mask).nanmean(dim=-1)
+
+
+def token_cosine(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Cosine similarity per position of two [batch, pos, d_model] tensors: [batch, pos]."""
+    return F.cosine_similarity(a.double(), b.double(), dim=-1).float()
+
+
+def mean_pool(final: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """Sentence-transformers mean pooling: average of the final vectors of every real token
+    ([CLS] and [SEP] included, padding excluded), then L2-normalised.
+    [batch, pos, d_model] -> [batch, d_model]."""
+    m = attention_mask.to(final.device, final.dtype)[..., None]  # [batch, pos, 1]
+    mean = (final * m).sum(1) / m.sum(1).clamp_min(1e-9)  # [batch, d_model]
+    return F.normalize(mean, p=2, dim=-1)
+
+
+def sentence_pooling(directory: Path | None) -> str | None:
+    """"mean" when the model directory is a sentence-transformers model with mean pooling
+    (all-MiniLM-L6-v2 is), "cls" for [CLS] pooling, else None."""
+    if directory is None:
+        return None
+    config = Path(directory) / "1_Pooling" / "config.json"
+    try:
+        pooling = json.loads(config.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if pooling.get("pooling_mode_mean_tokens"):
+        return "mean"
+    if pooling.get("pooling_mode_cls_token"):
+        return "cls"
+    return None
+
+
+def sentence_embedding(final: torch.Tensor, attention_mask: torch.Tensor,
+                       pooling: str) -> torch.Tensor:
+    """[batch, pos, d_model] -> [batch, d_model], L2-normalised."""
+    if pooling == "mean":
+        return mean_pool(final, attention_mask)
+    if pooling == "cls":
+        return F.normalize(final[:, 0], p=2, dim=-1)
+    raise ValueError(f"pooling must be 'mean' or 'cls', got {pooling!r}")
+
+
+def effects(clean: ModelOutput, ablated: ModelOutput, inputs: Inputs,
+            pooling: str | None = None) -> dict[str, torch.Tensor]:
+    """What removing heads changed, per batch item of `ablated` (clean is a batch of 1).
+
+    tokens [batch]: 1 - mean cosine similarity of the final vectors over real tokens;
+    sentence [batch]: 1 - cosine of the sentence embeddings (when `pooling` is given);
+    loss [batch]: ablated text loss - clean text loss (decoders).
+    """
+    batch = ablated.final.shape[0]
+    mask = inputs.attention_mask[:1].expand(batch, -1).bool()  # [batch, pos]
+    cos = token_cosine(clean.final.expand_as(ablated.final), ablated.final)  # [batch, pos]
+    out = {"tokens": 1 - (cos * mask).sum(-1) / mask.sum(-1)}
+    if pooling is not None:
+        a = sentence_embedding(clean.final, inputs.attention_mask[:1], pooling)  # [1, d]
+        b = sentence_embedding(ablated.final, mask.long(), pooling)  # [batch, d]
+        out["sentence"] = 1 - (a * b).sum(-1)
+    if clean.logits is not None:
+        ids = inputs.input_ids[:1].expand(batch, -1)
+        base = text_loss(clean.logits, inputs.input_ids[:1], inputs.attention_mask[:1])  # [1]
+        out["loss"] = text_loss(ablated.logits, ids, mask.long()) - base
+    return out
+
+
+METRICS = {
+    "loss": "change in the loss on the text (nats; > 0: the model predicts the text worse)",
+    "tokens": "1 − mean cosine similarity of the final token vectors",
+    "sentence": "1 − cosine similarity of the sentence embeddings",
+}
+
+
+def sweep_chunk(cfg, n_pos: int, budget: int = 48_000_000) -> int:
+    """How many ablated copies to run per batch so that one batch's biggest activations
+    (logits, MLP, attention scores) stay within ~`budget` floats."""
+    per_item = n_pos * (cfg.d_vocab * cfg.has_lm_head + 4 * max(cfg.d_mlp, cfg.d_model)
+                        + 8 * cfg.d_model) + 3 * cfg.n_heads * n_pos * n_pos
+    return int(max(1, min(64, budget // max(per_item, 1))))
+
+
+def _forward_from(loaded, layer: int, resid: torch.Tensor, attention_mask: torch.Tensor,
+                  fwd_hooks) -> ModelOutput:
+    """The rest of the model from block `layer` on, given that block's input (on the device).
+
+    The tail of HookedTransformer.forward (blocks, final norm, unembedding) without the
+    earlier blocks: in a sweep they are the same for every copy, so they run once.
+    resid: [batch, pos, d_model]; attention_mask: [batch, pos].
+    """
+    model = loaded.model
+    mask = attention_mask_bias(attention_mask.to(resid.device), loaded.cfg.causal, resid.dtype)
+    with torch.no_grad(), hooks(loaded.hook_names, list(fwd_hooks)):
+        x = resid  # [batch, pos, d_model]
+        for block in model.blocks[layer:]:
+            x = block(x, mask)
+        final = model.ln_final(x) if model.ln_final is not None else x
+        logits = model.hook_logits(model.unembed(final)) if model.unembed is not None else None
+    return ModelOutput(residual=x.float().cpu(), final=final.float().cpu(), pooled=None,
+                       logits=None if logits is None else logits.float().cpu())
+
+
+def importance_sweep(loaded, inputs: Inputs, mode: str = "zero", pooling: str | None = None,
+                     chunk: int | None = None,
+                     progress: Callable[[int, int], None] | None = None) -> dict[str, np.ndarray]:
+    """Remove each head on its own and measure the effect: metric -> [n_layers, head].
+
+    Metrics are those of `effects` (tokens always; sentence with `pooling`; loss for decoders).
+    The blocks before a head's layer are not affected by removing it, so the clean run's
+    input to that layer is reused and only the blocks from there on run again. Up to `chunk`
+    heads of one layer run per forward pass as a batch (default: `sweep_chunk`); chunk=1
+    runs one pass per head. `progress(done, total)` is called after each pass.
+    """
+    cfg = loaded.cfg
+    n_layers, n_heads = cfg.n_layers, cfg.n_heads
+    chunk = chunk or sweep_chunk(cfg, inputs.input_ids.shape[1])
+    resid_pre: dict[str, torch.Tensor] = {}  # "blocks.L.hook_resid_pre" -> [1, pos, d_model]
+    clean = forward(loaded, inputs, [(lambda n: n.startswith("blocks.")
+                                      and n.endswith(".hook_resid_pre"), caching_hook(resid_pre))])
+    results: dict[str, list[torch.Tensor]] = {}
+    done = 0
+    for layer in range(n_layers):
+        for start in range(0, n_heads, chunk):
+            heads = torch.arange(start, min(start + chunk, n_heads))  # [b]
+            batch = heads.numel()
+            chosen = torch.zeros(batch, n_heads, dtype=torch.bool)  # [b, head]
+            chosen[torch.arange(batch), heads] = True  # copy i loses head heads[i]
+            copies = inputs.repeat(batch)
+            x = resid_pre[f"blocks.{layer}.hook_resid_pre"].expand(batch, -1, -1)
+            out = _forward_from(loaded, layer, x, copies.attention_mask,
+                                ablation_hooks({layer: chosen}, mode, copies.attention_mask))
+            for name, value in effects(clean, out, inputs, pooling).items():
+                results.setdefault(name, []).append(value)
+            done += batch
+            if progress is not None:
+                progress(done, n_layers * n_heads)
+    return {name: torch.cat(parts).reshape(n_layers, n_heads).double().numpy()
+            for name, parts in results.items()}
+
+
+def model_directory(name: str) -> Path | None:
+    """Where a bundled name or a local directory lives (None for anything else: no download)."""
+    from .loading import resolve
+    from .registry import BUNDLED
+
+    if name in BUNDLED or Path(name).expanduser().is_dir():
+        return resolve(name)
+    return None

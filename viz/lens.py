@@ -1,0 +1,90 @@
+"""The logit lens as a table: rows are layers, columns positions, each cell the token the
+lens ranks first there, coloured by a probability. Pure plotly."""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+import plotly.graph_objects as go
+
+from .labels import SEPARATOR, looks_byte_level, token_label
+from .style import COLORSCALE, MASKED_GREY, TEMPLATE, check_tokens, to_numpy
+
+CELL_TEXT_LIMIT = 40  # with more positions than this, cells carry colour only (hover has all)
+
+
+def lens_table(row_names, input_tokens, top_tokens, top_probs, next_tokens, next_rank,
+               next_prob, colour: str = "top", title: str = "Logit lens",
+               first_position: int = 0) -> go.Figure:
+    """A heatmap table of the logit lens over a window of positions.
+
+    row_names: [row] plain text ("embeddings", "after layer 0", ...).
+    input_tokens: [pos] the tokens at these positions (column labels, numbered from
+    `first_position`, so a window keeps the text's own positions).
+    top_tokens: [row][pos][k] the lens's top-k token strings; top_probs: [row, pos, k].
+    next_tokens: [pos] the true next token string ("" where there is none);
+    next_rank: [row, pos] (1 = ranked first; 0 = no next token); next_prob: [row, pos].
+    colour "top" colours a cell by the top token's probability, "next" by the probability of
+    the true next token. Rows go top-down from the embeddings to the last layer.
+    """
+    rows = [html.escape(str(r), quote=False) for r in row_names]
+    input_tokens = check_tokens(input_tokens, "input_tokens")
+    probs = to_numpy(top_probs, "top_probs", ndim=3)
+    rank = to_numpy(next_rank, "next_rank", ndim=2, dtype=np.int64)
+    nprob = to_numpy(next_prob, "next_prob", ndim=2)
+    n_rows, n_pos, k = probs.shape
+    shape_ok = (len(rows) == n_rows and len(input_tokens) == n_pos and len(next_tokens) == n_pos
+                and rank.shape == nprob.shape == (n_rows, n_pos) and len(top_tokens) == n_rows
+                and all(len(r) == n_pos and all(len(c) == k for c in r) for r in top_tokens))
+    if not shape_ok:
+        raise ValueError(
+            f"expected {len(rows)} rows × {len(input_tokens)} positions × k: top_probs "
+            f"{list(probs.shape)}, next_rank {list(rank.shape)}, next_prob {list(nprob.shape)}, "
+            f"{len(next_tokens)} next tokens")
+    if colour not in ("top", "next"):
+        raise ValueError(f"colour must be 'top' or 'next', got {colour!r}")
+    everything = [t for r in top_tokens for c in r for t in c] + list(input_tokens)
+    byte_level = looks_byte_level(everything)
+    columns = [f"{first_position + i}{SEPARATOR}{token_label(t, byte_level)}"
+               for i, t in enumerate(input_tokens)]
+
+    def lab(t: str) -> str:
+        return token_label(t, byte_level)
+
+    cell = [[lab(top_tokens[r][p][0]) for p in range(n_pos)] for r in range(n_rows)]
+    hover = []
+    for r in range(n_rows):
+        line = []
+        for p in range(n_pos):
+            tops = "<br>".join(f"{i + 1}. {lab(top_tokens[r][p][i])}  {probs[r, p, i]:.3f}"
+                               for i in range(k))
+            truth = (f"<br>true next: {lab(next_tokens[p])}, rank {rank[r, p]:,}, "
+                     f"p = {nprob[r, p]:.3g}" if rank[r, p] > 0 else "<br>(last token: no next)")
+            line.append(f"<b>{rows[r]}</b>, position {columns[p]}<br>{tops}{truth}")
+        hover.append(line)
+    z = probs[:, :, 0] if colour == "top" else nprob
+    fig = go.Figure(go.Heatmap(
+        z=z, x=columns, y=rows, text=cell, customdata=hover, colorscale=COLORSCALE, zmin=0,
+        zmax=1, xgap=1, ygap=1, hoverongaps=False,
+        texttemplate="%{text}" if n_pos <= CELL_TEXT_LIMIT else None,
+        textfont=dict(size=11),
+        colorbar=dict(title=dict(text="p(top)" if colour == "top" else "p(true next)"),
+                      thickness=14),
+        hovertemplate="%{customdata}<extra></extra>",
+    ))
+    tick_text = [f"{c}<br>→ {lab(t)}" if t else c for c, t in zip(columns, next_tokens)]
+    fig.update_layout(
+        template=TEMPLATE, plot_bgcolor=MASKED_GREY,
+        title=dict(text=html.escape(title, quote=False), subtitle=dict(text=(
+            "cell = the token the lens ranks first; colour = "
+            + ("its probability" if colour == "top" else "probability of the true next token")
+            + "; column = input position, with the true next token below it"))),
+        height=int(min(1000, max(360, 190 + 38 * n_rows))),
+        xaxis=dict(type="category", tickmode="array", tickvals=columns, ticktext=tick_text,
+                   tickangle=0 if n_pos <= 12 else -60, side="bottom",
+                   showticklabels=n_pos <= 150),
+        yaxis=dict(type="category", autorange="reversed"),
+        margin=dict(l=110, b=110),
+    )
+    return fig
