@@ -305,6 +305,9 @@ def load_model(name_or_path: str, device: str | torch.device | None = None) -> L
     if not isinstance(name_or_path, str) or not name_or_path.strip():
         raise ModelLoadError("no model name given")
     directory = resolve(name_or_path.strip())
+    from .seq2seq import is_encoder_decoder, load_encoder_decoder  # seq2seq imports this module
+    if is_encoder_decoder(directory):
+        return load_encoder_decoder(directory, name_or_path.strip(), device)
     model, tokenizer = _load_directory(directory)
     dev, notice = pick_device(device)
     keep_freed_memory()

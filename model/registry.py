@@ -31,11 +31,22 @@ def _minilm_path() -> Path:
 WEIGHTS_DIR = Path(__file__).resolve().parent.parent / "weights"
 
 # Bundled names: the embedded pretrained default, then the models this project trains itself.
+OWN_MODELS = ("tiny-induction", "tiny-chars", "tiny-reverse")  # weights/<name>/, see its README
+
+
+def _own_path(name: str):
+    return lambda: WEIGHTS_DIR / name
+
+
 BUNDLED = {
     "minilm": _minilm_path,
+    **{name: _own_path(name) for name in OWN_MODELS},
 }
 BUNDLED_DESCRIPTIONS = {
     "minilm": "all-MiniLM-L6-v2: BERT-style encoder, 6 layers x 12 heads, d_model 384",
+    "tiny-induction": "trained here: 2-layer attention-only decoder with induction heads",
+    "tiny-chars": "trained here: character-level decoder, 2 layers x 4 heads, our own text",
+    "tiny-reverse": "trained here: encoder-decoder that reverses words (cross-attention)",
 }
 
 

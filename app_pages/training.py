@@ -1,0 +1,285 @@
+"""Train a tiny transformer in the browser session and watch its attention form."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import streamlit as st
+import torch
+
+from model import train as tr
+from model.tasks import EOS, REVERSAL_LETTERS, make_task
+from ui import settings
+from ui.text import md_escape
+from viz.export import plotly_config
+from viz.training import loss_curve, snapshot_grid
+
+TASKS = {  # choice -> (task key, description)
+    "induction": ("induction", "Induction heads: random characters with a repeated stretch. "
+                  "A previous-token head forms in layer 0, then an induction head in layer 1."),
+    "chars": ("chars", "A character-level language model on text this project wrote itself."),
+    "own": ("chars", "A character-level language model on your own text (at least 400 "
+            "characters; the last 15% is held out)."),
+    "reverse": ("reverse", "An encoder–decoder that reverses short words; watch its "
+                "cross-attention become an anti-diagonal."),
+}
+LABELS = {"induction": "Induction heads", "chars": "Characters: our own text",
+          "own": "Characters: your own text", "reverse": "Reversal (encoder–decoder)"}
+DEFAULT_STEPS = {"induction": 800, "chars": 1000, "own": 1000, "reverse": 800}
+D_MODELS = [16, 32, 48, 64, 96, 128]
+# At least 2 layers and 2 heads: the Attention, Compare, Walkthrough and Embeddings pages
+# draw a layer and a head slider, which Streamlit refuses for a single value.
+MIN_LAYERS = 2
+HEADS = [2, 4, 8]
+
+
+def _defaults() -> None:
+    """Reset the size to the task's shipped recipe when the task changes."""
+    choice = st.session_state["train_task"]
+    recipe = tr.RECIPES[TASKS[choice][0]]
+    st.session_state["train_layers"] = recipe.n_layers
+    st.session_state["train_heads"] = recipe.n_heads
+    st.session_state["train_d_model"] = recipe.d_model
+    st.session_state["train_steps"] = DEFAULT_STEPS[choice]
+
+
+def _reset() -> None:
+    run = st.session_state.pop("train_run", None)
+    if run is not None:
+        run.stop()
+        if run.thread is not None and not run.thread.is_alive() and run.save_dir is not None:
+            shutil.rmtree(run.save_dir, ignore_errors=True)
+    for key in ("train_snap", "train_sample", "train_was_running"):
+        st.session_state.pop(key, None)
+
+
+def _use_in_other_pages(path: str) -> None:
+    # Until the sidebar lists this session's models, open it as a local directory.
+    st.session_state["sb_model_choice"] = "Other: local directory or hub id"
+    st.session_state["sb_model_other"] = path
+
+
+def _start(choice: str) -> None:
+    _reset()
+    key = TASKS[choice][0]
+    text = None
+    if choice == "own":
+        text = st.session_state.get("train_text", "")[: tr.MAX_TEXT_CHARS]
+    try:
+        task = make_task(key, text)
+        s = tr.app_settings(key, st.session_state["train_layers"],
+                            st.session_state["train_heads"], st.session_state["train_d_model"],
+                            st.session_state["train_steps"], st.session_state["train_every"])
+    except ValueError as exc:
+        st.session_state["train_error"] = str(exc)
+        return
+    run = tr.TrainingRun(task, s, tr.new_save_dir())
+    try:
+        run.start()
+    except tr.ServerBusy as exc:
+        st.session_state["train_error"] = str(exc)
+        return
+    st.session_state["train_run"] = run
+    st.session_state["train_follow"] = True
+    st.session_state["train_was_running"] = True
+
+
+def _axes(run) -> tuple[list[str], list[str], bool]:
+    """Row tokens, column tokens, and whether the snapshot is a causal self-attention."""
+    q_tokens, k_tokens = run.task.probe()
+    if run.task.encoder_decoder:
+        written = q_tokens[1:] + [EOS]
+        return [f"{a}→{b}" for a, b in zip(q_tokens, written)], k_tokens, False
+    return q_tokens, k_tokens, True
+
+
+def _metric_series(snapshots) -> tuple[dict, dict, tuple | None]:
+    evals, scores, baseline = {}, {}, None
+    for name in snapshots[0].metrics if snapshots else ():
+        steps = [s.step for s in snapshots]
+        values = [s.metrics[name] for s in snapshots]
+        if name == "unigram baseline":
+            baseline = (name, values[-1])
+        elif "loss" in name:
+            evals[name] = (steps, values)
+        else:
+            scores[name] = (steps, values)
+    return evals, scores, baseline
+
+
+def _live() -> None:
+    run = st.session_state.get("train_run")
+    if run is None:
+        return
+    status, losses, snapshots = run.view()
+    s = run.settings
+    if status != "running" and st.session_state.get("train_was_running"):
+        st.session_state["train_was_running"] = False
+        st.session_state["train_follow"] = False  # finished: offer the time slider
+        st.session_state["train_snap"] = len(snapshots) - 1
+        st.rerun()  # the whole page: show the finished run's controls
+    st.session_state["train_was_running"] = status == "running"
+    seconds = snapshots[-1].seconds if snapshots else 0.0
+    st.progress(min(1.0, len(losses) / s.steps),
+                text=f"Step {len(losses):,} of {s.steps:,} · {status}")
+    if status == "running":
+        st.button("Stop", key="train_stop", on_click=run.stop, type="primary")
+    if run.error:
+        st.error(f"Training failed: {md_escape(run.error)}")
+    if run.result is not None and run.result.stopped == "time limit":
+        st.warning(f"Stopped at the time limit of {tr.MAX_SECONDS} s after {len(losses):,} "
+                   "steps; the model trained so far is kept.")
+    if not losses:
+        st.info("Starting…")
+        return
+    evals, scores, baseline = _metric_series(snapshots)
+    st.plotly_chart(loss_curve(losses, evals, scores, baseline, total_steps=s.steps,
+                               title=f"Loss, step {len(losses):,}"),
+                    key="train_loss", config=plotly_config("png"))
+    if snapshots:
+        latest = ", ".join(f"{k}: {v:.3f}" for k, v in snapshots[-1].metrics.items())
+        st.caption(f"At step {snapshots[-1].step:,} ({seconds:.0f} s): {latest}.")
+    held = evals.get("held-out loss")
+    if held and len(held[1]) > 2 and held[1][-1] > 1.2 * min(held[1]):
+        best = held[0][held[1].index(min(held[1]))]
+        st.info(f"The held-out loss was lowest at step {best:,} and has risen since, while the "
+                "training loss kept falling: the model is memorising its training text "
+                "(overfitting) rather than learning what generalises. More text, a smaller "
+                "model or fewer steps help.")
+    _snapshots(run, snapshots)
+
+
+def _snapshots(run, snapshots) -> None:
+    if not snapshots:
+        return
+    st.subheader("Attention while it learns")
+    last = len(snapshots) - 1
+    cols = st.columns([4, 2, 2])
+    follow = cols[2].toggle("Follow the latest", key="train_follow",
+                            help="Turn off to drag through training time.")
+    if follow or last == 0:
+        index = last
+        cols[0].caption(f"Showing the latest snapshot (step {snapshots[last].step:,}). "
+                        "Turn off “Follow the latest” to watch the patterns form.")
+    else:
+        if st.session_state.get("train_snap", last) > last:
+            st.session_state["train_snap"] = last
+        st.session_state.setdefault("train_snap", last)
+        index = cols[0].select_slider(
+            "Training time", list(range(last + 1)), key="train_snap",
+            format_func=lambda i: f"step {snapshots[i].step:,}",
+            help=f"A snapshot every {run.settings.snapshot_every} steps, of the same example.")
+    snap = snapshots[index]
+    n_layers = snap.patterns.shape[0]
+    if st.session_state.get("train_layer", n_layers - 1) >= n_layers:
+        st.session_state["train_layer"] = n_layers - 1
+    st.session_state.setdefault("train_layer", n_layers - 1)
+    layer = cols[1].selectbox("Layer", list(range(n_layers)), key="train_layer")
+    rows, keys, causal = _axes(run)
+    what = "Cross-attention" if run.task.encoder_decoder else "Self-attention"
+    fig = snapshot_grid(snap.patterns[layer].astype(np.float32), rows, keys,
+                        f"{what}, layer {layer}, step {snap.step:,}", causal=causal)
+    st.plotly_chart(fig, key="train_snapshot", config=plotly_config("png"))
+    if run.task.encoder_decoder:
+        st.caption("Rows are decoder steps (the character read → the character written); "
+                   "columns are the source word. Reversal is right when each row looks at the "
+                   "letter it writes: an anti-diagonal.")
+    else:
+        st.caption("The same fixed example at every snapshot. Causal: keys after the query "
+                   "(upper right) are masked and grey.")
+
+
+def _finished(run) -> None:
+    status, losses, snapshots = run.view()
+    if status not in ("done", "stopped") or run.result is None:
+        return
+    st.subheader("Your trained model")
+    model, task = run.result.model, run.task
+    if task.key == "induction":
+        st.caption("Open it in the Attention page and type a few characters twice, like "
+                   "abcdefgabcdefg: layer 1 shows the induction stripe, layer 0 the "
+                   "previous-token diagonal.")
+    elif task.key == "chars":
+        prompt = st.text_input("Start of the text", value="The ", key="train_prompt",
+                               max_chars=200)
+        if st.button("Write 200 characters", key="train_write"):
+            st.session_state["train_sample"] = tr.generate(model, task.chars, prompt, 200)
+        if "train_sample" in st.session_state:
+            st.code(prompt + st.session_state["train_sample"], language=None, wrap_lines=True)
+    elif task.key == "reverse":
+        word = st.text_input("A word to reverse (a–z, up to 10 letters)", value="attention",
+                             key="train_word", max_chars=10)
+        out = _reverse(model, task, word)
+        st.code(f"{word.lower()} → {out or '(only the end token: train longer)'}", language=None)
+    c1, c2, c3 = st.columns(3)
+    c1.download_button("Download the model (zip)", lambda: tr.model_archive(run.save_dir),
+                       file_name=f"tiny-{task.key}.zip", mime="application/zip",
+                       key="train_zip", help="config.json, model.safetensors and tokenizer.json;"
+                       " unzip and open the folder with load_model.")
+    c2.download_button("Weights only (safetensors)", lambda: tr.weights_file(run.save_dir),
+                       file_name=f"tiny-{task.key}.safetensors",
+                       mime="application/octet-stream", key="train_safetensors")
+    path = str(run.save_dir)
+    st.session_state.setdefault("trained_models", {})[f"trained: {task.key}"] = path
+    if not settings.hosted():
+        if c3.button("Open it in the other pages", key="train_use",
+                     on_click=_use_in_other_pages, args=(path,)):
+            st.switch_page("app_pages/attention.py")
+    st.caption(f"Saved for this browser session in {md_escape(path)} (deleted on Reset or when "
+               "you start another run).")
+
+
+def _reverse(model, task, word: str) -> str:
+    letters = [c for c in word.lower() if c in REVERSAL_LETTERS][: task.max_len]
+    if not letters:
+        return ""
+    src = torch.tensor([[task.chars.index(c) for c in letters] + [task.eos_id]])  # [1, src_pos]
+    out = model.greedy(src, torch.ones_like(src), task.bos_id, task.eos_id,
+                       src.shape[1])  # [1, 1 + out_pos]
+    return "".join(task.chars[i] for i in out[0, 1:].tolist()).split(EOS)[0]
+
+
+st.title("Train a tiny transformer")
+st.caption(
+    f"Training runs on this server's CPU in the background while the page updates every "
+    f"second; other users are not blocked. Bounds: at most {tr.MAX_LAYERS} layers, "
+    f"{tr.MAX_HEADS} heads, d_model {tr.MAX_D_MODEL}, {tr.MAX_STEPS:,} steps and "
+    f"{tr.MAX_SECONDS} seconds per run, one run per browser session, "
+    f"{tr.MAX_CONCURRENT_RUNS} runs on the server at once.")
+
+run = st.session_state.get("train_run")
+busy = run is not None and run.view()[0] == "running"
+st.session_state.setdefault("train_task", "induction")
+if "train_layers" not in st.session_state:
+    _defaults()
+choice = st.selectbox("Task", list(TASKS), key="train_task", format_func=LABELS.get,
+                      on_change=_defaults, disabled=busy)
+st.caption(TASKS[choice][1])
+if choice == "own":
+    st.text_area("Your text", key="train_text", height=160, disabled=busy,
+                 max_chars=tr.MAX_TEXT_CHARS, placeholder="Paste a few paragraphs…")
+c = st.columns(5)
+c[0].slider("Layers", MIN_LAYERS, tr.MAX_LAYERS, key="train_layers", disabled=busy)
+c[1].select_slider("Heads", HEADS, key="train_heads", disabled=busy)
+c[2].select_slider("d_model", D_MODELS, key="train_d_model", disabled=busy,
+                   help="The width of every vector in the model; each head works in "
+                   "d_model / heads dimensions.")
+c[3].slider("Steps", 50, tr.MAX_STEPS, step=50, key="train_steps", disabled=busy)
+c[4].select_slider("Snapshot every", [10, 25, 50, 100], value=25, key="train_every",
+                   disabled=busy, help=f"Steps between attention snapshots (at most "
+                   f"{tr.MAX_SNAPSHOTS} per run).")
+b = st.columns([1, 1, 4])
+b[0].button("Start training", key="train_start", type="primary", disabled=busy,
+            on_click=_start, args=(choice,))
+b[1].button("Reset", key="train_reset", on_click=_reset)
+if "train_error" in st.session_state:
+    st.error(md_escape(st.session_state.pop("train_error")))
+
+run = st.session_state.get("train_run")
+if run is not None:
+    if run.view()[0] == "running":
+        st.fragment(run_every=1.0)(_live)()
+    else:
+        _live()
+        _finished(run)

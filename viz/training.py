@@ -1,0 +1,149 @@
+"""Figures of a training run: the loss curve, attention snapshots, and cross-attention.
+
+Pure functions: lists and arrays in, `plotly.graph_objects.Figure` out. Rows of every
+attention matrix are queries, columns are keys, each row sums to 1.
+"""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from .attention import attention_heatmap
+from .labels import axis_labels
+from .style import COLORSCALE, MASKED_GREY, ROWS_ARE_QUERIES, TEMPLATE, to_numpy
+
+MAX_CURVE_POINTS = 600  # longer loss curves are averaged down to this many points
+SNAPSHOT_COLUMNS = 4  # heads per row in the snapshot grid
+
+
+def _downsample(values: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
+    """(step numbers, values) averaged over equal windows so at most `limit` points remain."""
+    steps = np.arange(1, len(values) + 1)
+    if len(values) <= limit:
+        return steps, values
+    edges = np.linspace(0, len(values), limit + 1).astype(int)
+    means = np.array([values[a:b].mean() for a, b in zip(edges[:-1], edges[1:])])
+    return edges[1:], means
+
+
+def smooth(values: np.ndarray, window: int) -> np.ndarray:
+    """Trailing mean over up to `window` steps (the first points average what exists)."""
+    if len(values) == 0:
+        return values
+    cumulative = np.cumsum(np.insert(values, 0, 0.0))
+    idx = np.arange(1, len(values) + 1)
+    start = np.maximum(0, idx - window)
+    return (cumulative[idx] - cumulative[start]) / (idx - start)
+
+
+def loss_curve(losses, evals: dict | None = None, scores: dict | None = None,
+               baseline: tuple[str, float] | None = None, total_steps: int | None = None,
+               title: str = "Training loss") -> go.Figure:
+    """The training loss per step (faint) and its running mean (bold).
+
+    evals: {name: (steps, values)} more losses on the same axis (e.g. held-out loss).
+    scores: {name: (steps, values)} fractions in [0, 1] on a right-hand axis (e.g. the
+    induction score). baseline: (label, value) a dashed horizontal line (e.g. the unigram
+    loss). total_steps fixes the x range so the curve grows into it while training runs.
+    """
+    raw = to_numpy(losses, "losses", ndim=1, dtype=np.float64)
+    fig = make_subplots(specs=[[{"secondary_y": bool(scores)}]])
+    steps, shown = _downsample(raw, MAX_CURVE_POINTS)
+    window = max(1, len(raw) // 50)
+    fig.add_trace(go.Scatter(x=steps, y=shown, mode="lines", name="loss (each step)",
+                             line=dict(color="#9ecae1", width=1),
+                             hovertemplate="step %{x}: %{y:.3f}<extra></extra>"))
+    smooth_steps, smoothed = _downsample(smooth(raw, window), MAX_CURVE_POINTS)
+    fig.add_trace(go.Scatter(x=smooth_steps, y=smoothed, mode="lines",
+                             name="loss (running mean)" if window > 1 else "loss",
+                             line=dict(color="#08519c", width=2.5),
+                             hovertemplate="step %{x}: %{y:.3f}<extra></extra>"))
+    colours = iter(["#d62728", "#2ca02c", "#9467bd", "#ff7f0e"])
+    for name, (x, y) in (evals or {}).items():
+        fig.add_trace(go.Scatter(x=list(x), y=list(y), mode="lines+markers",
+                                 name=html.escape(name), line=dict(color=next(colours)),
+                                 hovertemplate="step %{x}: %{y:.3f}<extra></extra>"))
+    for name, (x, y) in (scores or {}).items():
+        fig.add_trace(go.Scatter(x=list(x), y=list(y), mode="lines+markers",
+                                 name=html.escape(name) + " (right axis)",
+                                 line=dict(color=next(colours), dash="dot"),
+                                 hovertemplate="step %{x}: %{y:.3f}<extra></extra>"),
+                      secondary_y=True)
+    if baseline is not None:
+        fig.add_hline(y=baseline[1], line=dict(color="#555", dash="dash"),
+                      annotation_text=html.escape(f"{baseline[0]}: {baseline[1]:.2f}"),
+                      annotation_position="top right")
+    fig.update_layout(template=TEMPLATE, title=dict(text=html.escape(title)), height=380,
+                      legend=dict(orientation="h", y=-0.25), margin=dict(t=50, b=90))
+    fig.update_xaxes(title_text="training step",
+                     range=[0, total_steps] if total_steps else None)
+    fig.update_yaxes(title_text="loss (nats per token)", rangemode="tozero", secondary_y=False)
+    if scores:
+        fig.update_yaxes(title_text="score", range=[0, 1.02], secondary_y=True, showgrid=False,
+                         tickmode="array", tickvals=[0, 0.25, 0.5, 0.75, 1])
+    return fig
+
+
+def snapshot_grid(patterns, q_tokens, k_tokens, title: str, causal: bool = True,
+                  row_names: list[str] | None = None) -> go.Figure:
+    """Every head of one layer at one moment of training: patterns [head, q_pos, k_pos].
+
+    One heatmap per head, all on the same 0..1 colour scale so heads can be compared and the
+    same head compared across snapshots. causal=True greys the keys after each query.
+    """
+    z = to_numpy(patterns, "patterns", ndim=3)
+    n_heads = z.shape[0]
+    q_labels, k_labels = axis_labels(q_tokens), axis_labels(k_tokens)
+    if z.shape[1:] != (len(q_labels), len(k_labels)):
+        raise ValueError(f"patterns must be [head, len(q_tokens), len(k_tokens)] = "
+                         f"[{n_heads}, {len(q_labels)}, {len(k_labels)}], got {list(z.shape)}")
+    z = z.copy()
+    if causal:
+        if z.shape[1] != z.shape[2]:
+            raise ValueError("causal=True needs square patterns (queries = keys)")
+        z[:, np.triu(np.ones(z.shape[1:], dtype=bool), k=1)] = np.nan
+    cols = min(SNAPSHOT_COLUMNS, n_heads)
+    rows = -(-n_heads // cols)
+    names = row_names or [f"head {h}" for h in range(n_heads)]
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[html.escape(n) for n in names],
+                        horizontal_spacing=0.04, vertical_spacing=0.12 / rows)
+    for h in range(n_heads):
+        fig.add_trace(go.Heatmap(
+            z=z[h], x=k_labels, y=q_labels, coloraxis="coloraxis", hoverongaps=False,
+            hovertemplate=f"head {h}: query %{{y}} → key %{{x}}: %{{z:.2f}}<extra></extra>",
+        ), row=h // cols + 1, col=h % cols + 1)
+    fig.update_xaxes(showticklabels=False, type="category")
+    fig.update_yaxes(showticklabels=False, type="category", autorange="reversed")
+    fig.update_annotations(font_size=12)  # the head titles
+    fig.update_layout(
+        template=TEMPLATE, plot_bgcolor=MASKED_GREY if causal else "white",
+        height=90 + 250 * rows,
+        title=dict(text=html.escape(title) + f"<br><sup>{ROWS_ARE_QUERIES}</sup>"),
+        coloraxis=dict(colorscale=COLORSCALE, cmin=0, cmax=1,
+                       colorbar=dict(title=dict(text="weight"), thickness=12)),
+        margin=dict(t=90, l=20, r=20, b=20),
+    )
+    return fig
+
+
+def cross_attention_heatmap(matrix, decoder_tokens, output_tokens, source_tokens,
+                            title: str = "Cross-attention") -> go.Figure:
+    """One cross-attention matrix [out_pos, src_pos] of an encoder-decoder.
+
+    Row t is the decoder step that reads decoder_tokens[t] and writes output_tokens[t]; its
+    label says both ("^→x"). Columns are the source tokens. Each row sums to 1 over the source.
+    """
+    z = to_numpy(matrix, "matrix", ndim=2)
+    if len(decoder_tokens) != len(output_tokens):
+        raise ValueError("decoder_tokens and output_tokens must have one entry per row")
+    rows = [f"{read}→{wrote}" for read, wrote in zip(decoder_tokens, output_tokens)]
+    fig = attention_heatmap(z, rows, list(source_tokens), title=title)
+    fig.update_layout(
+        xaxis_title_text="source token (encoder, key)",
+        yaxis_title_text="decoder step: reads → writes (query)",
+    )
+    return fig
