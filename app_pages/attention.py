@@ -8,11 +8,13 @@ import streamlit as st
 from model.analysis import attention_rollout, drop_special, qk_breakdown
 from ui import settings
 from ui.charts import chart_config
+from ui.text import md_escape
 from ui.sidebar import require_trace
 from ui.urlstate import url_default, write_to_url
 from viz.attention import attention_heatmap, head_lines, head_overview, qk_figure
 from viz.export import matrix_csv, trace_npz
 from viz.labels import axis_labels
+from viz.training import cross_attention_heatmap
 
 VIEWS = ["All heads", "Token lines", "Where a row comes from (Q·K)", "Download"]
 ROLLOUT_DEFINITION = (
@@ -58,6 +60,24 @@ def _pick_head_from_overview() -> None:
     st.session_state["attn_head"] = int(head)
     st.session_state["attn_average"] = False
     st.session_state["attn_mode"] = "Raw attention"
+
+
+def _cross_attention(trace, cross, head: int) -> None:
+    """The decoder's view of the source: one more heatmap for encoder-decoder models."""
+    dec = trace.dec_cfg
+    st.subheader("Cross-attention: each output step looks at the source")
+    st.caption("The heatmap above is the encoder's self-attention over your text. Here rows are "
+               "the decoder's steps (reading the token before, writing the next), columns are "
+               f"the source tokens. The model wrote: “{md_escape(trace.outputs[0])}”.")
+    cols = st.columns(2)
+    d_layer = cols[0].slider("Decoder layer", 0, dec.n_layers - 1, value=dec.n_layers - 1,
+                             key="attn_cross_layer") if dec.n_layers > 1 else 0
+    d_head = cols[1].slider("Decoder head", 0, dec.n_heads - 1, value=min(head, dec.n_heads - 1),
+                            key="attn_cross_head") if dec.n_heads > 1 else 0
+    st.plotly_chart(cross_attention_heatmap(
+        cross[d_layer, d_head], trace.decoder_tokens[0], trace.output_tokens[0], trace.tokens,
+        title=f"Cross-attention, decoder layer {d_layer}, head {d_head}"),
+        key="attn_cross", config=chart_config())
 
 
 selection = st.session_state["selection"]
@@ -123,6 +143,9 @@ def explorer(trace, key: tuple, selection) -> None:
     fig = attention_heatmap(matrix, shown_labels, shown_labels, title=title,
                             causal=cfg.causal and mode == "Raw attention")
     st.plotly_chart(fig, key="attn_heatmap", config=chart_config())
+    cross = getattr(trace, "cross_attentions", None)  # an encoder-decoder (tiny-reverse)
+    if cross is not None:
+        _cross_attention(trace, cross, head)
 
     write_to_url(model=selection.model_name, text=selection.text, pair=selection.pair,
                  layer=layer, head=head)

@@ -54,10 +54,8 @@ def _reset() -> None:
         st.session_state.pop(key, None)
 
 
-def _use_in_other_pages(path: str) -> None:
-    # Until the sidebar lists this session's models, open it as a local directory.
-    st.session_state["sb_model_choice"] = "Other: local directory or hub id"
-    st.session_state["sb_model_other"] = path
+def _use_in_other_pages(label: str) -> None:
+    st.session_state["sb_model_choice"] = label  # the sidebar lists this session's models
 
 
 def _start(choice: str) -> None:
@@ -221,11 +219,11 @@ def _finished(run) -> None:
                        file_name=f"tiny-{task.key}.safetensors",
                        mime="application/octet-stream", key="train_safetensors")
     path = str(run.save_dir)
-    st.session_state.setdefault("trained_models", {})[f"trained: {task.key}"] = path
-    if not settings.hosted():
-        if c3.button("Open it in the other pages", key="train_use",
-                     on_click=_use_in_other_pages, args=(path,)):
-            st.switch_page("app_pages/attention.py")
+    label = f"trained: {task.key}"
+    st.session_state.setdefault("trained_models", {})[label] = path
+    if c3.button("Open it in the other pages", key="train_use",
+                 on_click=_use_in_other_pages, args=(label,)):
+        st.switch_page("app_pages/attention.py")
     st.caption(f"Saved for this browser session in {md_escape(path)} (deleted on Reset or when "
                "you start another run).")
 

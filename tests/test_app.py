@@ -150,3 +150,25 @@ def test_every_page_figure_saves_the_format_chosen_in_the_sidebar(page):
     assert all(f == "svg" for f in formats), (page, formats)
     # the logit lens has nothing to draw for an encoder; training draws once a run starts
     assert formats or page in ("logit_lens.py", "training.py"), page
+
+
+def test_encoder_decoder_shows_its_cross_attention():
+    from model import load_model
+
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params["model"] = "tiny-reverse"
+    at.query_params["text"] = "softmax"
+    at.run()
+    assert not at.exception
+    charts = _charts(at)
+    assert "attn_cross" in charts
+    trace = load_model("tiny-reverse").run("softmax")
+    layer = trace.dec_cfg.n_layers - 1
+    shown = charts["attn_cross"]["data"][0]
+    assert "decoder layer" in charts["attn_cross"]["layout"]["title"]["text"]
+    assert len(shown["x"]) == len(trace.tokens)  # columns: the source tokens
+    assert len(shown["y"]) == trace.cross_attentions.shape[-2]  # rows: the output steps
+    assert trace.outputs[0] in " ".join(m.value for m in at.caption)
+    at.slider(key="attn_cross_layer").set_value(0).run()
+    assert "decoder layer 0" in _charts(at)["attn_cross"]["layout"]["title"]["text"]
+    assert layer >= 1

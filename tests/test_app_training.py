@@ -146,9 +146,26 @@ def test_trained_model_opens_in_the_attention_page():
     assert at.session_state["trained_models"]["trained: chars"] == path
     at.button(key="train_use").click().run()
     assert not at.exception
-    assert at.session_state["sb_model_other"] == path
+    assert at.session_state["sb_model_choice"] == "trained: chars"  # listed in the sidebar
+    assert "trained: chars" in at.selectbox(key="sb_model_choice").options
     heatmap = _figure(at, "attn_heatmap")
     assert heatmap["data"][0]["x"][0] == "0·T"  # one token per character: "The cat…"
+
+
+def test_hosted_session_can_open_its_own_trained_model_but_no_other_path(monkeypatch):
+    monkeypatch.setenv("ATTENTION_LAB_HOSTED", "1")
+    import streamlit as st
+
+    before = st.get_option("client.showErrorDetails")
+    try:
+        at = _train(_page(), "chars", steps=50)
+        at.button(key="train_use").click().run()
+        assert not at.exception
+        assert _figure(at, "attn_heatmap")["data"][0]["x"][0] == "0·T"
+        from ui import settings
+        assert settings.model_refusal(str(at.session_state["train_run"].save_dir))  # others: no
+    finally:
+        st.set_option("client.showErrorDetails", before)
 
 
 @pytest.mark.parametrize("name", OWN_MODELS)

@@ -68,8 +68,10 @@ def _load(name: str) -> LoadedModel:
 
 
 def get_model(name: str) -> LoadedModel:
-    """The shared model object. In hosted mode only allowlisted names are accepted."""
-    refusal = settings.model_refusal(name)
+    """The shared model object. In hosted mode only allowlisted names are accepted, and the
+    models this browser session trained itself (their folders are only known to it)."""
+    trained_here = name in st.session_state.get("trained_models", {}).values()
+    refusal = None if trained_here else settings.model_refusal(name)
     if refusal:
         raise ModelLoadError(refusal)
     return _load(name)

@@ -36,7 +36,9 @@ def _apply_example() -> None:
 
 def _model_choice() -> str:
     allowed = settings.allowed_models()
-    options = allowed if allowed is not None else list(BUNDLED) + [OTHER]
+    trained = st.session_state.get("trained_models", {})  # label -> directory, this session
+    options = (allowed if allowed is not None else list(BUNDLED)) + list(trained)
+    options += [OTHER] if allowed is None else []
     wanted = url_default("sb_model", None)
     if wanted is not None and "sb_model_choice" not in st.session_state:
         if wanted in options:
@@ -52,6 +54,8 @@ def _model_choice() -> str:
         format_func=lambda n: n if n == OTHER or n not in BUNDLED_DESCRIPTIONS
         else f"{n} — {BUNDLED_DESCRIPTIONS[n]}",
     )
+    if choice in trained:
+        return trained[choice]
     if choice != OTHER:
         return choice
     return st.text_input(
