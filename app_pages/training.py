@@ -11,8 +11,8 @@ import torch
 from model import train as tr
 from model.tasks import EOS, REVERSAL_LETTERS, make_task
 from ui import settings
+from ui.charts import chart_config
 from ui.text import md_escape
-from viz.export import plotly_config
 from viz.training import loss_curve, snapshot_grid
 
 TASKS = {  # choice -> (task key, description)
@@ -134,7 +134,7 @@ def _live() -> None:
     evals, scores, baseline = _metric_series(snapshots)
     st.plotly_chart(loss_curve(losses, evals, scores, baseline, total_steps=s.steps,
                                title=f"Loss, step {len(losses):,}"),
-                    key="train_loss", config=plotly_config("png"))
+                    key="train_loss", config=chart_config("training"))
     if snapshots:
         latest = ", ".join(f"{k}: {v:.3f}" for k, v in snapshots[-1].metrics.items())
         st.caption(f"At step {snapshots[-1].step:,} ({seconds:.0f} s): {latest}.")
@@ -178,7 +178,7 @@ def _snapshots(run, snapshots) -> None:
     what = "Cross-attention" if run.task.encoder_decoder else "Self-attention"
     fig = snapshot_grid(snap.patterns[layer].astype(np.float32), rows, keys,
                         f"{what}, layer {layer}, step {snap.step:,}", causal=causal)
-    st.plotly_chart(fig, key="train_snapshot", config=plotly_config("png"))
+    st.plotly_chart(fig, key="train_snapshot", config=chart_config("training"))
     if run.task.encoder_decoder:
         st.caption("Rows are decoder steps (the character read → the character written); "
                    "columns are the source word. Reversal is right when each row looks at the "

@@ -245,3 +245,33 @@ def test_two_users_at_once_each_see_only_their_own_model_and_text(server, browse
         assert not page.locator("[data-testid='stException']").count()
         assert not page.locator("[data-testid='stAlert']").filter(
             has_text="Could not load").count()
+
+
+def test_training_in_one_session_does_not_freeze_another(server, browser):
+    alice = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+    bob = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+    bob.goto(server + "/?text=Bob+reads+while+Alice+trains.", wait_until="domcontentloaded")
+    _wait_x_label(bob, "reads")
+    alice.goto(server + "/training", wait_until="domcontentloaded")
+    steps = alice.get_by_role("slider", name="Steps")
+    steps.wait_for(timeout=90_000)
+    _settle(alice)
+    steps.focus()
+    steps.press("End")  # the longest run the page allows
+    _settle(alice)
+    alice.locator(".st-key-train_start button").click()
+    stop = alice.locator(".st-key-train_stop button")  # the page's own Stop, not Streamlit's
+    stop.wait_for(timeout=60_000)  # training is running in Alice's session
+
+    head = bob.get_by_role("slider", name="Head")
+    head.focus()
+    for expected in (1, 2, 3):  # Bob keeps working, and every change is drawn
+        head.press("ArrowRight")
+        _wait_title(bob, f"layer 0, head {expected}")
+    assert stop.is_visible()  # ... while Alice's run was still going
+    stop.click()
+    stop.wait_for(state="detached", timeout=60_000)  # Stop works: the run ends
+    alice.wait_for_function("() => !document.querySelector('.st-key-train_start button')"
+                            ".disabled", timeout=60_000)  # and a new run may start
+    for page in (alice, bob):
+        assert not page.locator("[data-testid='stException']").count()
