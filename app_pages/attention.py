@@ -11,6 +11,7 @@ from ui.charts import chart_config
 from ui.text import md_escape
 from ui.sidebar import require_trace
 from ui.urlstate import url_default, write_to_url
+from ui.widgets import index_slider
 from viz.attention import attention_heatmap, head_lines, head_overview, qk_figure
 from viz.export import matrix_csv, trace_npz
 from viz.labels import axis_labels
@@ -70,10 +71,9 @@ def _cross_attention(trace, cross, head: int) -> None:
                "the decoder's steps (reading the token before, writing the next), columns are "
                f"the source tokens. The model wrote: “{md_escape(trace.outputs[0])}”.")
     cols = st.columns(2)
-    d_layer = cols[0].slider("Decoder layer", 0, dec.n_layers - 1, value=dec.n_layers - 1,
-                             key="attn_cross_layer") if dec.n_layers > 1 else 0
-    d_head = cols[1].slider("Decoder head", 0, dec.n_heads - 1, value=min(head, dec.n_heads - 1),
-                            key="attn_cross_head") if dec.n_heads > 1 else 0
+    st.session_state.setdefault("attn_cross_layer", dec.n_layers - 1)  # the last: sharpest
+    d_layer = index_slider(cols[0], "Decoder layer", dec.n_layers, key="attn_cross_layer")
+    d_head = index_slider(cols[1], "Decoder head", dec.n_heads, key="attn_cross_head")
     st.plotly_chart(cross_attention_heatmap(
         cross[d_layer, d_head], trace.decoder_tokens[0], trace.output_tokens[0], trace.tokens,
         title=f"Cross-attention, decoder layer {d_layer}, head {d_head}"),
@@ -103,11 +103,11 @@ def explorer(trace, key: tuple, selection) -> None:
     cfg, tokens = trace.cfg, trace.tokens
     labels = axis_labels(tokens)
     controls = st.columns([3, 3, 2, 2])
-    layer = controls[0].slider("Layer", 0, cfg.n_layers - 1, key="attn_layer")
+    layer = index_slider(controls[0], "Layer", cfg.n_layers, key="attn_layer")
     mode = controls[2].radio("Show", ["Raw attention", "Attention rollout"], key="attn_mode")
     average = controls[3].toggle("Average of heads", key="attn_average",
                                  disabled=mode != "Raw attention")
-    head = controls[1].slider("Head", 0, cfg.n_heads - 1, key="attn_head",
+    head = index_slider(controls[1], "Head", cfg.n_heads, key="attn_head",
                               disabled=average or mode != "Raw attention")
     hide_special = controls[3].toggle("Hide special tokens", key="attn_hide_special",
                                       help="Drop [CLS], [SEP], BOS and padding, then renormalise "

@@ -12,6 +12,7 @@ from ui.charts import chart_config
 from ui.sidebar import require_trace
 from ui.text import md_escape
 from ui.urlstate import write_to_url
+from ui.widgets import index_slider
 from viz.attention import attention_heatmap
 from viz.compare import difference_heatmap
 from viz.heads import head_grid, picked_head
@@ -54,8 +55,8 @@ for name, upper in (("cmp_layer", cfg.n_layers - 1), ("cmp_head", cfg.n_heads - 
     st.session_state.setdefault(name, st.session_state.get(name.replace("cmp", "attn"), 0))
     st.session_state[name] = min(max(int(st.session_state[name]), 0), upper)
 controls = st.columns(2)
-layer = controls[0].slider("Layer", 0, cfg.n_layers - 1, key="cmp_layer")
-head = controls[1].slider("Head", 0, cfg.n_heads - 1, key="cmp_head")
+layer = index_slider(controls[0], "Layer", cfg.n_layers, key="cmp_layer")
+head = index_slider(controls[1], "Head", cfg.n_heads, key="cmp_head")
 
 limit = settings.max_chars()
 if len(text_b) > limit:

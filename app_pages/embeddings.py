@@ -15,6 +15,7 @@ from ui.cache import get_model
 from ui.sidebar import require_trace
 from ui.urlstate import write_to_url
 from ui.charts import chart_config
+from ui.widgets import index_slider
 from viz.labels import axis_labels, looks_byte_level, plain_text, visible_text
 from viz.projection import joint_qk_figure, norms_figure, parts_figure, projection_figure
 
@@ -146,7 +147,7 @@ else:
     data_key = (selection.model_name, "text", selection.text, selection.pair)
 n_layers, n_points = points.states.shape[:2]
 _clamp("emb_layer", n_layers - 1)
-layer = st.slider("Layer (0 = the embeddings, l = after block l)", 0, n_layers - 1,
+layer = index_slider(st, "Layer (0 = the embeddings, l = after block l)", n_layers,
                   key="emb_layer")
 color_modes = ["position", "token"] + (["sentence"] if lines else [])
 if st.session_state.get("emb_color") not in color_modes:
@@ -218,8 +219,8 @@ st.caption("The AttentionViz idea: the query vectors and the key vectors of one 
 _clamp("emb_qk_layer", cfg.n_layers - 1)
 _clamp("emb_qk_head", cfg.n_heads - 1)
 cols = st.columns([3, 3, 3])
-qk_layer = cols[0].slider("Layer", 0, cfg.n_layers - 1, key="emb_qk_layer")
-qk_head = cols[1].slider("Head", 0, cfg.n_heads - 1, key="emb_qk_head")
+qk_layer = index_slider(cols[0], "Layer", cfg.n_layers, key="emb_qk_layer")
+qk_head = index_slider(cols[1], "Head", cfg.n_heads, key="emb_qk_head")
 balance = cols[2].toggle("Balance queries and keys", key="emb_qk_balance",
                          help="Shift the keys onto the queries' centre and give both the same "
                          "mean length. Every softmax row stays exactly the same.")

@@ -17,6 +17,7 @@ from ui.sidebar import require_trace
 from ui.text import md_escape
 from ui.urlstate import write_to_url
 from ui.charts import chart_config
+from ui.widgets import index_slider
 from viz.labels import axis_labels, plain_text
 from viz.positions import (
     MAX_CURVES, dimension_curves, distance_curves, position_heatmap, position_pca_figure,
@@ -224,8 +225,8 @@ if own_kind == "rotary":
     _clamp("pos_query", 0, len(labels) - 1, len(labels) - 1)
     _clamp("pos_key", 0, len(labels) - 1, 0)
     cols = st.columns(4)
-    layer = cols[0].slider("Layer", 0, cfg.n_layers - 1, key="pos_layer")
-    head = cols[1].slider("Head", 0, cfg.n_heads - 1, key="pos_head")
+    layer = index_slider(cols[0], "Layer", cfg.n_layers, key="pos_layer")
+    head = index_slider(cols[1], "Head", cfg.n_heads, key="pos_head")
     qi = cols[2].selectbox("Query from token", range(len(labels)), key="pos_query",
                            format_func=lambda i: plain_text(labels[i]))
     kj = cols[3].selectbox("Key from token", range(len(labels)), key="pos_key",

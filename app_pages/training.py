@@ -10,7 +10,6 @@ import torch
 
 from model import train as tr
 from model.tasks import EOS, REVERSAL_LETTERS, make_task
-from ui import settings
 from ui.charts import chart_config
 from ui.text import md_escape
 from viz.training import loss_curve, snapshot_grid

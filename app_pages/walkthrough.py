@@ -14,6 +14,7 @@ from ui.sidebar import require_trace
 from ui.urlstate import write_to_url
 from viz.attention import attention_heatmap
 from ui.charts import chart_config
+from ui.widgets import index_slider
 from viz.labels import axis_labels, plain_text
 from viz.walkthrough import (
     activation_scatter, layer_stack_heatmap, mask_matrix, scores_heatmap, token_table,
@@ -180,9 +181,9 @@ if any(name.startswith("decoder.") for name in trace.cache):
 
 _clamp("wk_layer", 0, cfg.n_layers - 1)
 controls = st.columns([3, 3, 2, 2])
-layer = controls[0].slider("Layer", 0, cfg.n_layers - 1, key="wk_layer",
+layer = index_slider(controls[0], "Layer", cfg.n_layers, key="wk_layer",
                            help="Which layer the layer steps show.")
-head = controls[1].slider("Head", 0, cfg.n_heads - 1, key="wk_head",
+head = index_slider(controls[1], "Head", cfg.n_heads, key="wk_head",
                           help="Which head the per-head previews and figures show.")
 item = 0
 if batch > 1:

@@ -22,7 +22,7 @@ from .convert import CONVERTERS
 from .device import is_device_failure, pick_device
 from .hooks import caching_hook, hooks, hooks_active
 from .registry import (
-    BUNDLED, OWN_MODEL_TYPE, SUPPORTED, ModelLoadError, config_from_hf,
+    BUNDLED, OWN_MODEL_TYPE, ModelLoadError, config_from_hf,
 )
 from .tokenizer import CharTokenizer, Encoding, HFTokenizer
 from .trace import Trace, TraceCache

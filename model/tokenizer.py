@@ -72,7 +72,7 @@ class HFTokenizer:
             attention_mask=enc["attention_mask"],
             token_type_ids=enc["token_type_ids"],
             special_mask=special,
-            tokens=[enc.tokens(i) for i in range(ids.shape[0])],
+            tokens=tokens,
             n_dropped=[f - k for f, k in zip(full, kept)],
         )
 

@@ -1,0 +1,15 @@
+"""Small widget helpers shared by the pages."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+
+def index_slider(container, label: str, n: int, key: str, **kwargs) -> int:
+    """A slider over 0..n-1 (a layer, a head). With n == 1 there is nothing to choose (and
+    Streamlit refuses a slider whose ends are equal): say so and return 0."""
+    if n <= 1:
+        st.session_state[key] = 0
+        container.caption(f"{label}: 0 (this model has only one)")
+        return 0
+    return container.slider(label, 0, n - 1, key=key, **kwargs)
