@@ -27,10 +27,8 @@ LABELS = {"induction": "Induction heads", "chars": "Characters: our own text",
           "own": "Characters: your own text", "reverse": "Reversal (encoder–decoder)"}
 DEFAULT_STEPS = {"induction": 800, "chars": 1000, "own": 1000, "reverse": 800}
 D_MODELS = [16, 32, 48, 64, 96, 128]
-# At least 2 layers and 2 heads: the Attention, Compare, Walkthrough and Embeddings pages
-# draw a layer and a head slider, which Streamlit refuses for a single value.
-MIN_LAYERS = 2
-HEADS = [2, 4, 8]
+MIN_LAYERS = 1  # one layer with one head is seed 004's first model
+HEADS = [1, 2, 4, 8]
 
 
 def _defaults() -> None:

@@ -182,3 +182,14 @@ def test_shipped_models_open_in_every_page(name):
             at.switch_page(f"app_pages/{page}").run()
             assert not at.exception, (name, page, [e.value for e in at.exception])
             assert at.session_state["selection"].model.name == name
+
+
+def test_one_layer_one_head_model_trains_and_opens_like_seed_004():
+    at = _train(_page(), "chars", steps=50, layers=1, heads=1)
+    assert not at.exception
+    assert at.session_state["train_run"].view()[0] != "running"
+    at.button(key="train_use").click().run()
+    assert not at.exception
+    heatmap = _figure(at, "attn_heatmap")
+    assert heatmap["layout"]["title"]["text"].lower().startswith("layer 0, head 0")
+    assert any("only one" in c.value for c in at.caption)
