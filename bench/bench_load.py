@@ -1,0 +1,254 @@
+"""Load benchmark (issue 8): N simultaneous Chromium sessions against one app server.
+
+The server runs in hosted mode on 127.0.0.1, as the shared class demo would. One warm-up
+session loads the model first (a teacher opens the app before the class does). Then, for each
+N, N browser contexts (separate sessions, one Chromium) start together; each types its own
+text (10 to ~200 tokens, different in every session and every round, so nothing is served
+from another session's cache) and then moves the head and layer sliders. Every action is timed
+from the key press to the heatmap in the page showing its result (the new tokens, or the new
+"layer L, head H" title). An action that takes longer than --timeout seconds is an error; the
+whole run stops by itself after --budget seconds. The server's resident memory is sampled every
+0.2 s; the peak per round is reported. The server is not restarted between rounds.
+
+    HF_HUB_OFFLINE=1 python bench/bench_load.py [--sizes 1 4 8] [--moves 4] [--out bench/out/load.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROME_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+               "--disable-component-update", "--disable-sync", "--no-first-run"]
+WORDS = ["apple", "river", "mountain", "garden", "window", "pencil", "guitar", "rocket",
+         "castle", "forest", "island", "button"]
+FILLER = ("Students type their own sentences to see how each head of the model attends to the "
+          "other tokens in the text. ")
+HEATMAP_HAS = """([word, title]) => {
+    const gd = document.querySelector('.js-plotly-plot');
+    if (!gd || !gd.data || !gd.data[0] || !gd.data[0].x) return false;
+    const t = gd.querySelector('.gtitle');
+    const labels = Array.from(gd.data[0].x, String);
+    return (!word || labels.some(l => l.toLowerCase().includes(word)))
+        && (!title || (t && t.textContent.toLowerCase().includes(title)));
+}"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of a process and its children, in MB (from /proc)."""
+    total = 0
+    pids = [pid]
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        pids += [int(c) for c in children]
+    except OSError:
+        pass
+    for p in pids:
+        try:
+            for line in Path(f"/proc/{p}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+        except OSError:
+            pass
+    return total / 1024
+
+
+class MemorySampler:
+    def __init__(self, pid: int) -> None:
+        self.pid, self.peak, self._stop = pid, 0.0, threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, rss_mb(self.pid))
+            time.sleep(0.2)
+
+    def __enter__(self):
+        self.peak = rss_mb(self.pid)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def text_for(round_n: int, session: int) -> tuple[str, str]:
+    """A text of 10 to ~200 tokens with a word that marks it, unique per round and session."""
+    word = WORDS[session % len(WORDS)]
+    repeats = [0, 1, 3, 6, 9][session % 5]
+    return f"The {word} in round {round_n} session {session}. " + FILLER * repeats, word
+
+
+async def session(browser, url: str, round_n: int, index: int, moves: int, timeout: float,
+                  out: list[dict]) -> None:
+    context = await browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = await context.new_page()
+
+    async def timed(kind: str, act, word: str | None, title: str | None) -> None:
+        start = time.perf_counter()
+        try:
+            await act()
+            await page.wait_for_function(HEATMAP_HAS, arg=[word, title], timeout=timeout * 1000)
+            out.append({"kind": kind, "ms": (time.perf_counter() - start) * 1000, "ok": True})
+        except Exception as exc:  # noqa: BLE001 - a timeout or a page error is one error
+            out.append({"kind": kind, "ms": (time.perf_counter() - start) * 1000, "ok": False,
+                        "error": type(exc).__name__})
+
+    try:
+        await timed("open", lambda: page.goto(url, wait_until="domcontentloaded"), None, None)
+        text, word = text_for(round_n, index)
+        box = page.locator("[data-testid='stSidebar'] textarea")
+
+        async def type_text():
+            await box.fill(text)
+            await box.press("Control+Enter")
+
+        await timed("type", type_text, word, None)
+        head = page.get_by_role("slider", name="Head")
+        layer = page.get_by_role("slider", name="Layer")
+        h = lay = 0
+        for move in range(moves):
+            slider, key = (layer, "layer") if move % 3 == 2 else (head, "head")
+            if key == "head":
+                h = (h + 1) % 12
+            else:
+                lay = (lay + 1) % 6
+            await slider.focus()
+            await timed(key, lambda s=slider: s.press("ArrowRight" if (h if key == "head" else
+                                                                       lay) else "Home"),
+                        None, f"layer {lay}, head {h}")
+        if await page.locator("[data-testid='stException']").count():
+            out.append({"kind": "exception", "ms": 0, "ok": False, "error": "stException"})
+    finally:
+        await context.close()
+
+
+async def run_round(url: str, n: int, round_n: int, moves: int, timeout: float) -> list[dict]:
+    from playwright.async_api import async_playwright
+
+    results: list[dict] = []
+    async with async_playwright() as p:
+        browser = await p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROME_ARGS)
+        try:
+            await asyncio.gather(*(session(browser, url, round_n, i, moves, timeout, results)
+                                   for i in range(n)))
+        finally:
+            await browser.close()
+    return results
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1, 4, 8])
+    parser.add_argument("--moves", type=int, default=4, help="slider moves per session")
+    parser.add_argument("--timeout", type=float, default=30.0, help="per action, seconds")
+    parser.add_argument("--budget", type=float, default=900.0, help="whole run, seconds")
+    parser.add_argument("--local", action="store_true", help="not hosted mode")
+    parser.add_argument("--out", default=str(ROOT / "bench" / "out" / "load.json"))
+    args = parser.parse_args()
+
+    port = free_port()
+    env = dict(os.environ, HF_HUB_OFFLINE="1")
+    if not args.local:
+        env["ATTENTION_LAB_HOSTED"] = "1"
+    server = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1",
+         "--server.port", str(port), "--server.headless", "true",
+         "--browser.gatherUsageStats", "false"],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/"
+    began = time.perf_counter()
+    load_before = os.getloadavg()[0]
+    rounds = []
+    try:
+        while True:
+            try:
+                urllib.request.urlopen(url + "_stcore/health", timeout=2)
+                break
+            except OSError:
+                if time.perf_counter() - began > 120:
+                    raise RuntimeError("the server did not start")
+                time.sleep(0.2)
+        idle_mb = rss_mb(server.pid)
+        warm = asyncio.run(run_round(url, 1, 0, 1, 120.0))  # loads the model once
+        if not all(r["ok"] for r in warm):
+            raise RuntimeError(f"the warm-up session failed: {warm}")
+        for round_n, n in enumerate(args.sizes, start=1):
+            left = args.budget - (time.perf_counter() - began)
+            if left <= 0:
+                print(f"budget of {args.budget:.0f} s used up; N = {n} not run")
+                break
+            with MemorySampler(server.pid) as memory:
+                start = time.perf_counter()
+                try:
+                    results = asyncio.run(asyncio.wait_for(
+                        run_round(url, n, round_n, args.moves, args.timeout), timeout=left))
+                except asyncio.TimeoutError:
+                    results = [{"kind": "budget", "ms": 0, "ok": False, "error": "budget"}]
+                wall = time.perf_counter() - start
+            ok = [r["ms"] for r in results if r["ok"] and r["kind"] != "open"]
+            rounds.append({
+                "n": n, "actions": len([r for r in results if r["kind"] != "open"]),
+                "errors": len([r for r in results if not r["ok"]]),
+                "p50_ms": percentile(ok, 0.5) if ok else None,
+                "p95_ms": percentile(ok, 0.95) if ok else None,
+                "max_ms": max(ok) if ok else None,
+                "type_p50_ms": statistics.median([r["ms"] for r in results
+                                                  if r["ok"] and r["kind"] == "type"] or [0]),
+                "peak_rss_mb": memory.peak, "wall_s": wall, "results": results,
+            })
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+
+    print(f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores; "
+          f"{'hosted' if not args.local else 'local'} mode; server idle RSS {idle_mb:.0f} MB; "
+          f"{args.moves} slider moves + 1 typed text per session")
+    print("\n| N | actions | p50 to heatmap (ms) | p95 (ms) | max (ms) | typed text p50 (ms) "
+          "| errors | peak server RSS (MB) | goal at N = 8 |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+    for r in rounds:
+        fmt = (lambda v: f"{v:,.0f}" if v is not None else "—")
+        goal = ""
+        if r["n"] == 8:
+            met = r["errors"] == 0 and r["p95_ms"] is not None and r["p95_ms"] < 3000
+            goal = "no errors, p95 < 3 s: " + ("met" if met else "NOT met")
+        print(f"| {r['n']} | {r['actions']} | {fmt(r['p50_ms'])} | {fmt(r['p95_ms'])} | "
+              f"{fmt(r['max_ms'])} | {fmt(r['type_p50_ms'])} | {r['errors']} | "
+              f"{r['peak_rss_mb']:,.0f} | {goal} |")
+    print(f"\nload average before/after: {load_before:.2f} / {os.getloadavg()[0]:.2f}; "
+          f"took {time.perf_counter() - began:.0f} s")
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps({"rounds": rounds, "idle_rss_mb": idle_mb,
+                                          "hosted": not args.local}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
