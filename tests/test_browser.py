@@ -275,3 +275,30 @@ def test_training_in_one_session_does_not_freeze_another(server, browser):
                             ".disabled", timeout=60_000)  # and a new run may start
     for page in (alice, bob):
         assert not page.locator("[data-testid='stException']").count()
+
+
+def _click_head(page, grid, layer: int, head: int, n_heads: int = 12) -> None:
+    """Click the cell of (layer, head) in a layers × heads grid that has a 'pick a head' trace."""
+    grid.scroll_into_view_if_needed()
+    xy = grid.evaluate("""(gd, i) => {
+        const k = gd._fullData.findIndex(d => d.name === 'pick a head');
+        const pt = gd.calcdata[k][i];
+        const L = gd._fullLayout, t = gd._fullData[k];
+        const xa = L[t.xaxis.replace('x', 'xaxis')], ya = L[t.yaxis.replace('y', 'yaxis')];
+        return [xa._offset + xa.c2p(pt.x), ya._offset + ya.c2p(pt.y)];
+    }""", layer * n_heads + head)
+    box = grid.bounding_box()
+    page.mouse.click(box["x"] + xy[0], box["y"] + xy[1])
+
+
+def test_clicking_a_head_in_the_statistics_grid_opens_it(server, browser):
+    page = browser.new_page(viewport={"width": 1400, "height": 1400})
+    page.goto(server + "/heads", wait_until="domcontentloaded")
+    page.wait_for_selector(".js-plotly-plot", timeout=90_000)
+    _settle(page)
+    if page.get_by_text("Page not found").count():  # Streamlit's first-visit notice (#9992)
+        page.keyboard.press("Escape")
+        page.get_by_text("Page not found").wait_for(state="detached", timeout=10_000)
+    _click_head(page, page.locator(".js-plotly-plot").first, 2, 5)
+    _wait_title(page, "layer 2, head 5")  # now on the attention page, with that head
+    assert not page.locator("[data-testid='stException']").count()
