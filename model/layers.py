@@ -221,6 +221,15 @@ class Attention(nn.Module):
         if groups > 1:
             k = k.repeat_interleave(groups, dim=1)  # [batch, head, pos, d_head]
             v = v.repeat_interleave(groups, dim=1)  # [batch, head, pos, d_head]
+        return self.attend(q, k, v, mask)
+
+    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+               mask: torch.Tensor) -> torch.Tensor:
+        """softmax(q·kᵀ / √d_head + mask) · v, then the heads joined and projected by W_O.
+
+        q: [batch, head, q_pos, d_head]; k, v: [batch, head, k_pos, d_head];
+        mask: additive, broadcastable to [batch, head, q_pos, k_pos]. Returns [batch, q_pos, d_model].
+        """
         qk = self.hook_qk(q @ k.transpose(-1, -2))  # [batch, head, q_pos, k_pos]
         scores = self.hook_scores(torch.add(mask, qk, alpha=self.scale))  # [batch, head, q, k]
         pattern = self.hook_pattern(scores.softmax(dim=-1))  # [batch, head, q_pos, k_pos]

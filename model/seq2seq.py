@@ -66,14 +66,7 @@ class CrossAttention(Attention):
         q = self.hook_q(self._split_heads(x, self.W_Q, self.b_Q))  # [batch, head, q_pos, d_head]
         k = self.hook_k(self._split_heads(memory, self.W_K, self.b_K))  # [batch, head, k, d_head]
         v = self.hook_v(self._split_heads(memory, self.W_V, self.b_V))  # [batch, head, k, d_head]
-        qk = self.hook_qk(q @ k.transpose(-1, -2))  # [batch, head, q_pos, k_pos]
-        scores = self.hook_scores(torch.add(mask, qk, alpha=self.scale))  # [batch, head, q, k]
-        pattern = self.hook_pattern(scores.softmax(dim=-1))  # [batch, head, q_pos, k_pos]
-        z = self.hook_z(pattern @ v)  # [batch, head, q_pos, d_head]
-        batch, n_heads, n_pos, d_head = z.shape
-        z_cat = z.transpose(1, 2).reshape(batch, n_pos, n_heads * d_head)  # [batch, q, h*d_head]
-        out = z_cat @ self.W_O.reshape(n_heads * d_head, -1)  # [batch, q_pos, d_model]
-        return out + self.b_O if self.b_O is not None else out
+        return self.attend(q, k, v, mask)  # [batch, q_pos, d_model]
 
 
 class DecoderBlock(nn.Module):
