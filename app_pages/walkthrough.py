@@ -9,7 +9,7 @@ import streamlit as st
 
 from model import Trace
 from model.walkthrough import Shown, Step, preview, top_tokens, walkthrough
-from ui.cache import get_model
+from ui.cache import cached_run
 from ui.sidebar import require_trace
 from ui.urlstate import write_to_url
 from viz.attention import attention_heatmap
@@ -21,7 +21,6 @@ from viz.walkthrough import (
     top_tokens_bar, values_heatmap,
 )
 
-FULL_TRACE_ENTRIES = 2  # a full trace keeps every hook: ~300 MB for MiniLM at 512 tokens
 PREVIEW_ROWS, PREVIEW_COLS = 6, 8
 SEQ_DIMS = ("seq", "q_pos", "k_pos")
 SIDE_BY_SIDE_TOKENS = 40  # two figures share a row up to this many tokens, else stack
@@ -35,13 +34,9 @@ PAIR_VS_BATCH = (
 )
 
 
-@st.cache_resource(max_entries=FULL_TRACE_ENTRIES,
-                   show_spinner="Running the model and keeping every tensor…")
 def _full_trace(name: str, text: str, pair: str, as_batch: bool) -> Trace:
-    model = get_model(name)
-    if as_batch:
-        return model.run([text, pair], keep=None)
-    return model.run(text, pair or None, keep=None)
+    """Every hook kept, in the app's shared run cache (bounded by entries and memory)."""
+    return cached_run(name, text, pair, keep=None, kind="full", as_batch=as_batch)
 
 
 def _url_int(param: str, default: int) -> int:

@@ -82,15 +82,22 @@ def _run_cache() -> RunCache:
     return RunCache(*settings.trace_cache_bounds())
 
 
-def cached_run(name: str, text: str, pair: str = "", keep=keep_for_app, kind: str = "app") -> Trace:
-    """model.run(text, pair, keep=keep), cached per (name, text, pair, kind) in the shared,
-    bounded cache. `kind` names the `keep` selection, so different selections don't collide."""
+def cached_run(name: str, text: str, pair: str = "", keep=keep_for_app, kind: str = "app",
+               as_batch: bool = False) -> Trace:
+    """model.run(text, pair, keep=keep), cached per (name, text, pair, kind, as_batch) in the
+    shared cache bounded by entries and bytes. `kind` names the `keep` selection, so different
+    selections don't collide; as_batch runs text and pair as a padded batch of two instead of
+    a sentence pair."""
     store = _run_cache()
-    key = (name, text, pair, kind)
+    key = (name, text, pair, kind, as_batch)
     trace = store.get(key)
     if trace is None:
         with st.spinner("Running the model…"):
-            trace = get_model(name).run(text, pair or None, keep=keep)
+            model = get_model(name)
+            if as_batch:
+                trace = model.run([text, pair], keep=keep)
+            else:
+                trace = model.run(text, pair or None, keep=keep)
         store.put(key, trace)
     return trace
 
