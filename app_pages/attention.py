@@ -152,12 +152,11 @@ def explorer(trace, key: tuple, selection) -> None:
 
     view = st.segmented_control("More", VIEWS, key="attn_view", default=VIEWS[0],
                                 label_visibility="collapsed") or VIEWS[0]
+    if view != st.session_state.get("_attn_view_drawn"):
+        st.rerun()  # the overview is drawn outside this fragment: redraw the whole page
 
     if view == "All heads":
-        st.caption("Every layer × head at once, each downsampled to a thumbnail. Click a cell to "
-                   "open that head above.")
-        st.plotly_chart(_overview(trace, key), key="attn_overview", on_select=_pick_head_from_overview,
-                        selection_mode="points", config=chart_config())
+        pass  # below, outside the fragment: it does not change with the sliders
 
     elif view == "Token lines":
         if len(tokens) > settings.LINE_VIEW_MAX_TOKENS:
@@ -189,4 +188,10 @@ def explorer(trace, key: tuple, selection) -> None:
                    "as chosen under “Figure downloads” in the sidebar.")
 
 
+st.session_state["_attn_view_drawn"] = st.session_state.get("attn_view") or VIEWS[0]
 explorer(trace, key, selection)
+if st.session_state["_attn_view_drawn"] == "All heads":
+    st.caption("Every layer × head at once, each downsampled to a thumbnail. Click a cell to open "
+               "that head above.")
+    st.plotly_chart(_overview(trace, key), key="attn_overview", on_select=_pick_head_from_overview,
+                    selection_mode="points", config=chart_config())
