@@ -14,6 +14,7 @@ from ui.urlstate import url_default, write_to_url
 from ui.widgets import index_slider
 from viz.attention import attention_heatmap, head_lines, head_overview, qk_figure
 from viz.export import matrix_csv, trace_npz
+from viz.heads import picked_head
 from viz.labels import axis_labels
 from viz.training import cross_attention_heatmap
 
@@ -40,25 +41,13 @@ def _overview(_trace, key: tuple):
     return head_overview(_trace.attentions.numpy())
 
 
-def _clamp(key: str, upper: int) -> None:
-    value = st.session_state.get(key, 0)
-    st.session_state[key] = min(max(int(value), 0), upper)
-
-
 def _pick_head_from_overview() -> None:
     event = st.session_state.get("attn_overview")
     points = getattr(getattr(event, "selection", None), "points", None) or []
-    if not points:
+    picked = picked_head(points, st.session_state["selection"].trace.cfg.n_heads)
+    if picked is None:
         return
-    point = points[0]
-    custom = point.get("customdata")
-    if isinstance(custom, (list, tuple)) and len(custom) >= 2:
-        layer, head = custom[:2]
-    else:  # customdata not sent back as a list: the points run layer by layer over the heads
-        n_heads = st.session_state["selection"].trace.cfg.n_heads
-        layer, head = divmod(int(point["point_index"]), n_heads)
-    st.session_state["attn_layer"] = int(layer)
-    st.session_state["attn_head"] = int(head)
+    st.session_state["attn_layer"], st.session_state["attn_head"] = picked
     st.session_state["attn_average"] = False
     st.session_state["attn_mode"] = "Raw attention"
 
@@ -93,8 +82,6 @@ st.caption(
 
 st.session_state.setdefault("attn_layer", url_default("attn_layer", 0))
 st.session_state.setdefault("attn_head", url_default("attn_head", 0))
-_clamp("attn_layer", cfg.n_layers - 1)
-_clamp("attn_head", cfg.n_heads - 1)
 
 @st.fragment
 def explorer(trace, key: tuple, selection) -> None:

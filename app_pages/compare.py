@@ -51,9 +51,8 @@ text_b = left.text_area("Text B", key="cmp_text_b", height=90)
 right.button("Start from text A", key="cmp_copy", on_click=_copy_a,
              help="Copy the sidebar text here, then edit a word.")
 
-for name, upper in (("cmp_layer", cfg.n_layers - 1), ("cmp_head", cfg.n_heads - 1)):
+for name in ("cmp_layer", "cmp_head"):  # start on the head open on the attention page
     st.session_state.setdefault(name, st.session_state.get(name.replace("cmp", "attn"), 0))
-    st.session_state[name] = min(max(int(st.session_state[name]), 0), upper)
 controls = st.columns(2)
 layer = index_slider(controls[0], "Layer", cfg.n_layers, key="cmp_layer")
 head = index_slider(controls[1], "Head", cfg.n_heads, key="cmp_head")

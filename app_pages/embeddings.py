@@ -146,7 +146,6 @@ else:
     points = token_points(trace)
     data_key = (selection.model_name, "text", selection.text, selection.pair)
 n_layers, n_points = points.states.shape[:2]
-_clamp("emb_layer", n_layers - 1)
 layer = index_slider(st, "Layer (0 = the embeddings, l = after block l)", n_layers,
                   key="emb_layer")
 color_modes = ["position", "token"] + (["sentence"] if lines else [])
@@ -216,8 +215,6 @@ st.caption("The AttentionViz idea: the query vectors and the key vectors of one 
            "projected together by one PCA. A line joins each query to the key it attends to "
            "most. " + ("Rotary model: q and k are shown after their rotation, as the model "
                        "dots them. " if cfg.positions == "rotary" else ""))
-_clamp("emb_qk_layer", cfg.n_layers - 1)
-_clamp("emb_qk_head", cfg.n_heads - 1)
 cols = st.columns([3, 3, 3])
 qk_layer = index_slider(cols[0], "Layer", cfg.n_layers, key="emb_qk_layer")
 qk_head = index_slider(cols[1], "Head", cfg.n_heads, key="emb_qk_head")

@@ -220,8 +220,6 @@ st.caption("The diagonal is each position with itself. Near it, positions are mo
 if own_kind == "rotary":
     st.header("Rotary: q·k against relative distance")
     labels = axis_labels(trace.tokens)
-    _clamp("pos_layer", 0, cfg.n_layers - 1, 0)
-    _clamp("pos_head", 0, cfg.n_heads - 1, 0)
     _clamp("pos_query", 0, len(labels) - 1, len(labels) - 1)
     _clamp("pos_key", 0, len(labels) - 1, 0)
     cols = st.columns(4)

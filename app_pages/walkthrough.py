@@ -174,7 +174,6 @@ if any(name.startswith("decoder.") for name in trace.cache):
     st.info("An encoder-decoder: these steps follow its encoder, which reads your text. The "
             "decoder's own layers and its cross-attention are not part of this walkthrough.")
 
-_clamp("wk_layer", 0, cfg.n_layers - 1)
 controls = st.columns([3, 3, 2, 2])
 layer = index_slider(controls[0], "Layer", cfg.n_layers, key="wk_layer",
                            help="Which layer the layer steps show.")

@@ -6,8 +6,11 @@ import streamlit as st
 
 
 def index_slider(container, label: str, n: int, key: str, **kwargs) -> int:
-    """A slider over 0..n-1 (a layer, a head). With n == 1 there is nothing to choose (and
-    Streamlit refuses a slider whose ends are equal): say so and return 0."""
+    """A slider over 0..n-1 (a layer, a head). A value already in the session (from a link,
+    another page or a bigger model) is first brought into range. With n == 1 there is nothing
+    to choose (and Streamlit refuses a slider whose ends are equal): say so and return 0."""
+    if key in st.session_state:
+        st.session_state[key] = min(max(int(st.session_state[key]), 0), max(n - 1, 0))
     if n <= 1:
         st.session_state[key] = 0
         container.caption(f"{label}: 0 (this model has only one)")
