@@ -23,10 +23,8 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -35,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_forward import text_of_length  # noqa: E402
+from serve import start_app, wait_healthy  # noqa: E402
 
 SHORT = "The cat sat on the mat because it was warm."
 CHROME_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -84,26 +83,13 @@ def warm_rerun(text: str, repeats: int) -> dict:
             "min_ms": min(times), "repeats": repeats}
 
 
-def cold_start(repeats: int, port: int = 8650) -> dict:
+def cold_start(repeats: int) -> dict:
     from playwright.sync_api import sync_playwright
 
     start = time.perf_counter()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1",
-         "--server.port", str(port), "--server.headless", "true",
-         "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, env=dict(os.environ, HF_HUB_OFFLINE="1"),
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}/"
+    server, url = start_app()
     try:
-        while True:
-            try:
-                urllib.request.urlopen(url + "_stcore/health", timeout=2)
-                break
-            except OSError:
-                if time.perf_counter() - start > 120:
-                    raise RuntimeError("server did not start")
-                time.sleep(0.1)
+        wait_healthy(url, start)
         healthy = time.perf_counter() - start
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROME_ARGS)

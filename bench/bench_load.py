@@ -22,14 +22,13 @@ import asyncio
 import json
 import os
 import platform
-import socket
 import statistics
 import subprocess
-import sys
 import threading
 import time
-import urllib.request
 from pathlib import Path
+
+from serve import start_app, wait_healthy  # bench/serve.py: run as bench/bench_load.py
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROME_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -46,12 +45,6 @@ HEATMAP_HAS = """([word, title]) => {
     return (!word || labels.some(l => l.toLowerCase().includes(word)))
         && (!title || (t && t.textContent.toLowerCase().includes(title)));
 }"""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def rss_mb(pid: int) -> float:
@@ -180,28 +173,12 @@ def main() -> None:
     parser.add_argument("--out", default=str(ROOT / "bench" / "out" / "load.json"))
     args = parser.parse_args()
 
-    port = free_port()
-    env = dict(os.environ, HF_HUB_OFFLINE="1")
-    if not args.local:
-        env["ATTENTION_LAB_HOSTED"] = "1"
-    server = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1",
-         "--server.port", str(port), "--server.headless", "true",
-         "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}/"
     began = time.perf_counter()
+    server, url = start_app(**({} if args.local else {"ATTENTION_LAB_HOSTED": "1"}))
     load_before = os.getloadavg()[0]
     rounds = []
     try:
-        while True:
-            try:
-                urllib.request.urlopen(url + "_stcore/health", timeout=2)
-                break
-            except OSError:
-                if time.perf_counter() - began > 120:
-                    raise RuntimeError("the server did not start")
-                time.sleep(0.2)
+        wait_healthy(url, began, poll_s=0.2)
         idle_mb = rss_mb(server.pid)
         warm = asyncio.run(run_round(url, 1, 0, 1, 120.0))  # loads the model once
         if not all(r["ok"] for r in warm):

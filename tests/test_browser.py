@@ -127,20 +127,9 @@ def test_type_a_sentence_change_a_head_and_pick_one_from_the_overview(server, br
     _wait_title(page, "layer 0, head 2")
     page.wait_for_url(lambda url: "head=2" in url, timeout=30_000)  # the link follows
 
-    # Click the overview thumbnail of layer 3, head 5: its centre is a point of the clickable
-    # scatter trace; plotly's own axis maps give its pixel position.
+    # Click the overview thumbnail of layer 3, head 5 (plotly's own axis maps give its pixel).
     _settle(page)
-    overview = page.locator(".js-plotly-plot").nth(1)
-    overview.scroll_into_view_if_needed()
-    xy = overview.evaluate("""gd => {
-        const k = gd._fullData.findIndex(d => d.name === 'pick a head');
-        const pt = gd.calcdata[k][3 * 12 + 5];  // points run layer by layer, 12 heads each
-        const L = gd._fullLayout, t = gd._fullData[k];
-        const xa = L[t.xaxis.replace('x', 'xaxis')], ya = L[t.yaxis.replace('y', 'yaxis')];
-        return [xa._offset + xa.c2p(pt.x), ya._offset + ya.c2p(pt.y)];
-    }""")
-    frame = overview.bounding_box()
-    page.mouse.click(frame["x"] + xy[0], frame["y"] + xy[1])
+    _click_head(page, page.locator(".js-plotly-plot").nth(1), 3, 5)
     _wait_title(page, "layer 3, head 5")
     assert not page.locator("[data-testid='stException']").count()
     assert outside == [], f"the app tried to reach the network: {outside[:5]}"
