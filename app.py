@@ -10,7 +10,7 @@ if not os.environ.get("ATTENTION_LAB_ONLINE"):
 
 import streamlit as st  # noqa: E402
 
-from ui import settings, sidebar, urlstate  # noqa: E402
+from ui import page_style, settings, sidebar, urlstate  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 
@@ -21,6 +21,7 @@ st.set_page_config(page_title="Attention Lab", page_icon=str(HERE / "assets" / "
 
 if settings.hosted():  # a shared server: users see a message, never a traceback
     st.set_option("client.showErrorDetails", "none")
+    settings.use_hosted_threads()
 
 # (section, file, title, icon, url path). A page appears once its file exists.
 PAGES = [
@@ -47,6 +48,7 @@ def _navigation() -> dict[str, list]:
 
 
 page = st.navigation(_navigation())
+page_style.apply()
 urlstate.load_from_url()
 st.session_state["selection"] = sidebar.render()
 page.run()

@@ -82,6 +82,14 @@ def _wait_x_label(page, word: str) -> None:
         ".some(t => t.textContent.toLowerCase().includes(w))", arg=word, timeout=90_000)
 
 
+# The first (big) heatmap's key labels as strings, or null while it has none: while Streamlit
+# replaces a figure, the plot can briefly be without data or x, and a predicate that throws
+# fails wait_for_function at once instead of waiting.
+KEYS = ("(() => { const gd = document.querySelector('.js-plotly-plot');"
+        " const x = gd && gd.data && gd.data[0] && gd.data[0].x;"
+        " return x ? Array.from(x, String) : null; })()")
+
+
 def _settle(page) -> None:
     """Wait for Streamlit to finish the rerun, so the figures are not being replaced."""
     page.wait_for_function(
@@ -144,9 +152,7 @@ def test_long_input_is_cut_and_said(server, browser, tmp_path):
     box.press("Control+Enter")
     page.get_by_text("were dropped").first.wait_for(timeout=90_000)
     page.wait_for_function(  # the big heatmap holds the model's whole context: 512 keys
-        "() => { const gd = document.querySelector('.js-plotly-plot');"
-        " return gd && gd.data && gd.data[0].x && gd.data[0].x.length === 512; }",
-        timeout=90_000)
+        f"() => {{ const keys = {KEYS}; return !!keys && keys.length === 512; }}", timeout=90_000)
     page.screenshot(path=str(tmp_path / "long.png"), full_page=True)
     assert not page.locator("[data-testid='stException']").count()
 
@@ -178,9 +184,8 @@ def test_hostile_text_is_shown_as_text_and_runs_no_script(server, browser, text)
     box.fill(text)
     box.press("Control+Enter")
     page.wait_for_function(  # the heatmap now holds this text's tokens
-        "n => { const gd = document.querySelector('.js-plotly-plot');"
-        " return gd && gd.data && gd.data[0].x && gd.data[0].x.length !== n; }",
-        arg=13, timeout=90_000)
+        f"n => {{ const keys = {KEYS}; return !!keys && keys.length !== n; }}", arg=13,
+        timeout=90_000)
     _settle(page)
     assert page.evaluate("() => window.__pwned") is None
     assert page.locator("img[src='x']").count() == 0
@@ -188,9 +193,8 @@ def test_hostile_text_is_shown_as_text_and_runs_no_script(server, browser, text)
     assert not page.locator("[data-testid='stException']").count()
 
 
-SPELL = ("() => { const gd = document.querySelector('.js-plotly-plot');"
-         " return gd && gd.data ? gd.data[0].x.map(l => l.split('·').slice(1).join('·'))"
-         ".join('') : ''; }")
+SPELL = (f"() => {{ const keys = {KEYS}; return keys ? keys.map(l => l.split('·').slice(1)"
+         ".join('·')).join('') : ''; }")
 
 
 def _spelled(page) -> str:
@@ -291,3 +295,49 @@ def test_clicking_a_head_in_the_statistics_grid_opens_it(server, browser):
     _click_head(page, page.locator(".js-plotly-plot").first, 2, 5)
     _wait_title(page, "layer 2, head 5")  # now on the attention page, with that head
     assert not page.locator("[data-testid='stException']").count()
+
+
+def test_stale_elements_dim_in_one_step_not_a_fade(server, browser):
+    """ui/page_style.py: a stale element dims after 0.5 s in one step (no per-frame fade).
+    Marking a real element container stale checks the selector matches Streamlit's DOM."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(server + "/", wait_until="domcontentloaded")
+    page.wait_for_selector(".js-plotly-plot", timeout=90_000)
+    _settle(page)
+    timing = page.evaluate("""() => {
+        const box = document.querySelector('.js-plotly-plot')
+            .closest('[data-testid="stElementContainer"]');
+        const before = getComputedStyle(box).transitionDuration;
+        box.setAttribute('data-stale', 'true');
+        const s = getComputedStyle(box);
+        return [before, s.transitionProperty, s.transitionDuration, s.transitionDelay];
+    }""")
+    assert timing[1:] == ["opacity", "0s", "0.5s"], timing
+    page.close()
+
+
+def test_heatmap_and_overview_margins_already_fit_so_plotly_draws_once(server, browser):
+    """viz/style.py: each figure's margins fit its tick labels and colour bar, so plotly never
+    widens them (widening means a second full draw on every slider move). Checked on a short
+    text, a text with many and with hidden tick labels, and wide characters."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(server + "/", wait_until="domcontentloaded")
+    page.wait_for_selector(".js-plotly-plot", timeout=90_000)
+    box = page.locator("[data-testid='stSidebar'] textarea")
+    filler = "Every student types a sentence and watches the heads attend. "
+    for word, text in [("zebra", "Zebras graze."),
+                       ("apple", "apple 東京は日本の首都です 🦓"),
+                       ("garden", "garden " + filler * 10), ("river", "river " + filler * 20)]:
+        box.fill(text)
+        box.press("Control+Enter")
+        page.wait_for_function(
+            f"w => {{ const keys = {KEYS}; return !!keys && keys.some("
+            "l => l.toLowerCase().includes(w)); }", arg=word, timeout=90_000)
+        _settle(page)
+        sizes = page.evaluate("""() => [...document.querySelectorAll('.js-plotly-plot')].map(
+            gd => [gd.layout.title.text, ['l', 'r', 't', 'b'].map(
+                k => [gd.layout.margin[k], Math.round(gd._fullLayout._size[k])])])""")
+        assert len(sizes) == 2, sizes  # the heatmap and the overview
+        for title, sides in sizes:
+            assert all(asked == drawn for asked, drawn in sides), (word, title, sides)
+    page.close()

@@ -23,8 +23,10 @@ def hosted(monkeypatch):
     monkeypatch.setenv("ATTENTION_LAB_HOSTED", "1")
     monkeypatch.delenv("ATTENTION_LAB_MODELS", raising=False)
     before = st.get_option("client.showErrorDetails")
+    threads = torch.get_num_threads()
     yield
-    st.set_option("client.showErrorDetails", before)  # a process-wide option: put it back
+    st.set_option("client.showErrorDetails", before)  # process-wide settings: put them back
+    torch.set_num_threads(threads)
 
 
 def _app(**params) -> AppTest:
@@ -43,6 +45,30 @@ def test_hosted_picker_offers_only_the_allowlist(hosted):
     assert sorted(o.split(" — ")[0] for o in options) == sorted(BUNDLED)
     assert not any("Other" in o for o in options)
     assert st.get_option("client.showErrorDetails") == "none"
+
+
+def _threads_in_a_new_thread() -> int:
+    """torch's thread count as a new thread (like Streamlit's next script run) starts with it:
+    a thread that already ran torch keeps its own OpenMP setting."""
+    import threading
+
+    seen: list[int] = []
+    worker = threading.Thread(target=lambda: seen.append(torch.get_num_threads()))
+    worker.start()
+    worker.join()
+    return seen[0]
+
+
+def test_hosted_mode_runs_torch_on_one_thread_and_local_mode_leaves_it(hosted, monkeypatch):
+    from ui import settings
+
+    torch.set_num_threads(2)
+    assert not _app().exception
+    assert _threads_in_a_new_thread() == settings.HOSTED_TORCH_THREADS == 1
+    monkeypatch.delenv("ATTENTION_LAB_HOSTED")
+    torch.set_num_threads(2)
+    assert not _app().exception
+    assert _threads_in_a_new_thread() == 2
 
 
 @pytest.mark.parametrize("asked", ["../../../etc", "/etc/passwd", "gpt2", "minilm/../../x"])
@@ -124,3 +150,24 @@ def test_trace_nbytes_counts_the_real_tensors(minilm):
         assert patterns < trace.nbytes <= cached + extra
     assert long.nbytes > 4 * short.nbytes  # the patterns grow with the square of the length
     assert isinstance(long.final, torch.Tensor)
+
+
+def test_public_deployment_settings_are_in_the_config_file():
+    """.streamlit/config.toml: the settings a shared server relies on, each a real option."""
+    import tomllib
+
+    from streamlit import config
+
+    path = Path(__file__).resolve().parent.parent / ".streamlit" / "config.toml"
+    settings_ = tomllib.loads(path.read_text())
+    flat = {f"{section}.{key}": value for section, values in settings_.items()
+            for key, value in values.items()}
+    unknown = [name for name in flat if name not in config.get_config_options()]
+    assert not unknown, f"not Streamlit options: {unknown}"
+    assert flat["server.maxUploadSize"] == 5
+    assert flat["browser.gatherUsageStats"] is False
+    assert flat["server.enableXsrfProtection"] is True
+    assert flat["runner.magicEnabled"] is False
+    # Load (bench/bench_load.py): no full gc.collect after every rerun, no polling file watcher.
+    assert flat["runner.postScriptGC"] is False
+    assert flat["server.fileWatcherType"] == "none"

@@ -18,7 +18,7 @@ from viz.attention import (
 )
 from viz.export import PLOTLY_CONFIG, matrix_csv, plotly_config, trace_npz
 from viz.labels import axis_labels, is_label
-from viz.overview import N_LEVELS
+from viz.overview import N_LEVELS, block_max
 
 RNG = np.random.default_rng(0)
 
@@ -167,6 +167,18 @@ def test_overview_downsamples_by_block_max():
     pixels = _png_pixels(head_overview(a))
     assert pixels.shape == (64, 64)
     assert pixels[2, 3] == N_LEVELS - 1 and pixels.sum() == N_LEVELS - 1
+
+
+def test_overview_block_max_skips_nan_and_blank_blocks_are_zero():
+    a = np.full((1, 1, 128, 128), np.nan, np.float32)
+    a[0, 0, :64, :64] = 0.0
+    a[0, 0, 10, 11] = 0.5  # a NaN neighbour in its 2×2 block must not hide it
+    a[0, 0, 11, 10] = np.nan
+    thumbs = block_max(a, 64)
+    assert thumbs[0, 0, 5, 5] == 0.5 and np.isnan(thumbs[0, 0, 40, 40])
+    pixels = _png_pixels(head_overview(a))
+    assert pixels[5, 5] == round(0.5 * (N_LEVELS - 1))
+    assert pixels[40, 40] == 0  # an all-NaN block is drawn as weight 0
 
 
 def test_overview_rejects_wrong_shapes():

@@ -23,6 +23,10 @@ TRACE_CACHE_ENTRIES = 12
 TRACE_CACHE_BYTES_LOCAL = 3 * 2**30
 TRACE_CACHE_BYTES_HOSTED = 1 * 2**30
 TRACE_CACHE_ENTRIES_HOSTED = 32
+# Hosted: one torch thread per forward pass. With many users at once, two-thread passes on a
+# 2-core server wait on each other's OpenMP workers; bench/bench_load.py (BENCHMARKS.md).
+# Locally torch keeps its default (one thread per core): one user, the fastest single pass.
+HOSTED_TORCH_THREADS = 1
 
 
 def _secret(name: str, default=None):
@@ -74,3 +78,12 @@ def trace_cache_bounds() -> tuple[int, int]:
     if hosted():
         return TRACE_CACHE_ENTRIES_HOSTED, TRACE_CACHE_BYTES_HOSTED
     return TRACE_CACHE_ENTRIES * 4, TRACE_CACHE_BYTES_LOCAL
+
+
+def use_hosted_threads() -> None:
+    """Set torch to HOSTED_TORCH_THREADS for the whole process (a training run that lowers it
+    for a while restores this value when it ends)."""
+    import torch
+
+    if torch.get_num_threads() != HOSTED_TORCH_THREADS:
+        torch.set_num_threads(HOSTED_TORCH_THREADS)

@@ -15,7 +15,8 @@ from .labels import axis_labels
 from .lines import LINE_MAX_TOKENS, head_lines
 from .overview import head_overview
 from .qk import qk_figure
-from .style import COLORSCALE, MASKED_GREY, ROWS_ARE_QUERIES, TEMPLATE, figure_height, to_numpy
+from .style import (COLORBAR_MARGIN, COLORSCALE, MASKED_GREY, ROWS_ARE_QUERIES, TEMPLATE,
+                    figure_height, label_margins, to_numpy)
 
 __all__ = ["LINE_MAX_TOKENS", "TICK_LABEL_LIMIT", "attention_heatmap", "head_lines",
            "head_overview", "qk_figure"]
@@ -78,6 +79,8 @@ def attention_heatmap(matrix, q_tokens, k_tokens, title: str = "Attention",
         subtitle += "; grey = masked (causal)" if causal else "; grey = masked"
     fig.update_layout(
         template=TEMPLATE, plot_bgcolor=MASKED_GREY,
+        margin=dict(r=COLORBAR_MARGIN, t=80, **label_margins(q_labels, k_labels, 60,
+                                                               not long_q, not long_k)),
         title=dict(text=html.escape(title, quote=False), subtitle=dict(text=subtitle)),
         height=figure_height(len(q_labels)),
         xaxis=dict(title=dict(text="key (attended to)" + (", hover for tokens" if long_k else "")),

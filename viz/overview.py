@@ -18,7 +18,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.colors import sample_colorscale, unlabel_rgb
 
-from .style import COLORSCALE, TEMPLATE, to_numpy
+from .style import COLORBAR_MARGIN, COLORSCALE, TEMPLATE, to_numpy
 
 MAX_TILE = 64  # a head's thumbnail is at most this many pixels on a side
 MIN_TILE = 32  # short inputs are enlarged (nearest neighbour) to at least this many pixels
@@ -44,7 +44,7 @@ def _png(indexed: np.ndarray, palette: bytes = _PALETTE) -> bytes:
     return (b"\x89PNG\r\n\x1a\n"
             + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 3, 0, 0, 0))
             + chunk(b"PLTE", palette)
-            + chunk(b"IDAT", zlib.compress(rows.tobytes(), 9))
+            + chunk(b"IDAT", zlib.compress(rows.tobytes(), 6))
             + chunk(b"IEND", b""))
 
 
@@ -53,14 +53,15 @@ def block_max(matrix: np.ndarray, size: int) -> np.ndarray:
 
     Block-max (not block-mean) keeps a one-token-wide pattern, like "attend to the previous
     token", visible in a thumbnail; a mean over an 8×8 block would dilute it eightfold.
-    Blocks are as equal as n allows (np.linspace edges).
+    Blocks are as equal as n allows (np.linspace edges). NaN cells are ignored (np.fmax); a
+    block that is all NaN stays NaN.
     """
     n = matrix.shape[-1]
     if size >= n:
         return matrix
     edges = np.linspace(0, n, size + 1).astype(int)[:-1]
-    rows = np.maximum.reduceat(matrix, edges, axis=-2)
-    return np.maximum.reduceat(rows, edges, axis=-1)
+    rows = np.fmax.reduceat(matrix, edges, axis=-2)
+    return np.fmax.reduceat(rows, edges, axis=-1)
 
 
 def tile_size(n_layers: int, n_heads: int, n_pos: int) -> tuple[int, int]:
@@ -88,7 +89,7 @@ def head_overview(attentions, title: str = "Every layer × head") -> go.Figure:
         raise ValueError(
             f"attentions must be [n_layers, head, pos, pos] with pos > 0, got {list(a.shape)}")
     cells, scale = tile_size(n_layers, n_heads, n_q)
-    thumbs = block_max(np.nan_to_num(a, nan=0.0), cells)  # [layer, head, cells, cells]
+    thumbs = np.nan_to_num(block_max(a, cells), nan=0.0)  # [layer, head, cells, cells]
     levels = np.rint(np.clip(thumbs, 0, 1) * (N_LEVELS - 1)).astype(np.uint8)
     levels = levels.repeat(scale, axis=-2).repeat(scale, axis=-1)
     side = cells * scale
@@ -125,8 +126,9 @@ def head_overview(attentions, title: str = "Every layer × head") -> go.Figure:
     height_px, width_px = canvas.shape
     shrink = min(1.0, 900 / width_px)
     fig.update_layout(
-        template=TEMPLATE, clickmode="event+select", hovermode="closest", hoverdistance=-1,
-        dragmode=False,
+        template=TEMPLATE, margin=dict(l=72, r=COLORBAR_MARGIN, t=80, b=76),  # fits the labels
+        clickmode="event+select",
+        hovermode="closest", hoverdistance=-1, dragmode=False,
         title=dict(text=html.escape(title, quote=False), subtitle=dict(text=(
             f"{n_layers} layers × {n_heads} heads; each thumbnail: rows = queries, columns = "
             f"keys, {n_q} tokens" + (f" shown as {cells}×{cells} block maxima" if cells < n_q
