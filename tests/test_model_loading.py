@@ -240,6 +240,33 @@ def test_pytorch_model_bin_is_read_with_weights_only(tiny_dirs, tmp_path):
     assert not marker.exists()
 
 
+def test_code_shipped_in_a_model_directory_is_never_run(tiny_dirs, tmp_path):
+    """A directory whose config and tokenizer config point at its own Python (auto_map), as a
+    hub repo with custom code does: loading must not import it (trust_remote_code is never
+    used). It may load as the plain architecture or be refused, never run the code."""
+    directory = tmp_path / "custom-code"
+    shutil.copytree(tiny_dirs["gpt2"], directory)
+    marker = tmp_path / "pwned"
+    (directory / "evil.py").write_text(
+        f"open({str(marker)!r}, 'w').write('ran')\n"
+        "from transformers import GPT2Config, PreTrainedTokenizerFast\n"
+        "class EvilConfig(GPT2Config):\n    pass\n"
+        "class EvilTokenizer(PreTrainedTokenizerFast):\n    pass\n")
+    for name, auto in [("config.json", {"AutoConfig": "evil.EvilConfig"}),
+                       ("tokenizer_config.json",
+                        {"AutoTokenizer": [None, "evil.EvilTokenizer"]})]:
+        settings = json.loads((directory / name).read_text())
+        settings["auto_map"] = auto
+        (directory / name).write_text(json.dumps(settings))
+    try:
+        lm = load_model(str(directory))
+    except ModelLoadError:
+        pass  # refusing is fine
+    else:
+        assert lm.run("no code ran").n_tokens > 0
+    assert not marker.exists()
+
+
 def test_two_threads_loading_models_at_once_on_a_fresh_process(tiny_dirs):
     # A fresh interpreter, as on a just-started server: both threads resolve transformers'
     # lazy names at the same moment. Both loads must succeed.
