@@ -2,11 +2,10 @@
 
 The server runs in hosted mode on 127.0.0.1, as the shared class demo would. One warm-up
 session loads the model first (a teacher opens the app before the class does). Then, for each
-N, N Chromium browsers (one per session, as each student has their own; --shared-browser
-makes them contexts of one Chromium) open the app; once every page has loaded (a barrier:
-booting a page costs a browser ~4 CPU-seconds, and here the browsers share the server's 2
-cores; --no-barrier leaves that in), all start at once: each types its own
-text (10 to ~200 tokens, different in every session and every round, so nothing is served
+N, N Chromium browsers (one per session, as each student has their own) open the app; once
+every page has loaded (a barrier: booting a page costs a browser ~4 CPU-seconds, and here the
+browsers share the server's 2 cores; --no-barrier leaves that in), all start at once: each
+types its own text (10 to ~200 tokens, different in every session and every round, so nothing is served
 from another session's cache) and then moves the head and layer sliders.
 
 Every action is timed from the key press to the heatmap in the page showing its result (the
@@ -191,21 +190,18 @@ async def session(browser, url: str, round_n: int, index: int, moves: int, timeo
 
 
 async def run_round(url: str, n: int, round_n: int, moves: int, timeout: float,
-                    together: bool = True, shared_browser: bool = False,
-                    every_frame: bool = False) -> list[dict]:
-    """One round of n sessions. Each session gets its own Chromium (as each student has their
-    own browser), or with shared_browser all are contexts of one Chromium, whose one browser
-    and one compositor process then serve every page."""
+                    together: bool = True, every_frame: bool = False) -> list[dict]:
+    """One round of n sessions, each in its own Chromium (as each student has their own)."""
     from playwright.async_api import async_playwright
 
     results: list[dict] = []
     async with async_playwright() as p:
         browsers = [await p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROME_ARGS)
-                    for _ in range(1 if shared_browser else n)]
+                    for _ in range(n)]
         try:
             barrier = asyncio.Barrier(n) if together else None
-            await asyncio.gather(*(session(browsers[i % len(browsers)], url, round_n, i, moves,
-                                           timeout, results, barrier, every_frame)
+            await asyncio.gather(*(session(browsers[i], url, round_n, i, moves, timeout,
+                                           results, barrier, every_frame)
                                    for i in range(n)))
         finally:
             for browser in browsers:
@@ -233,9 +229,6 @@ def main() -> None:
     parser.add_argument("--no-barrier", action="store_true",
                         help="do not wait for every page to finish loading before the timed "
                         "actions (the browsers' page boot then competes with them for the CPU)")
-    parser.add_argument("--shared-browser", action="store_true",
-                        help="all sessions as contexts of one Chromium, instead of one Chromium "
-                        "per session")
     parser.add_argument("--poll-every-frame", action="store_true",
                         help="the driver polls the heatmap on every animation frame of every "
                         "page (this bench's first harness; it costs the browsers CPU)")
@@ -262,8 +255,8 @@ def main() -> None:
                 try:
                     results = asyncio.run(asyncio.wait_for(
                         run_round(url, n, round_n, args.moves, args.timeout,
-                                  not args.no_barrier, args.shared_browser,
-                                  args.poll_every_frame), timeout=left))
+                                  not args.no_barrier, args.poll_every_frame),
+                        timeout=left))
                 except asyncio.TimeoutError:
                     results = [{"kind": "budget", "ms": 0, "ok": False, "error": "budget"}]
                 wall = time.perf_counter() - start
