@@ -10,7 +10,9 @@ if not os.environ.get("ATTENTION_LAB_ONLINE"):
 
 import streamlit as st  # noqa: E402
 
-from ui import page_style, settings, sidebar, urlstate  # noqa: E402
+from ui import (  # noqa: E402
+    busy, cache, page_style, sessions, settings, sidebar, uploads, urlstate,
+)
 
 HERE = Path(__file__).resolve().parent
 
@@ -18,6 +20,8 @@ HERE = Path(__file__).resolve().parent
 st.set_page_config(page_title="Attention Lab", page_icon=str(HERE / "assets" / "icon.png"),
                    layout="wide",
                    initial_sidebar_state="expanded")
+
+uploads.install()  # a per-session quota on uploaded files (ui/uploads.py); once per process
 
 if settings.hosted():  # a shared server: users see a message, never a traceback
     st.set_option("client.showErrorDetails", "none")
@@ -50,5 +54,12 @@ def _navigation() -> dict[str, list]:
 page = st.navigation(_navigation())
 page_style.apply()
 urlstate.load_from_url()
-st.session_state["selection"] = sidebar.render()
-page.run()
+cache.start_memory_keeper()
+# A closed tab's session is closed FREED_WITHIN_SECONDS later (ui/sessions.py), and the memory
+# keeper hands what it held back to the system.
+sessions.on_session_end(sessions.current_session_id(), "memory", cache.note_freed)
+waiting = busy.BusyLine()
+with cache.run_queue().slot(on_wait=waiting):  # backpressure: a few runs at once, in order
+    waiting.clear()
+    st.session_state["selection"] = sidebar.render()
+    page.run()

@@ -15,10 +15,11 @@ from model.ablation import (
 from ui import settings
 from ui.cache import get_model
 from ui.charts import chart_config
+from ui.callbacks import add_layer_heads, set_state, toggle_head
 from ui.sidebar import require_trace
 from ui.urlstate import write_to_url
-from viz.heads import head_grid, next_token_bars, picked_head, token_bars
-from viz.labels import axis_labels, looks_byte_level, visible_text
+from viz.heads import head_grid, next_token_bars, token_bars
+from viz.labels import axis_labels, looks_byte_level, visible_text, plain_text
 
 MODES = {"zero": "Zero: the head outputs nothing",
          "mean": "Mean: the head outputs its average over the text's positions"}
@@ -61,29 +62,6 @@ def _ablate(model_name: str, text: str, pair: str, heads: tuple, mode: str) -> d
     return out
 
 
-def _toggle_from_grid() -> None:
-    event = st.session_state.get("abl_grid")
-    points = getattr(getattr(event, "selection", None), "points", None) or []
-    head = picked_head(points, st.session_state["_abl_n_heads"])
-    if head is None:
-        return
-    chosen = list(st.session_state.get("abl_heads", []))
-    st.session_state["abl_heads"] = [h for h in chosen if h != head] if head in chosen else \
-        chosen + [head]
-
-
-def _add_layer() -> None:
-    layer = st.session_state["abl_layer"]
-    chosen = list(st.session_state.get("abl_heads", []))
-    n_heads = st.session_state.get("_abl_n_heads", 0)
-    st.session_state["abl_heads"] = chosen + [(layer, h) for h in range(n_heads)
-                                              if (layer, h) not in chosen]
-
-
-def _clear() -> None:
-    st.session_state["abl_heads"] = []
-
-
 selection = st.session_state["selection"]
 st.title("Head ablation")
 trace = require_trace(selection)
@@ -112,10 +90,11 @@ mode = top[1].radio("Replace each removed head by", list(MODES), key="abl_mode",
                     format_func=MODES.get)
 row = st.columns([2, 2, 1, 3], vertical_alignment="bottom")
 row[0].selectbox("Layer", list(range(cfg.n_layers)), key="abl_layer")
-row[1].button("Remove every head of this layer", key="abl_add_layer", on_click=_add_layer)
-row[2].button("Clear", key="abl_clear", on_click=_clear)
+row[1].button("Remove every head of this layer", key="abl_add_layer",
+              on_click=add_layer_heads("abl_layer", "abl_heads", cfg.n_heads))
+row[2].button("Clear", key="abl_clear", on_click=set_state(abl_heads=[]))
 
-write_to_url(model=selection.model_name, text=selection.text, pair=selection.pair)
+write_to_url(model=selection.url_model, text=selection.text, pair=selection.pair)
 pooling = sentence_pooling(model_directory(selection.model_name))
 if not chosen:
     st.info("No head removed yet: pick heads above (or click them in the importance grid "
@@ -144,7 +123,7 @@ else:
         if st.session_state.get("abl_pos") not in range(len(tokens)):
             st.session_state["abl_pos"] = len(tokens) - 1
         pos = st.select_slider("Predict the token after", list(range(len(tokens))),
-                               key="abl_pos", format_func=lambda i: labels[i])
+                               key="abl_pos", format_func=lambda i: plain_text(labels[i]))
         ids, p0, p1 = result["candidates"][pos], result["p_clean"][pos], result["p_ablated"][pos]
         best: dict[int, tuple[float, float]] = {}
         for i, a, b in zip(ids.tolist(), p0.tolist(), p1.tolist()):
@@ -212,8 +191,8 @@ if skey in sweeps:
                   value_name="Δ loss" if metric == "loss" else "1 − cosine",
                   fmt=".3f", diverging=metric == "loss", marked=[tuple(h) for h in chosen],
                   subtitle=METRICS[metric] + "; outlined: heads removed above"),
-        key="abl_grid", on_select=_toggle_from_grid, selection_mode="points",
-        config=chart_config("head_importance"))
+        key="abl_grid", on_select=toggle_head("abl_grid", cfg.n_heads, "abl_heads"),
+        selection_mode="points", config=chart_config("head_importance"))
     ranking = pd.DataFrame({"layer": [lay for lay, _ in heads_all],
                             "head": [h for _, h in heads_all], "effect": values.reshape(-1)})
     st.caption("The ten heads whose removal changes the output most:")

@@ -7,15 +7,16 @@ import streamlit as st
 
 from model.analysis import attention_rollout, drop_special, qk_breakdown
 from ui import settings
+from ui.cache import shared
 from ui.charts import chart_config
+from ui.callbacks import pick_head
 from ui.text import md_escape
 from ui.sidebar import require_trace
 from ui.urlstate import url_default, write_to_url
 from ui.widgets import index_slider
 from viz.attention import attention_heatmap, head_lines, head_overview, qk_figure
 from viz.export import matrix_csv, trace_npz
-from viz.heads import picked_head
-from viz.labels import axis_labels
+from viz.labels import axis_labels, plain_text
 from viz.training import cross_attention_heatmap
 
 VIEWS = ["All heads", "Token lines", "Where a row comes from (Q·K)", "Download"]
@@ -29,27 +30,17 @@ ROLLOUT_DEFINITION = (
 )
 
 
-@st.cache_data(max_entries=settings.TRACE_CACHE_ENTRIES, show_spinner=False)
+@shared("rollout")
 def _rollout(_trace, key: tuple) -> np.ndarray:
     return attention_rollout(_trace.attentions.numpy())
 
 
-# cache_resource, not cache_data: the figure is never mutated, and unpickling a copy on every
-# rerun would rebuild (and re-validate) it each time.
-@st.cache_resource(max_entries=settings.TRACE_CACHE_ENTRIES, show_spinner="Drawing every head…")
+# Shared, not copied: the figure is never mutated, and unpickling a copy on every rerun would
+# rebuild (and re-validate) it each time.
+@shared("overview")
 def _overview(_trace, key: tuple):
-    return head_overview(_trace.attentions.numpy())
-
-
-def _pick_head_from_overview() -> None:
-    event = st.session_state.get("attn_overview")
-    points = getattr(getattr(event, "selection", None), "points", None) or []
-    picked = picked_head(points, st.session_state["selection"].trace.cfg.n_heads)
-    if picked is None:
-        return
-    st.session_state["attn_layer"], st.session_state["attn_head"] = picked
-    st.session_state["attn_average"] = False
-    st.session_state["attn_mode"] = "Raw attention"
+    with st.spinner("Drawing every head…"):
+        return head_overview(_trace.attentions.numpy())
 
 
 def _cross_attention(trace, cross, head: int) -> None:
@@ -69,24 +60,16 @@ def _cross_attention(trace, cross, head: int) -> None:
         key="attn_cross", config=chart_config())
 
 
-selection = st.session_state["selection"]
-st.title("Attention")
-trace = require_trace(selection)
-cfg = trace.cfg
-key = (selection.model_name, selection.text, selection.pair)
-st.caption(
-    f"{selection.model_name}: {cfg.n_layers} layers × {cfg.n_heads} heads, d_model {cfg.d_model}, "
-    f"{trace.n_tokens} tokens. Rows are queries (the token doing the looking), columns are keys "
-    "(the tokens looked at); each row is a softmax over keys and sums to 1."
-)
-
-st.session_state.setdefault("attn_layer", url_default("attn_layer", 0))
-st.session_state.setdefault("attn_head", url_default("attn_head", 0))
-
 @st.fragment
-def explorer(trace, key: tuple, selection) -> None:
+def explorer(selection) -> None:
     """Sliders, the heatmap and the detail view. A fragment: moving a slider reruns only this,
-    not the sidebar and the rest of the page."""
+    not the sidebar and the rest of the page. Streamlit keeps a fragment's arguments for its
+    reruns, so it gets the selection (names), never the trace: the trace comes from the shared
+    budget each time, recomputed if it was evicted."""
+    trace = selection.trace
+    if trace is None:
+        return
+    key = (selection.model_name, selection.text, selection.pair)
     cfg, tokens = trace.cfg, trace.tokens
     labels = axis_labels(tokens)
     controls = st.columns([3, 3, 2, 2])
@@ -134,7 +117,7 @@ def explorer(trace, key: tuple, selection) -> None:
     if cross is not None:
         _cross_attention(trace, cross, head)
 
-    write_to_url(model=selection.model_name, text=selection.text, pair=selection.pair,
+    write_to_url(model=selection.url_model, text=selection.text, pair=selection.pair,
                  layer=layer, head=head)
 
     view = st.segmented_control("More", VIEWS, key="attn_view", default=VIEWS[0],
@@ -157,7 +140,7 @@ def explorer(trace, key: tuple, selection) -> None:
 
     elif view == "Where a row comes from (Q·K)":
         query = st.selectbox("Query token", list(range(len(tokens))), key="attn_query",
-                             format_func=lambda i: labels[i])
+                             format_func=lambda i: plain_text(labels[i]))
         breakdown = qk_breakdown(trace, layer, head, query)
         st.plotly_chart(qk_figure(breakdown, labels), key="attn_qk", config=chart_config())
         st.caption(f"Head {head} of layer {layer}: the query vector of the chosen token is "
@@ -169,16 +152,38 @@ def explorer(trace, key: tuple, selection) -> None:
         st.download_button("Attention matrix (CSV)", matrix_csv(matrix, shown_labels, shown_labels),
                            file_name=f"attention_L{layer}_H{head}.csv", mime="text/csv",
                            key="attn_csv")
-        st.download_button("Whole trace (NPZ)", lambda: trace_npz(trace), file_name="trace.npz",
+        st.download_button("Whole trace (NPZ)", lambda: trace_npz(selection.trace),
+                           file_name="trace.npz",
                            mime="application/octet-stream", key="attn_npz")
         st.caption("Every figure also saves an image from its toolbar (camera icon): PNG or SVG, "
                    "as chosen under “Figure downloads” in the sidebar.")
 
 
-st.session_state["_attn_view_drawn"] = st.session_state.get("attn_view") or VIEWS[0]
-explorer(trace, key, selection)
-if st.session_state["_attn_view_drawn"] == "All heads":
-    st.caption("Every layer × head at once, each downsampled to a thumbnail. Click a cell to open "
-               "that head above.")
-    st.plotly_chart(_overview(trace, key), key="attn_overview", on_select=_pick_head_from_overview,
-                    selection_mode="points", config=chart_config())
+def page() -> None:
+    """The page body. A function, so its run (trace, figures) lives in locals that end with the
+    run: Streamlit keeps this script's globals alive through the fragment above."""
+    selection = st.session_state["selection"]
+    st.title("Attention")
+    trace = require_trace(selection)
+    cfg = trace.cfg
+    key = (selection.model_name, selection.text, selection.pair)
+    st.caption(
+        f"{selection.model_name}: {cfg.n_layers} layers × {cfg.n_heads} heads, d_model "
+        f"{cfg.d_model}, {trace.n_tokens} tokens. Rows are queries (the token doing the "
+        "looking), columns are keys (the tokens looked at); each row is a softmax over keys and "
+        "sums to 1."
+    )
+
+    st.session_state.setdefault("attn_layer", url_default("attn_layer", 0))
+    st.session_state.setdefault("attn_head", url_default("attn_head", 0))
+    st.session_state["_attn_view_drawn"] = st.session_state.get("attn_view") or VIEWS[0]
+    explorer(selection)
+    if st.session_state["_attn_view_drawn"] == "All heads":
+        st.caption("Every layer × head at once, each downsampled to a thumbnail. Click a cell to "
+                   "open that head above.")
+        st.plotly_chart(_overview(trace, key), key="attn_overview",
+                        on_select=pick_head("attn_overview", cfg.n_heads),
+                        selection_mode="points", config=chart_config())
+
+
+page()

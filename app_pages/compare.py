@@ -9,27 +9,16 @@ from model.head_stats import STATISTICS, head_statistics
 from ui import settings
 from ui.cache import get_trace
 from ui.charts import chart_config
+from ui.callbacks import copy_state, pick_head
 from ui.sidebar import require_trace
 from ui.text import md_escape
 from ui.urlstate import write_to_url
 from ui.widgets import index_slider
 from viz.attention import attention_heatmap
 from viz.compare import difference_heatmap
-from viz.heads import head_grid, picked_head
+from viz.heads import head_grid
 
 DEFAULT_B = "The dog sat on the rug because it was cold."
-
-
-def _copy_a() -> None:
-    st.session_state["cmp_text_b"] = st.session_state.get("sb_text", "")
-
-
-def _pick_head(grid_key: str) -> None:
-    event = st.session_state.get(grid_key)
-    points = getattr(getattr(event, "selection", None), "points", None) or []
-    picked = picked_head(points, st.session_state["selection"].trace.cfg.n_heads)
-    if picked is not None:
-        st.session_state["cmp_layer"], st.session_state["cmp_head"] = picked
 
 
 def _stats(trace):
@@ -40,7 +29,7 @@ selection = st.session_state["selection"]
 st.title("Compare two inputs")
 trace_a = require_trace(selection)
 cfg = trace_a.cfg
-write_to_url(model=selection.model_name, text=selection.text, pair=selection.pair)
+write_to_url(model=selection.url_model, text=selection.text, pair=selection.pair)
 st.caption("Text A is the sidebar text; type text B here. Both run through the same model and "
            "are shown with the same layer and head. Change one word to see which heads "
            "notice." + (" B uses the same second sentence as A." if selection.pair else ""))
@@ -48,7 +37,7 @@ st.caption("Text A is the sidebar text; type text B here. Both run through the s
 st.session_state.setdefault("cmp_text_b", DEFAULT_B)
 left, right = st.columns([5, 1], vertical_alignment="bottom")
 text_b = left.text_area("Text B", key="cmp_text_b", height=90)
-right.button("Start from text A", key="cmp_copy", on_click=_copy_a,
+right.button("Start from text A", key="cmp_copy", on_click=copy_state("sb_text", "cmp_text_b"),
              help="Copy the sidebar text here, then edit a word.")
 
 for name in ("cmp_layer", "cmp_head"):  # start on the head open on the attention page
@@ -112,8 +101,8 @@ else:
                   fmt=".2f", marked=[(layer, head)],
                   subtitle="sum over keys of |B − A|, averaged over queries (0 = identical, "
                   "2 = no overlap); click a head to show it above"),
-        key="cmp_heads", on_select=lambda: _pick_head("cmp_heads"), selection_mode="points",
-        config=chart_config("compare_heads"))
+        key="cmp_heads", on_select=pick_head("cmp_heads", cfg.n_heads, "cmp_layer", "cmp_head"),
+        selection_mode="points", config=chart_config("compare_heads"))
 
 st.subheader("Head statistics, B − A")
 stat = st.selectbox("Statistic", [n for n in STATISTICS if not (cfg.causal and n == "next")],
@@ -129,5 +118,5 @@ st.plotly_chart(
     head_grid(delta, title=f"{label}: B − A", value_name=f"Δ {label}", fmt=".2f",
               diverging=True, marked=[(layer, head)],
               subtitle="red: higher on B, blue: higher on A; click a head to show it above"),
-    key="cmp_stats", on_select=lambda: _pick_head("cmp_stats"), selection_mode="points",
-    config=chart_config("compare_statistics"))
+    key="cmp_stats", on_select=pick_head("cmp_stats", cfg.n_heads, "cmp_layer", "cmp_head"),
+    selection_mode="points", config=chart_config("compare_statistics"))

@@ -11,7 +11,7 @@ from model.projection import (
     MAX_POINTS, ProjectionRefused, check_size, embedding_parts, joint_qk, project_layers,
     query_key_vectors, token_points, umap_available,
 )
-from ui.cache import get_model
+from ui.cache import get_model, shared
 from ui.sidebar import require_trace
 from ui.urlstate import write_to_url
 from ui.charts import chart_config
@@ -33,10 +33,11 @@ def _resid(name: str) -> bool:
     return "hook_resid" in name
 
 
-@st.cache_resource(max_entries=4, show_spinner="Running the sentences…")
+@shared("sentences")
 def _sentences_trace(model_name: str, lines: tuple[str, ...]):
     """All lines as one padded batch; only the residual stream is kept."""
-    return get_model(model_name).run(list(lines), keep=_resid)
+    with st.spinner("Running the sentences…"):
+        return get_model(model_name).run(list(lines), keep=_resid)
 
 
 @st.cache_data(max_entries=24, show_spinner=False)
@@ -68,7 +69,7 @@ st.title("Embeddings")
 trace = require_trace(selection)
 lm, cfg = selection.model, trace.cfg
 labels = axis_labels(trace.tokens)
-write_to_url(model=selection.model_name, text=selection.text, pair=selection.pair)
+write_to_url(model=selection.url_model, text=selection.text, pair=selection.pair)
 
 # ------------------------------------------------------------------ 1. the embedding sum
 st.header("The embedding sum, taken apart")

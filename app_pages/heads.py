@@ -7,56 +7,29 @@ import streamlit as st
 
 from model.head_stats import STATISTICS, StatTotals, pooled_statistics, trace_totals
 from ui import settings
-from ui.cache import get_model
+from ui.cache import get_model, shared
 from ui.charts import chart_config
+from ui.callbacks import open_chosen_head, pick_head, pick_row
 from ui.sidebar import require_trace
 from ui.text import md_escape, shorten
 from ui.urlstate import write_to_url
-from viz.heads import head_grid, picked_head
+from viz.heads import head_grid
 
 MAX_EXTRA_TEXTS = 8
 FORMATS = {"entropy": ".2f", "distance": ".1f"}  # the shares use ".2f" too
 
 
-@st.cache_data(max_entries=settings.TRACE_CACHE_ENTRIES, show_spinner=False)
+@shared("head_totals")
 def _main_totals(_trace, key: tuple) -> StatTotals:
     return trace_totals(_trace)
 
 
-@st.cache_data(max_entries=64, show_spinner="Running the extra texts…")
+@shared("head_totals_text")
 def _text_totals(model_name: str, text: str) -> StatTotals:
-    trace = get_model(model_name).run(text, keep=lambda n: n.endswith("attn.hook_pattern"))
-    return trace_totals(trace)
+    with st.spinner("Running the extra texts…"):
+        trace = get_model(model_name).run(text, keep=lambda n: n.endswith("attn.hook_pattern"))
+        return trace_totals(trace)
 
-
-def _open(layer: int, head: int) -> None:
-    """Ask for the attention page with this head (the switch happens in the script body)."""
-    st.session_state["attn_layer"] = int(layer)
-    st.session_state["attn_head"] = int(head)
-    st.session_state["attn_average"] = False
-    st.session_state["attn_mode"] = "Raw attention"
-    st.session_state["_hs_goto"] = True
-
-
-def _pick_from_grid() -> None:
-    event = st.session_state.get("hs_grid")
-    points = getattr(getattr(event, "selection", None), "points", None) or []
-    picked = picked_head(points, st.session_state["selection"].trace.cfg.n_heads)
-    if picked is not None:
-        _open(*picked)
-
-
-def _pick_from_table() -> None:
-    event = st.session_state.get("hs_table")
-    rows = getattr(getattr(event, "selection", None), "rows", None) or []
-    order = st.session_state.get("_hs_rows", [])
-    if rows and rows[0] < len(order):
-        _open(*order[rows[0]])
-
-
-def _open_from_box() -> None:
-    layer, head = st.session_state["hs_open_head"]
-    _open(layer, head)
 
 
 if st.session_state.pop("_hs_goto", False):
@@ -68,7 +41,7 @@ trace = require_trace(selection)
 cfg = trace.cfg
 key = (selection.model_name, selection.text, selection.pair)
 names = [n for n in STATISTICS if not (cfg.causal and n == "next")]
-write_to_url(model=selection.model_name, text=selection.text, pair=selection.pair)
+write_to_url(model=selection.url_model, text=selection.text, pair=selection.pair)
 
 st.caption(
     "One number per head, so you can scan all "
@@ -83,9 +56,13 @@ stat = left.selectbox("Statistic", names, key="hs_stat",
 with right.expander("Pool several texts", expanded=False):
     extra_raw = st.text_area(
         "More texts, one per line (optional)", key="hs_more", height=110,
-        help=f"Up to {MAX_EXTRA_TEXTS} more lines. Every row (query token) of every text counts "
-        "once, so longer texts weigh more.")
+        help=f"Up to {MAX_EXTRA_TEXTS} more lines of up to {settings.max_chars():,} characters "
+        "each. Every row (query token) of every text counts once, so longer texts weigh more.")
 extra = [line.strip() for line in extra_raw.splitlines() if line.strip()][:MAX_EXTRA_TEXTS]
+limit = settings.max_chars()
+if any(len(line) > limit for line in extra):
+    st.warning(f"Each extra text is cut to {limit:,} characters, like the sidebar text.")
+    extra = [line[:limit] for line in extra]
 
 totals = [_main_totals(trace, key)]
 for line in extra:
@@ -103,8 +80,9 @@ fig = head_grid(stats[stat], title=f"{label}, every head", value_name=label,
                 fmt=FORMATS.get(stat, ".2f"),
                 subtitle="rows = layers, columns = heads; click a head to open it on the "
                 "attention page")
-st.plotly_chart(fig, key="hs_grid", on_select=_pick_from_grid, selection_mode="points",
-                config=chart_config(f"head_{stat}"))
+st.plotly_chart(fig, key="hs_grid",
+                on_select=pick_head("hs_grid", cfg.n_heads, goto_flag="_hs_goto"),
+                selection_mode="points", config=chart_config(f"head_{stat}"))
 
 st.subheader("All statistics, sortable")
 st.caption("Click a column header to sort; select a row to open that head.")
@@ -115,8 +93,8 @@ for name in names:
 table = table.sort_values(label, ascending=False, kind="stable").reset_index(drop=True)
 st.session_state["_hs_rows"] = list(zip(table["layer"].tolist(), table["head"].tolist()))
 st.dataframe(
-    table, key="hs_table", on_select=_pick_from_table, selection_mode="single-row",
-    hide_index=True, width="stretch",
+    table, key="hs_table", on_select=pick_row("hs_table", "_hs_rows", goto_flag="_hs_goto"),
+    selection_mode="single-row", hide_index=True, width="stretch",
     column_config={STATISTICS[n][0]: st.column_config.NumberColumn(format="%.3f")
                    for n in names},
 )
@@ -125,7 +103,8 @@ box, button = st.columns([3, 1], vertical_alignment="bottom")
 heads = [(lay, h) for lay in range(cfg.n_layers) for h in range(cfg.n_heads)]
 box.selectbox("Or pick a head", heads, key="hs_open_head",
               format_func=lambda lh: f"layer {lh[0]}, head {lh[1]}")
-button.button("Open on the attention page", key="hs_open_btn", on_click=_open_from_box)
+button.button("Open on the attention page", key="hs_open_btn",
+              on_click=open_chosen_head("hs_open_head", "_hs_goto"))
 
 with st.expander("Definitions of every statistic"):
     for name in names:

@@ -6,13 +6,12 @@ import pandas as pd
 import streamlit as st
 
 from model.logit_lens import Lens, lens_unavailable, logit_lens
-from ui import settings
-from ui.cache import get_model
+from ui.cache import get_model, shared
 from ui.charts import chart_config
 from ui.sidebar import require_trace
 from ui.text import md_escape
 from ui.urlstate import write_to_url
-from viz.labels import axis_labels, looks_byte_level, visible_text
+from viz.labels import axis_labels, looks_byte_level, visible_text, plain_text
 from viz.lens import CELL_TEXT_LIMIT, lens_table
 
 TOP_K = 5
@@ -23,8 +22,7 @@ def _keep_residual(name: str) -> bool:
     return name.endswith(("hook_resid_pre", "hook_resid_post"))
 
 
-@st.cache_data(max_entries=settings.TRACE_CACHE_ENTRIES, show_spinner="Reading every layer "
-               "through the unembedding…")
+@shared("logit_lens")
 def _lens(_trace, key: tuple) -> Lens:
     try:
         hidden = _trace.hidden_states  # [n_layers + 1, pos, d_model]
@@ -45,7 +43,7 @@ if reason is not None:
     st.stop()
 
 key = (selection.model_name, selection.text, selection.pair)
-write_to_url(model=selection.model_name, text=selection.text, pair=selection.pair)
+write_to_url(model=selection.url_model, text=selection.text, pair=selection.pair)
 tokens = trace.tokens
 n = len(tokens)
 labels = axis_labels(tokens)
@@ -89,7 +87,7 @@ st.subheader("One position in detail")
 if st.session_state.get("lens_pos") not in range(n):
     st.session_state["lens_pos"] = min(max(end, 0), n - 1)
 pos = st.select_slider("Position", list(range(n)), key="lens_pos",
-                       format_func=lambda i: labels[i]) if n > 1 else 0
+                       format_func=lambda i: plain_text(labels[i])) if n > 1 else 0
 byte_level = looks_byte_level(tokens)
 words = get_model(selection.model_name).tokenizer.tokens(lens.top_ids[:, pos].reshape(-1)
                                                          .tolist())

@@ -70,7 +70,7 @@ trace = require_trace(selection)
 lm, cfg = selection.model, trace.cfg
 model_key = selection.model_name
 name = md_escape(selection.model_name)
-write_to_url(model=selection.model_name, text=selection.text, pair=selection.pair)
+write_to_url(model=selection.url_model, text=selection.text, pair=selection.pair)
 st.markdown(
     "Attention on its own ignores order: shuffle the tokens and every token gets the same "
     "mix back. A transformer therefore adds **where** each token is to **what** it is. The "

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import shutil
-
 import numpy as np
 import streamlit as st
 import torch
 
 from model import train as tr
 from model.tasks import EOS, REVERSAL_LETTERS, make_task
+from ui import sessions
+from ui import training_runs as runs
 from ui.charts import chart_config
 from ui.text import md_escape
 from viz.training import loss_curve, snapshot_grid
@@ -42,11 +42,17 @@ def _defaults() -> None:
 
 
 def _reset() -> None:
+    """Discard this session's run (a callback only: it may clear the sidebar's model choice).
+    A run still going stops without saving; its folder goes when its thread ends."""
     run = st.session_state.pop("train_run", None)
     if run is not None:
-        run.stop()
-        if run.thread is not None and not run.thread.is_alive() and run.save_dir is not None:
-            shutil.rmtree(run.save_dir, ignore_errors=True)
+        run.discard()
+        trained = st.session_state.get("trained_models", {})
+        for label in [k for k, path in trained.items() if path == str(run.save_dir)]:
+            del trained[label]
+            if st.session_state.get("sb_model_choice") == label:
+                del st.session_state["sb_model_choice"]  # the sidebar falls back to its default
+    sessions.forget(sessions.current_session_id(), "train_run")
     for key in ("train_snap", "train_sample", "train_was_running"):
         st.session_state.pop(key, None)
 
@@ -69,13 +75,14 @@ def _start(choice: str) -> None:
     except ValueError as exc:
         st.session_state["train_error"] = str(exc)
         return
-    run = tr.TrainingRun(task, s, tr.new_save_dir())
+    run = runs.TrainingRun(task, s, tr.new_save_dir)  # the folder is made once a slot is free
     try:
-        run.start()
-    except tr.ServerBusy as exc:
+        runs.start(run, sessions.browser_id())  # ends this browser's earlier run, if going
+    except runs.ServerBusy as exc:
         st.session_state["train_error"] = str(exc)
         return
     st.session_state["train_run"] = run
+    sessions.on_session_end(sessions.current_session_id(), "train_run", run.discard)
     st.session_state["train_follow"] = True
     st.session_state["train_was_running"] = True
 
@@ -107,6 +114,8 @@ def _live() -> None:
     run = st.session_state.get("train_run")
     if run is None:
         return
+    if run.discarded:  # replaced from another tab: the whole page says so
+        st.rerun()
     status, losses, snapshots = run.view()
     s = run.settings
     if status != "running" and st.session_state.get("train_was_running"):
@@ -215,14 +224,13 @@ def _finished(run) -> None:
     c2.download_button("Weights only (safetensors)", lambda: tr.weights_file(run.save_dir),
                        file_name=f"tiny-{task.key}.safetensors",
                        mime="application/octet-stream", key="train_safetensors")
-    path = str(run.save_dir)
     label = f"trained: {task.key}"
-    st.session_state.setdefault("trained_models", {})[label] = path
+    st.session_state.setdefault("trained_models", {})[label] = str(run.save_dir)
     if c3.button("Open it in the other pages", key="train_use",
                  on_click=_use_in_other_pages, args=(label,)):
         st.switch_page("app_pages/attention.py")
-    st.caption(f"Saved for this browser session in {md_escape(path)} (deleted on Reset or when "
-               "you start another run).")
+    st.caption("Saved for this browser session: deleted on Reset, when you start another run, "
+               f"or within {sessions.FREED_WITHIN_SECONDS} seconds of closing this tab.")
 
 
 def _reverse(model, task, word: str) -> str:
@@ -240,10 +248,19 @@ st.caption(
     f"Training runs on this server's CPU in the background while the page updates every "
     f"second; other users are not blocked. Bounds: at most {tr.MAX_LAYERS} layers, "
     f"{tr.MAX_HEADS} heads, d_model {tr.MAX_D_MODEL}, {tr.MAX_STEPS:,} steps and "
-    f"{tr.MAX_SECONDS} seconds per run, one run per browser session, "
-    f"{tr.MAX_CONCURRENT_RUNS} runs on the server at once.")
+    f"{tr.MAX_SECONDS} seconds per run, one run at a time per browser (a new one ends "
+    f"the one still going), {runs.MAX_CONCURRENT_RUNS} runs on the server at once. If you "
+    f"close the tab, its run stops and is deleted within {sessions.FREED_WITHIN_SECONDS} "
+    "seconds.")
 
 run = st.session_state.get("train_run")
+if run is not None and run.discarded:  # a run started in another tab of this browser ended it
+    for key in ("train_run", "train_snap", "train_sample", "train_was_running"):
+        st.session_state.pop(key, None)
+    sessions.forget(sessions.current_session_id(), "train_run")
+    st.warning("This run was stopped and discarded: a newer run was started from this "
+               "browser, or this tab was disconnected for too long.")
+    run = None
 busy = run is not None and run.view()[0] == "running"
 st.session_state.setdefault("train_task", "induction")
 if "train_layers" not in st.session_state:

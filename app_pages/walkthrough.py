@@ -11,8 +11,9 @@ from model import Trace
 from model.walkthrough import Shown, Step, preview, top_tokens, walkthrough
 from ui.cache import cached_run
 from ui.sidebar import require_trace
-from ui.urlstate import write_to_url
+from ui.urlstate import url_int, write_to_url
 from viz.attention import attention_heatmap
+from ui.callbacks import step_state
 from ui.charts import chart_config
 from ui.widgets import index_slider
 from viz.labels import axis_labels, plain_text
@@ -40,8 +41,8 @@ def _full_trace(name: str, text: str, pair: str, as_batch: bool) -> Trace:
 
 
 def _url_int(param: str, default: int) -> int:
-    value = st.query_params.get(param, "")
-    return int(value) if value.isdigit() else default
+    value = url_int(st.query_params.get(param, ""))
+    return default if value is None else value
 
 
 def _init_state() -> None:
@@ -56,15 +57,6 @@ def _init_state() -> None:
 
 def _clamp(key: str, low: int, high: int) -> None:
     st.session_state[key] = min(max(int(st.session_state.get(key, low)), low), high)
-
-
-def _move(delta: int, n_steps: int) -> None:
-    st.session_state["wk_step"] = min(max(st.session_state["wk_step"] + delta, 1), n_steps)
-
-
-def _next_layer(first_layer_step: int) -> None:
-    st.session_state["wk_layer"] += 1
-    st.session_state["wk_step"] = first_layer_step
 
 
 def _axis(dim: str, n: int, labels: list[str], n_layers: int) -> list[str]:
@@ -200,9 +192,9 @@ with nav:
 step = steps[number - 1]
 with body:
     back, where, forward = st.columns([1, 3, 1])
-    back.button("◀ Previous", key="wk_prev", on_click=_move, args=(-1, n_steps),
+    back.button("◀ Previous", key="wk_prev", on_click=step_state("wk_step", -1, 1, n_steps),
                 disabled=number == 1, width="stretch")
-    forward.button("Next ▶", key="wk_next", on_click=_move, args=(1, n_steps),
+    forward.button("Next ▶", key="wk_next", on_click=step_state("wk_step", 1, 1, n_steps),
                    disabled=number == n_steps, width="stretch")
     where.caption(f"Step {number} of {n_steps} · {step.group}")
     st.subheader(f"{number}. {step.title}")
@@ -219,8 +211,9 @@ with body:
     if step.key == "stack" and layer + 1 < cfg.n_layers:
         first = next(i for i, s in enumerate(steps, 1) if s.layer is not None)
         st.button(f"Walk through layer {layer + 1} ▶", key="wk_next_layer",
-                  on_click=_next_layer, args=(first,))
+                  on_click=step_state("wk_layer", 1, 0, cfg.n_layers - 1,
+                                                  wk_step=first))
 
-write_to_url(model=selection.model_name, text=selection.text, pair=selection.pair,
+write_to_url(model=selection.url_model, text=selection.text, pair=selection.pair,
              step=number, wlayer=layer, wbatch="1" if as_batch else None,
              teacher="1" if teacher else None)

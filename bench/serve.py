@@ -19,17 +19,36 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_app(**env) -> tuple[subprocess.Popen, str]:
-    """`streamlit run app.py` offline on a free local port, output discarded; extra
-    environment variables from `env`. Returns the process and the app's URL (ending in /)."""
+def start_app(log: str | Path | None = None, **env) -> tuple[subprocess.Popen, str]:
+    """`streamlit run app.py` offline on a free local port; extra environment variables from
+    `env`. The server's output goes to the file `log` (e.g. its tracebacks, for a bench that
+    counts errors), or is discarded. Returns the process and the app's URL (ending in /)."""
     port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1",
-         "--server.port", str(port), "--server.headless", "true",
-         "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, env=dict(os.environ, HF_HUB_OFFLINE="1", **env),
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    out = subprocess.DEVNULL
+    if log is not None:
+        Path(log).parent.mkdir(parents=True, exist_ok=True)
+        out = open(log, "wb")  # noqa: SIM115 - the child keeps its own copy of the descriptor
+    try:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1",
+             "--server.port", str(port), "--server.headless", "true",
+             "--browser.gatherUsageStats", "false"],
+            cwd=ROOT, env=dict(os.environ, HF_HUB_OFFLINE="1", **env),
+            stdout=out, stderr=subprocess.STDOUT if log is not None else subprocess.DEVNULL)
+    finally:
+        if log is not None:
+            out.close()
     return server, f"http://127.0.0.1:{port}/"
+
+
+def stop_app(server: subprocess.Popen, wait_s: float = 20.0) -> None:
+    """Terminate the server started by `start_app`; kill it if it does not stop in time."""
+    server.terminate()
+    try:
+        server.wait(timeout=wait_s)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
 
 
 def wait_healthy(url: str, since: float, limit_s: float = 120.0, poll_s: float = 0.1) -> None:

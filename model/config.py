@@ -7,6 +7,7 @@ these fields; `model/registry.py` builds them from a checkpoint's config.json.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 
 FAMILIES = ("bert", "gpt2", "llama", "sinusoidal")
@@ -14,6 +15,24 @@ POSITIONS = ("learned", "sinusoidal", "rotary")
 NORMS = ("layernorm", "rmsnorm")
 BLOCKS = ("post_ln", "pre_ln")
 ACTIVATIONS = ("gelu", "gelu_new", "relu", "silu")
+
+# Refused before anything is allocated, so a typo or a hostile config.json (vocab_size 10**12)
+# fails at once with a message instead of asking for terabytes. The model is held in float32:
+# 16e9 parameters is 64 GB, room for a 7B or 13B model on a machine that has the memory.
+MAX_PARAMS = 16_000_000_000
+# Bounds on single sizes, far above any model this app runs (Llama 3: d_vocab 128,256,
+# d_model 4,096, 32 layers, n_ctx 131,072). n_layers is tight because every layer is a module.
+MAX_SIZES = {"d_model": 1 << 16, "n_heads": 1 << 12, "n_layers": 1 << 10, "n_ctx": 1 << 20,
+             "d_vocab": 1 << 22, "d_mlp": 1 << 18, "head_dim": 1 << 12, "n_token_types": 1 << 10,
+             "position_offset": 1 << 16}
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 @dataclass(frozen=True)
@@ -51,9 +70,19 @@ class TransformerConfig:
 
     def __post_init__(self) -> None:
         # Each check is a lambda, run in order, so a bad value is reported as a ValueError
-        # before a later check could divide by it (n_heads=0) or compare it ("32" < 1).
-        sizes = (self.d_model, self.n_heads, self.n_layers, self.n_ctx, self.d_vocab, self.d_mlp,
-                 self.kv_heads, 1 if self.head_dim is None else self.head_dim)
+        # before a later check could divide by it (n_heads=0), compare it ("32" < 1) or size a
+        # tensor by it: every loading path builds a config before it allocates the model.
+        sizes = {"d_model": self.d_model, "n_heads": self.n_heads, "n_layers": self.n_layers,
+                 "n_ctx": self.n_ctx, "d_vocab": self.d_vocab, "d_mlp": self.d_mlp,
+                 "n_kv_heads": self.n_kv_heads, "head_dim": self.head_dim,
+                 "n_token_types": self.n_token_types, "position_offset": self.position_offset,
+                 "pad_token_id": self.pad_token_id}
+        not_ints = [f"{k}={v!r}" for k, v in sizes.items() if v is not None and not _is_int(v)]
+        too_big = [f"{k}={sizes[k]:,} (limit {limit:,})" for k, limit in MAX_SIZES.items()
+                   if _is_int(sizes[k]) and sizes[k] > limit]
+        not_flags = [f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(self)
+                     if f.type == "bool" and not isinstance(getattr(self, f.name), bool)]
+        # (f.type is the annotation's text, "bool", under `from __future__ import annotations`)
         checks = [
             (lambda: self.family in FAMILIES,
              f"family must be one of {FAMILIES}, got {self.family!r}"),
@@ -62,11 +91,18 @@ class TransformerConfig:
             (lambda: self.block in BLOCKS, f"block must be one of {BLOCKS}"),
             (lambda: self.act in ACTIVATIONS,
              f"act must be one of {ACTIVATIONS}, got {self.act!r}"),
-            (lambda: all(isinstance(v, int) and not isinstance(v, bool) for v in sizes),
-             "d_model, n_heads, n_layers, n_ctx, d_vocab, d_mlp, n_kv_heads and head_dim must be "
-             f"integers, got {sizes}"),
+            (lambda: not not_ints,
+             "d_model, n_heads, n_layers, n_ctx, d_vocab, d_mlp, n_kv_heads, head_dim, "
+             "n_token_types, position_offset and pad_token_id must be integers, got "
+             + ", ".join(not_ints)),
+            (lambda: not not_flags, "flags must be true or false, got " + ", ".join(not_flags)),
+            (lambda: _is_number(self.norm_eps) and self.norm_eps >= 0,
+             f"norm_eps must be a finite number >= 0, got {self.norm_eps!r}"),
+            (lambda: _is_number(self.rope_theta) and self.rope_theta > 0,
+             f"rope_theta must be a finite positive number, got {self.rope_theta!r}"),
             (lambda: min(self.d_model, self.n_heads, self.n_layers, self.n_ctx, self.d_vocab) > 0,
              "d_model, n_heads, n_layers, n_ctx and d_vocab must be positive"),
+            (lambda: not too_big, "sizes beyond any model this app can run: " + ", ".join(too_big)),
             (lambda: self.d_mlp >= 0 and (self.attn_only or self.d_mlp > 0),
              "d_mlp must be >= 0, and positive unless attn_only"),
             (lambda: self.kv_heads > 0, f"n_kv_heads must be positive, got {self.n_kv_heads}"),
@@ -79,10 +115,36 @@ class TransformerConfig:
             (lambda: self.positions != "rotary" or self.d_head % 2 == 0,
              "rotary needs an even d_head"),
             (lambda: self.n_token_types >= 0 and self.position_offset >= 0, "counts must be >= 0"),
+            (lambda: self.n_params <= MAX_PARAMS, lambda: self._too_many_params()),
         ]
         for ok, message in checks:
             if not ok():
-                raise ValueError(message)
+                raise ValueError(message() if callable(message) else message)
+
+    @property
+    def n_params(self) -> int:
+        """About how many numbers the model holds: embeddings, every block, the heads.
+        Checked against MAX_PARAMS before any tensor is allocated."""
+        return sum(self._param_parts().values())
+
+    def _param_parts(self) -> dict[str, int]:
+        d, dh, v = self.d_model, self.d_head, self.d_vocab
+        attn = 2 * (self.n_heads + self.kv_heads) * d * dh  # W_Q, W_O; W_K, W_V
+        mlp = (3 if self.gated_mlp else 2) * d * self.d_mlp
+        n_pos = 0 if self.positions == "rotary" else self.n_ctx + self.position_offset
+        return {
+            f"token embedding and LM head (d_vocab={v:,} x d_model={d:,})":
+                v * d * (2 if self.has_lm_head else 1) + self.n_token_types * d,
+            f"positions (n_ctx={self.n_ctx:,} x d_model={d:,})": n_pos * d,
+            f"blocks (n_layers={self.n_layers:,}, d_model={d:,}, d_mlp={self.d_mlp:,})":
+                self.n_layers * (attn + mlp + 4 * d) + (d * d if self.has_pooler else 0),
+        }
+
+    def _too_many_params(self) -> str:
+        parts = self._param_parts()
+        biggest = max(parts, key=parts.get)
+        return (f"the config describes about {self.n_params:.2g} parameters, most of them in the "
+                f"{biggest}; the limit is {MAX_PARAMS:,} (MAX_PARAMS in model/config.py)")
 
     @property
     def d_head(self) -> int:
@@ -101,6 +163,8 @@ class TransformerConfig:
 
     @classmethod
     def from_dict(cls, data: dict) -> "TransformerConfig":
+        if not isinstance(data, dict):
+            raise TypeError(f"a config must be an object of fields, got {type(data).__name__}")
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:

@@ -7,8 +7,6 @@ Weights are read only from safetensors, or from pytorch_model.bin with
 from __future__ import annotations
 
 import copy
-import ctypes
-import sys
 import json
 import os
 import re
@@ -17,6 +15,7 @@ from pathlib import Path
 
 import torch
 
+from .allocator import keep_freed_memory
 from .config import TransformerConfig
 from .convert import CONVERTERS
 from .device import is_device_failure, pick_device
@@ -159,52 +158,83 @@ class LoadedModel:
 
 
 # ---------------------------------------------------------------------------- loading
-_ALLOCATOR_TUNED = False
+SHARD_INDEX = "model.safetensors.index.json"
+MAX_JSON_BYTES = 16 * 2**20  # config.json, the shard index: far above any real one
 
 
-def keep_freed_memory() -> None:
-    """Stop glibc from handing freed tensor memory back to the kernel after every run.
-
-    A full trace is ~300 MB at 512 tokens. With glibc's defaults (dynamic mmap threshold,
-    trim threshold twice that), the memory of the previous trace is unmapped or trimmed when
-    it is freed, so each run page-faults ~75,000 fresh pages. Fixing the mmap threshold at its
-    maximum (32 MiB) and the trim threshold at 1 GiB keeps it in the heap for reuse.
-    """
-    global _ALLOCATOR_TUNED
-    if _ALLOCATOR_TUNED or not sys.platform.startswith("linux"):
-        return
-    _ALLOCATOR_TUNED = True
+def read_json(path: Path):
+    """The content of a small JSON file in a model directory, or a ModelLoadError saying why not."""
+    if path.stat().st_size > MAX_JSON_BYTES:
+        raise ModelLoadError(f"{path.name} in {path.parent} is larger than {MAX_JSON_BYTES:,} "
+                             "bytes; is it a model directory?")
     try:
-        libc = ctypes.CDLL("libc.so.6")
-        libc.mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD
-        libc.mallopt(-1, 1 << 30)  # M_TRIM_THRESHOLD
-    except (OSError, AttributeError):  # not glibc (musl, ...): leave the allocator alone
-        pass
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ModelLoadError(f"{path.name} in {path.parent} is not valid JSON: {exc}") from exc
+
+
+def _files_root(directory: Path) -> Path:
+    """Where a model's files may really live: the directory itself or, for a hub download
+    (<repo>/snapshots/<revision>/ whose files link to <repo>/blobs/), the repo's folder."""
+    real = directory.resolve()
+    if real.parent.name == "snapshots" and (real.parent.parent / "blobs").is_dir():
+        return real.parent.parent
+    return real
+
+
+def inside(directory: Path, name: str) -> Path:
+    """directory / name, refused if the name or a symlink leads outside the directory."""
+    path = directory / name
+    try:
+        ok = (bool(name) and not Path(name).is_absolute() and ".." not in Path(name).parts
+              and path.resolve().is_relative_to(_files_root(directory)))
+    except (OSError, ValueError, RuntimeError):  # a NUL byte in the name, a symlink loop
+        ok = False
+    if not ok:
+        raise ModelLoadError(f"{directory} names the weights file {name!r}, which lies outside "
+                             "the model directory; refusing to read it")
+    return path
+
+
+def _shard_names(directory: Path) -> list[str]:
+    data = read_json(directory / SHARD_INDEX)
+    weight_map = data.get("weight_map") if isinstance(data, dict) else None
+    if not isinstance(weight_map, dict) or not weight_map or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in weight_map.items()):
+        raise ModelLoadError(f"{SHARD_INDEX} in {directory} is broken: its \"weight_map\" must "
+                             "map tensor names to shard file names")
+    return sorted(set(weight_map.values()))
+
+
+def weight_files(directory: Path) -> list[Path]:
+    """The files holding a directory's weights, each checked to lie inside it."""
+    for name in ("model.safetensors", SHARD_INDEX, "pytorch_model.bin"):
+        if (directory / name).is_file():
+            names = _shard_names(directory) if name == SHARD_INDEX else [name]
+            return [inside(directory, n) for n in names]  # every name checked before any read
+    raise ModelLoadError(
+        f"no weights in {directory}: expected model.safetensors (or its sharded index) "
+        "or pytorch_model.bin"
+    )
 
 
 def read_weights(directory: Path) -> dict[str, torch.Tensor]:
     from safetensors.torch import load_file
 
-    single = directory / "model.safetensors"
-    index = directory / "model.safetensors.index.json"
-    legacy = directory / "pytorch_model.bin"
+    files = weight_files(directory)
     try:
-        if single.is_file():
-            return load_file(str(single))
-        if index.is_file():
-            shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
-            state: dict[str, torch.Tensor] = {}
-            for shard in shards:
-                state.update(load_file(str(directory / shard)))
-            return state
-        if legacy.is_file():
-            return torch.load(str(legacy), map_location="cpu", weights_only=True)
+        if files[0].suffix == ".bin":
+            state = torch.load(str(files[0]), map_location="cpu", weights_only=True)
+        else:
+            state = {}
+            for file in files:
+                state.update(load_file(str(file)))
     except Exception as exc:  # safetensors / pickle errors have many types
         raise ModelLoadError(f"could not read the weights in {directory}: {exc}") from exc
-    raise ModelLoadError(
-        f"no weights in {directory}: expected model.safetensors (or its sharded index) "
-        "or pytorch_model.bin"
-    )
+    if not isinstance(state, dict) or not all(
+            isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state.items()):
+        raise ModelLoadError(f"the weights in {directory} are not a dict of named tensors")
+    return state
 
 
 def build_model(cfg: TransformerConfig, state: dict[str, torch.Tensor]) -> HookedTransformer:
@@ -233,25 +263,23 @@ def _load_directory(directory: Path) -> tuple[HookedTransformer, object]:
     config_file = directory / "config.json"
     if not config_file.is_file():
         raise ModelLoadError(f"{directory} has no config.json; is it a model directory?")
-    try:
-        hf = json.loads(config_file.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ModelLoadError(f"config.json in {directory} is not valid JSON: {exc}") from exc
+    hf = read_json(config_file)
     if not isinstance(hf, dict):
         raise ModelLoadError(f"config.json in {directory} is not a JSON object")
     if hf.get("model_type") == OWN_MODEL_TYPE:
         try:
             cfg = TransformerConfig.from_dict(hf["config"])
         except (KeyError, TypeError, ValueError) as exc:
+            problem = f"it lacks {exc.args[0]!r}" if isinstance(exc, KeyError) else exc
             raise ModelLoadError(f"config.json in {directory} is not a valid "
-                                 f"{OWN_MODEL_TYPE} config: {exc!r}") from exc
-        model = build_model(cfg, read_weights(directory))
-        try:
-            tokenizer = CharTokenizer.from_file(directory / "tokenizer.json")
-        except (OSError, KeyError, ValueError) as exc:  # missing file, bad JSON, no "chars"
-            raise ModelLoadError(f"could not load the character tokenizer in {directory}: "
-                                 f"{exc!r}") from exc
-        return model, tokenizer
+                                 f"{OWN_MODEL_TYPE} config: {problem}") from exc
+        tokenizer_file = directory / "tokenizer.json"
+        try:  # before the weights: it is small, and must fit the model's vocabulary
+            tokenizer = CharTokenizer.from_file(tokenizer_file, cfg.d_vocab)
+        except (OSError, ValueError) as exc:  # missing file, bad JSON, bad "chars"
+            raise ModelLoadError(f"could not load the character tokenizer {tokenizer_file}: "
+                                 f"{exc}") from exc
+        return build_model(cfg, read_weights(directory)), tokenizer
     cfg = config_from_hf(hf)
     state = read_weights(directory)
     try:
@@ -260,6 +288,8 @@ def _load_directory(directory: Path) -> tuple[HookedTransformer, object]:
         raise ModelLoadError(
             f"the weights in {directory} lack {exc.args[0]!r} for a {hf['model_type']} model"
         ) from exc
+    except (RuntimeError, IndexError, ValueError) as exc:  # a reshape the tensors do not fit
+        raise ModelLoadError(f"the weights in {directory} do not fit config.json: {exc}") from exc
     model = build_model(cfg, converted)
     try:
         tokenizer = HFTokenizer(directory)

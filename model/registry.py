@@ -50,6 +50,23 @@ BUNDLED_DESCRIPTIONS = {
 }
 
 
+# config.json fields the builders below read as sizes or token ids: whole numbers (or null).
+INT_FIELDS = (
+    "hidden_size", "num_attention_heads", "num_hidden_layers", "num_key_value_heads", "head_dim",
+    "intermediate_size", "max_position_embeddings", "vocab_size", "type_vocab_size",
+    "pad_token_id", "sliding_window", "n_embd", "n_head", "n_layer", "n_inner", "n_positions",
+)
+
+
+def _check_int_fields(hf: dict) -> None:
+    """Before any arithmetic on them: "twelve", 12.0, [12] or true as a size is refused by name."""
+    for name in INT_FIELDS:
+        value = hf.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise ModelLoadError(f"config.json describes an invalid model: {name} = {value!r}, "
+                                 "but sizes and token ids must be integers")
+
+
 def _get(hf: dict, *names, default=None):
     for name in names:
         if hf.get(name) is not None:
@@ -59,6 +76,9 @@ def _get(hf: dict, *names, default=None):
 
 def _rope_theta(hf: dict) -> float:
     params = hf.get("rope_parameters") or hf.get("rope_scaling") or {}
+    if not isinstance(params, dict):
+        raise ModelLoadError("config.json: rope_parameters (or rope_scaling) must be an object, "
+                             f"got {params!r:.40}")
     rope_type = params.get("rope_type", params.get("type", "default"))
     if rope_type not in ("default", None):
         raise ModelLoadError(f"rotary scaling '{rope_type}' is not supported yet (only plain RoPE)")
@@ -95,7 +115,7 @@ def gpt2_config(hf: dict) -> TransformerConfig:
         positions="learned", norm="layernorm", block="pre_ln",
         act=hf.get("activation_function", "gelu_new"), causal=True,
         norm_eps=hf.get("layer_norm_epsilon", 1e-5), has_lm_head=True,
-        tie_embeddings=hf.get("tie_word_embeddings", True),
+        tie_embeddings=_get(hf, "tie_word_embeddings", default=True),
     )
 
 
@@ -128,10 +148,11 @@ CONFIG_BUILDERS = {
 
 def config_from_hf(hf: dict) -> TransformerConfig:
     model_type = hf.get("model_type")
-    if model_type not in CONFIG_BUILDERS:
+    if not isinstance(model_type, str) or model_type not in CONFIG_BUILDERS:
         raise ModelLoadError(
             f"unsupported architecture {model_type!r}. Supported: {SUPPORTED}."
         )
+    _check_int_fields(hf)
     try:
         return CONFIG_BUILDERS[model_type](hf)
     except KeyError as exc:

@@ -25,11 +25,11 @@ import torch
 from torch import nn
 
 from .blocks import make_block
-from .config import TransformerConfig
+from .config import MAX_PARAMS, TransformerConfig
 from .device import pick_device
 from .hooks import HookPoint, caching_hook, hooks, name_hook_points
 from .layers import Attention, make_embed, make_mlp, make_norm
-from .loading import LoadedModel, read_weights
+from .loading import MAX_JSON_BYTES, LoadedModel, read_weights
 from .registry import OWN_MODEL_TYPE, ModelLoadError
 from .tokenizer import CharTokenizer, Encoding
 from .trace import Trace
@@ -215,8 +215,12 @@ def reversal_scores(model: EncoderDecoder, batch: dict, bos: int, eos: int):
 class ReversalTokenizer(CharTokenizer):
     """One token per character, lower-cased (the model knows a-z), EOS after each text."""
 
-    def __init__(self, chars: str, pad: str, bos: str, eos: str) -> None:
-        super().__init__(chars)
+    def __init__(self, chars: str, pad: str, bos: str, eos: str, unk: str = "?") -> None:
+        super().__init__(chars, unk)
+        for name, c in (("pad", pad), ("bos", bos), ("eos", eos)):
+            if not (isinstance(c, str) and len(c) == 1 and c in self.index):
+                raise ValueError(f"the {name} token must be one of the characters in 'chars', "
+                                 f"got {c!r:.40}")
         self.pad_id, self.bos_id, self.eos_id = (self.index[c] for c in (pad, bos, eos))
 
     def encode(self, texts: list[str], pairs: list[str] | None, max_len: int) -> Encoding:
@@ -294,8 +298,11 @@ class EncoderDecoderModel(LoadedModel):
 
 
 def read_own_config(directory: Path) -> dict | None:
+    path = Path(directory) / "config.json"
     try:
-        data = json.loads((Path(directory) / "config.json").read_text(encoding="utf-8"))
+        if path.stat().st_size > MAX_JSON_BYTES:  # load_model then says it is too large
+            return None
+        data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
@@ -310,17 +317,31 @@ def is_encoder_decoder(directory: Path) -> bool:
 def load_encoder_decoder(directory: Path, name: str, device=None) -> EncoderDecoderModel:
     """Load an encoder-decoder saved by model.train (config.json with "architecture":
     "encoder_decoder", "config" for the encoder, "decoder", and "special" tokens)."""
-    data = read_own_config(directory)
+    data, directory = read_own_config(directory), Path(directory)
     try:
         enc_cfg = TransformerConfig.from_dict(data["config"])
         dec_cfg = TransformerConfig.from_dict(data["decoder"])
+        check_pair(enc_cfg, dec_cfg)
         special = data["special"]
-        chars = json.loads((Path(directory) / "tokenizer.json").read_text("utf-8"))["chars"]
-        tokenizer = ReversalTokenizer(chars, special["pad"], special["bos"], special["eos"])
-        model = EncoderDecoder(enc_cfg, dec_cfg)
-    except (OSError, KeyError, TypeError, ValueError) as exc:
-        raise ModelLoadError(f"{directory} is not a valid encoder-decoder: {exc!r}") from exc
-    state = read_weights(Path(directory))
+        if not isinstance(special, dict):
+            raise TypeError('"special" must be an object with the pad, bos and eos characters')
+    except (KeyError, TypeError, ValueError) as exc:
+        problem = f"config.json lacks {exc.args[0]!r}" if isinstance(exc, KeyError) else exc
+        raise ModelLoadError(f"{directory} is not a valid encoder-decoder: {problem}") from exc
+    if enc_cfg.n_params + dec_cfg.n_params > MAX_PARAMS:  # each passed; both together may not
+        raise ModelLoadError(f"the encoder and decoder in {directory} hold about "
+                             f"{enc_cfg.n_params + dec_cfg.n_params:.2g} parameters; the limit "
+                             f"is {MAX_PARAMS:,} (MAX_PARAMS in model/config.py)")
+    tokenizer_file = directory / "tokenizer.json"
+    try:
+        chars = CharTokenizer.from_file(tokenizer_file, enc_cfg.d_vocab)  # checks the file
+        tokenizer = ReversalTokenizer(chars.chars, special.get("pad"), special.get("bos"),
+                                      special.get("eos"), chars.chars[chars.unk_id])
+    except (OSError, ValueError) as exc:
+        raise ModelLoadError(f"could not load the character tokenizer {tokenizer_file}: "
+                             f"{exc}") from exc
+    model = EncoderDecoder(enc_cfg, dec_cfg)
+    state = read_weights(directory)
     expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
     got = {k: tuple(v.shape) for k, v in state.items()}
     if expected != got:

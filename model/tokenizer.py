@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -83,10 +84,21 @@ class HFTokenizer:
         return self._tok.decode(ids)
 
 
+# A character tokenizer's file holds one string of at most d_vocab characters: a few kilobytes.
+MAX_CHAR_TOKENIZER_BYTES = 1 << 24
+
+
 class CharTokenizer:
     """One token per character; for the small models this project trains itself."""
 
     def __init__(self, chars: str, unk: str = "?") -> None:
+        if not isinstance(chars, str) or not chars:
+            raise ValueError(f"'chars' must be a non-empty string of characters, got {chars!r:.40}")
+        repeated = sorted(c for c, n in Counter(chars).items() if n > 1)
+        if repeated:
+            raise ValueError(f"'chars' must list each character once; repeated: {repeated[:5]}")
+        if not isinstance(unk, str) or len(unk) != 1:
+            raise ValueError(f"'unk' must be a single character, got {unk!r:.40}")
         if unk not in chars:
             chars = chars + unk
         self.chars = chars
@@ -95,9 +107,22 @@ class CharTokenizer:
         self.vocab_size = len(chars)
 
     @classmethod
-    def from_file(cls, path: Path) -> "CharTokenizer":
+    def from_file(cls, path: Path, d_vocab: int | None = None) -> "CharTokenizer":
+        """Read {"chars": "...", "unk": "?"}; ValueError (or OSError) says what is wrong.
+        With d_vocab, the tokenizer must have exactly the model's vocabulary size."""
+        if path.stat().st_size > MAX_CHAR_TOKENIZER_BYTES:
+            raise ValueError(f"the file is larger than {MAX_CHAR_TOKENIZER_BYTES:,} bytes")
         data = json.loads(path.read_text(encoding="utf-8"))
-        return cls(data["chars"], data.get("unk", "?"))
+        if not isinstance(data, dict) or "chars" not in data:
+            raise ValueError('expected a JSON object like {"chars": "abc?", "unk": "?"}')
+        tokenizer = cls(data["chars"], data.get("unk", "?"))  # checks both types
+        if "unk" in data and data["unk"] not in data["chars"]:
+            raise ValueError(f"'unk' must be one of the characters in 'chars', "
+                             f"got {data['unk']!r:.40}")
+        if d_vocab is not None and tokenizer.vocab_size != d_vocab:
+            raise ValueError(f"'chars' gives {tokenizer.vocab_size} tokens (with the unknown "
+                             f"character) but the model's vocabulary (d_vocab) is {d_vocab}")
+        return tokenizer
 
     def encode(self, texts: list[str], pairs: list[str] | None, max_len: int) -> Encoding:
         if pairs is not None:

@@ -1,4 +1,4 @@
-"""Train the project's own tiny transformers: the loop, a background run for the app, saving.
+"""Train the project's own tiny transformers: the loop, the app's bounds, saving, the CLI.
 
 The shipped models are reproduced, each with one command (seed fixed, one CPU thread so the
 arithmetic is the same run to run; a few minutes at most on a laptop):
@@ -10,13 +10,13 @@ arithmetic is the same run to run; a few minutes at most on a laptop):
 The loop is AdamW with a short warm-up and a cosine decay, gradient clipping at 1, a fixed
 seed for the weights and for the data, and a bound on both steps and seconds. Every
 `snapshot_every` steps it evaluates the task's metric and photographs the attention on a
-fixed example, so a learner can watch the patterns form.
+fixed example, so a learner can watch the patterns form. Runs started from the app (a
+background thread each, the server's slots, one per browser) are ui/training_runs.py.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import io
 import json
@@ -182,9 +182,9 @@ def generate(model, chars: str, prompt: str, n_chars: int = 200, temperature: fl
     return "".join(out)
 
 
-# ------------------------------------------------------------------- background runs (app)
-# Bounds for runs started from the app; the training page states them.
-MAX_CONCURRENT_RUNS = 2  # training runs at once in one app process, across all users
+# ------------------------------------------------------------------------ bounds (app)
+# Bounds for runs started from the app; the training page states them (the number of runs
+# at once is ui/training_runs.MAX_CONCURRENT_RUNS).
 MAX_LAYERS, MAX_HEADS, MAX_D_MODEL = 4, 8, 128
 MAX_STEPS, MAX_SECONDS = 3000, 180
 MAX_SNAPSHOTS = 100  # per run; the interval grows for long runs
@@ -202,99 +202,6 @@ def app_settings(task: str, n_layers: int, n_heads: int, d_model: int, steps: in
     return dataclasses.replace(RECIPES[task], n_layers=n_layers, n_heads=n_heads,
                                d_model=d_model, steps=steps, snapshot_every=every, seed=seed,
                                warmup=min(50, max(1, steps // 10)), max_seconds=MAX_SECONDS)
-
-
-class ServerBusy(RuntimeError):
-    """Every training slot of this server is taken; try again in a minute."""
-
-
-_SLOTS = threading.BoundedSemaphore(MAX_CONCURRENT_RUNS)
-_THREADS_LOCK = threading.Lock()
-_THREADS = {"runs": 0, "before": 1}
-
-
-@contextlib.contextmanager
-def one_cpu_thread():
-    """Train on one CPU thread while any run is going, then restore the setting.
-
-    torch's intra-op thread count is process-wide (each new thread copies it). With two, every
-    small op of a tiny model meets an OpenMP barrier that waits for a second core, which on a
-    busy 2-core server is taken by other users: 40 steps took 27.5 s instead of 0.95 s
-    (measured, load average 12). Page runs meanwhile use one thread too, which on 2 cores
-    with a training run going is what they would get anyway.
-    """
-    with _THREADS_LOCK:
-        if _THREADS["runs"] == 0:
-            _THREADS["before"] = torch.get_num_threads()
-        _THREADS["runs"] += 1
-        torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        with _THREADS_LOCK:
-            _THREADS["runs"] -= 1
-            if _THREADS["runs"] == 0:
-                torch.set_num_threads(_THREADS["before"])
-
-
-class TrainingRun:
-    """One run in a background thread. The page that started it keeps this object (in its
-    browser session) and reads `view()` while it trains; nothing here touches Streamlit.
-    When training ends the model is saved to `save_dir` (if given) for use in other pages."""
-
-    def __init__(self, task: Task, settings: TrainSettings, save_dir: Path | None = None):
-        self.task, self.settings, self.save_dir = task, settings, save_dir
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self.status = "ready"  # ready -> running -> done | stopped | failed
-        self.losses: list[float] = []
-        self.snapshots: list[Snapshot] = []
-        self.result: TrainResult | None = None
-        self.error: str | None = None
-        self.thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        if not _SLOTS.acquire(blocking=False):
-            raise ServerBusy(f"{MAX_CONCURRENT_RUNS} training runs are already going on this "
-                             "server; try again when one has finished.")
-        self.status = "running"
-        self.thread = threading.Thread(target=self._work, name="attention-lab-training",
-                                       daemon=True)
-        self.thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-
-    def _on_step(self, step: int, loss: float) -> None:
-        with self._lock:
-            self.losses.append(loss)
-
-    def _on_snapshot(self, snap: Snapshot) -> None:
-        with self._lock:
-            self.snapshots.append(snap)
-
-    def _work(self) -> None:
-        try:
-            with one_cpu_thread():
-                result = train(self.task, self.settings, self._on_step, self._on_snapshot,
-                               self._stop)
-            if self.save_dir is not None:
-                save_model(self.save_dir, self.task, result.model, self.settings,
-                           result.snapshots[-1].metrics)
-            with self._lock:
-                self.result = result
-                self.status = "stopped" if result.stopped == "stop requested" else "done"
-        except Exception as exc:  # shown on the page; the thread must never die silently
-            with self._lock:
-                self.error, self.status = f"{type(exc).__name__}: {exc}", "failed"
-        finally:
-            _SLOTS.release()
-
-    def view(self) -> tuple[str, list[float], list[Snapshot]]:
-        """(status, losses, snapshots), copied under the lock so the page reads a consistent
-        state while the thread keeps appending."""
-        with self._lock:
-            return self.status, list(self.losses), list(self.snapshots)
 
 
 # ---------------------------------------------------------------------------------- saving

@@ -34,7 +34,7 @@ def test_cuda_out_of_memory_during_a_run_falls_back_to_cpu_with_a_notice(monkeyp
 
     monkeypatch.setattr(LoadedModel, "_forward", forward)
     monkeypatch.setattr(ui.cache, "_load", lambda name: as_if_cuda)
-    monkeypatch.setattr(ui.cache, "_run_cache", lambda: ui.cache.RunCache(4, 2**30))
+    monkeypatch.setattr(ui.cache, "_run_cache", lambda: ui.cache.MemoryBudget(4, 2**30))
     at = AppTest.from_file(APP, default_timeout=120)
     at.session_state["sb_text"] = "A text that runs out of GPU memory."
     at.run()

@@ -193,3 +193,18 @@ def test_one_layer_one_head_model_trains_and_opens_like_seed_004():
     heatmap = _figure(at, "attn_heatmap")
     assert heatmap["layout"]["title"]["text"].lower().startswith("layer 0, head 0")
     assert any("only one" in c.value for c in at.caption)
+
+
+def test_reset_forgets_the_trained_model_everywhere():
+    """Reset deletes the model's folder, so the sidebar no longer offers it."""
+    at = _train(_page(), "chars", steps=50)
+    path = Path(at.session_state["train_run"].save_dir)
+    at.button(key="train_use").click().run()
+    assert at.session_state["sb_model_choice"] == "trained: chars"
+    at.switch_page(PAGE).run()
+    at.button(key="train_reset").click().run()
+    assert not at.exception and not path.exists()
+    assert "trained: chars" not in at.session_state["trained_models"]
+    choice = at.selectbox(key="sb_model_choice")
+    assert "trained: chars" not in choice.options and choice.value != "trained: chars"
+    assert at.session_state["selection"].model is not None  # the default model, loaded

@@ -118,9 +118,9 @@ def _fake_trace(n_bytes: int):
 
 
 def test_run_cache_is_bounded_by_entries_and_bytes():
-    from ui.cache import RunCache
+    from ui.budget import MemoryBudget
 
-    store = RunCache(max_entries=3, max_bytes=100)
+    store = MemoryBudget(max_entries=3, max_bytes=100)
     for i in range(4):
         store.put(("m", str(i)), _fake_trace(10))
     assert len(store) == 3 and store.get(("m", "0")) is None  # oldest went first

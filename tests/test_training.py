@@ -22,6 +22,7 @@ from model.seq2seq import EncoderDecoder, cross_patterns, reversal_scores
 from model.tasks import (
     HELD_OUT_PARAGRAPH, corpus, make_task, repeated_sequences, reversal_pairs, unigram_loss,
 )
+from ui import training_runs as runs
 from viz.training import cross_attention_heatmap, loss_curve, smooth, snapshot_grid
 
 TINY = dict(n_layers=1, n_heads=2, d_model=16, batch_size=8, warmup=5)
@@ -102,7 +103,7 @@ def test_app_settings_bound_size_and_snapshots():
 
 
 def test_background_run_reports_progress_and_saves(tmp_path):
-    run = tr.TrainingRun(make_task("chars"), settings("chars", steps=6, snapshot_every=3),
+    run = runs.TrainingRun(make_task("chars"), settings("chars", steps=6, snapshot_every=3),
                          tmp_path / "model")
     run.start()
     run.thread.join(60)
@@ -116,14 +117,14 @@ def test_background_run_reports_progress_and_saves(tmp_path):
 
 
 def test_server_refuses_runs_beyond_its_slots(monkeypatch):
-    monkeypatch.setattr(tr, "_SLOTS", threading.BoundedSemaphore(1))
+    monkeypatch.setattr(runs, "_SLOTS", threading.BoundedSemaphore(1))
     gate = threading.Event()
-    first = tr.TrainingRun(make_task("induction"), settings("induction", steps=1000))
+    first = runs.TrainingRun(make_task("induction"), settings("induction", steps=1000))
     first._on_step = lambda step, loss: gate.wait(30)  # hold the only slot
     first.start()
     try:
-        with pytest.raises(tr.ServerBusy):
-            tr.TrainingRun(make_task("induction"), settings("induction", steps=2)).start()
+        with pytest.raises(runs.ServerBusy):
+            runs.TrainingRun(make_task("induction"), settings("induction", steps=2)).start()
     finally:
         first.stop()
         gate.set()
@@ -134,7 +135,7 @@ def test_server_refuses_runs_beyond_its_slots(monkeypatch):
 def test_a_failing_run_reports_its_error():
     task = make_task("induction")
     task.batch = lambda gen, n: (_ for _ in ()).throw(RuntimeError("bad batch"))
-    run = tr.TrainingRun(task, settings("induction", steps=3))
+    run = runs.TrainingRun(task, settings("induction", steps=3))
     run.start()
     run.thread.join(30)
     assert run.view()[0] == "failed" and "bad batch" in run.error

@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import threading
-from collections import OrderedDict
+import time
 
 import streamlit as st
 
 from model import LoadedModel, ModelLoadError, Trace, load_model
+from model.allocator import release_free_memory
 
 from . import settings
+from .budget import MemoryBudget
+from .gate import RunQueue
 from .settings import MODEL_CACHE_ENTRIES
+
+# How often the memory keeper may hand freed memory back to the system, and for how long
+# after an eviction or a closed session it keeps doing so.
+RELEASE_EVERY_SECONDS = 5
+RELEASE_WINDOW_SECONDS = 60
 
 # The app shows patterns, q/k (for the Q·K view), the residual stream and the embeddings;
 # scores and q·k are recomputed from q and k when needed, so they are not kept.
@@ -20,46 +30,6 @@ APP_HOOKS = ("hook_pattern", "hook_q", "hook_k", "hook_rot_q", "hook_rot_k", "ho
 
 def keep_for_app(name: str) -> bool:
     return any(part in name for part in APP_HOOKS)
-
-
-class RunCache:
-    """Least-recently-used runs, bounded by entry count and by the bytes of their tensors.
-
-    One per server process, shared by every session (the same text on the same model is run
-    once). Thread-safe; a run bigger than the whole budget is returned but not kept.
-    """
-
-    def __init__(self, max_entries: int, max_bytes: int) -> None:
-        self.max_entries, self.max_bytes = max_entries, max_bytes
-        self._runs: OrderedDict[tuple, tuple[Trace, int]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    @property
-    def nbytes(self) -> int:
-        with self._lock:
-            return sum(size for _, size in self._runs.values())
-
-    def __len__(self) -> int:
-        return len(self._runs)
-
-    def get(self, key: tuple) -> Trace | None:
-        with self._lock:
-            if key not in self._runs:
-                return None
-            self._runs.move_to_end(key)
-            return self._runs[key][0]
-
-    def put(self, key: tuple, trace: Trace) -> None:
-        size = trace.nbytes
-        with self._lock:
-            self._runs.pop(key, None)
-            if size > self.max_bytes:
-                return
-            self._runs[key] = (trace, size)
-            total = sum(s for _, s in self._runs.values())
-            while len(self._runs) > self.max_entries or total > self.max_bytes:
-                _, (_, freed) = self._runs.popitem(last=False)
-                total -= freed
 
 
 @st.cache_resource(max_entries=MODEL_CACHE_ENTRIES, show_spinner="Loading the model…")
@@ -78,8 +48,61 @@ def get_model(name: str) -> LoadedModel:
 
 
 @st.cache_resource
-def _run_cache() -> RunCache:
-    return RunCache(*settings.trace_cache_bounds())
+def _run_cache() -> MemoryBudget:
+    """The one memory budget of this server process: runs and everything derived from them."""
+    return MemoryBudget(*settings.memory_budget())
+
+
+@st.cache_resource
+def run_queue() -> RunQueue:
+    """The server's queue of page runs (ui/gate.py)."""
+    return RunQueue(settings.run_slots())
+
+
+_KEEPER = {"dirty_until": 0.0}  # this module is imported once per server process
+
+
+def note_freed() -> None:
+    """Something big was let go (a closed session, a finished training run): the memory keeper
+    hands the freed memory back to the system over the next minute. Any thread may call it."""
+    _KEEPER["dirty_until"] = time.monotonic() + RELEASE_WINDOW_SECONDS
+
+
+@st.cache_resource
+def start_memory_keeper() -> threading.Thread:
+    """One thread per server: every RELEASE_EVERY_SECONDS, while memory was recently evicted or
+    freed, ask glibc to give free pages back (RSS falls, not just Python's count). It keeps
+    trying for a minute because an evicted run is freed only when the last page that was
+    drawing it finishes."""
+    store, state = _run_cache(), _KEEPER
+
+    def keep() -> None:
+        while True:
+            time.sleep(RELEASE_EVERY_SECONDS)
+            if store.evicted_bytes:
+                store.evicted_bytes = 0
+                state["dirty_until"] = time.monotonic() + RELEASE_WINDOW_SECONDS
+            if time.monotonic() < state["dirty_until"]:
+                release_free_memory()
+
+    thread = threading.Thread(target=keep, name="attention-lab-memory", daemon=True)
+    thread.start()
+    return thread
+
+
+def shared(kind: str):
+    """Like st.cache_data, but in the server's one memory budget and without copies: the value
+    is shared by every session and must never be mutated. Arguments whose name starts with "_"
+    are not part of the key (pass a key argument that names them)."""
+    def decorate(fn):
+        params = list(inspect.signature(fn).parameters)
+
+        @functools.wraps(fn)
+        def wrapper(*args):
+            key = (kind,) + tuple(a for p, a in zip(params, args) if not p.startswith("_"))
+            return _run_cache().get_or_compute(key, lambda: fn(*args))
+        return wrapper
+    return decorate
 
 
 def cached_run(name: str, text: str, pair: str = "", keep=keep_for_app, kind: str = "app",
@@ -89,17 +112,19 @@ def cached_run(name: str, text: str, pair: str = "", keep=keep_for_app, kind: st
     selections don't collide; as_batch runs text and pair as a padded batch of two instead of
     a sentence pair."""
     store = _run_cache()
-    key = (name, text, pair, kind, as_batch)
+    key = ("run", name, text, pair, kind, as_batch)
     trace = store.get(key)
-    if trace is None:
-        with st.spinner("Running the model…"):
-            model = get_model(name)
-            if as_batch:
-                trace = model.run([text, pair], keep=keep)
-            else:
-                trace = model.run(text, pair or None, keep=keep)
-        store.put(key, trace)
-    return trace
+    if trace is not None:
+        return trace
+
+    def run() -> Trace:
+        model = get_model(name)
+        if as_batch:
+            return model.run([text, pair], keep=keep)
+        return model.run(text, pair or None, keep=keep)
+
+    with st.spinner("Running the model…"):
+        return store.get_or_compute(key, run)
 
 
 def get_trace(name: str, text: str, pair: str) -> Trace:

@@ -18,11 +18,19 @@ MAX_URL_TEXT = 1_500  # longer texts are not put in the shareable link
 LINE_VIEW_MAX_TOKENS = 60  # the token-to-token line view is unreadable beyond this
 MODEL_CACHE_ENTRIES = 3
 TRACE_CACHE_ENTRIES = 12
-# Every cached run together, shared by all users of one server (a 512-token MiniLM run
-# with what the app keeps is ~85 MB).
-TRACE_CACHE_BYTES_LOCAL = 3 * 2**30
-TRACE_CACHE_BYTES_HOSTED = 1 * 2**30
-TRACE_CACHE_ENTRIES_HOSTED = 32
+# The memory budget: every run and everything derived from one (rollout, figures, statistics,
+# sweeps) that the server keeps between reruns, shared by all users of one server process
+# (ui/budget.py). Sessions keep only names and small choices. A 512-token MiniLM run with what
+# the app keeps is ~180 MB. Configurable: ATTENTION_LAB_MEMORY_MB, or `memory_mb` in
+# secrets.toml.
+MEMORY_MB_LOCAL = 3 * 1024
+MEMORY_MB_HOSTED = 1024
+MEMORY_ENTRIES_LOCAL = 96
+MEMORY_ENTRIES_HOSTED = 128
+# Page runs computing at once; the others queue and see their place (ui/gate.py). Hosted: one
+# per core of the 2-core class server (bench/bench_load.py).
+RUN_SLOTS_LOCAL = 4
+RUN_SLOTS_HOSTED = 2
 # Hosted: one torch thread per forward pass. With many users at once, two-thread passes on a
 # 2-core server wait on each other's OpenMP workers; bench/bench_load.py (BENCHMARKS.md).
 # Locally torch keeps its default (one thread per core): one user, the fastest single pass.
@@ -73,11 +81,20 @@ def model_refusal(name: str) -> str | None:
     return None
 
 
-def trace_cache_bounds() -> tuple[int, int]:
-    """(entries, bytes) for the shared cache of runs."""
-    if hosted():
-        return TRACE_CACHE_ENTRIES_HOSTED, TRACE_CACHE_BYTES_HOSTED
-    return TRACE_CACHE_ENTRIES * 4, TRACE_CACHE_BYTES_LOCAL
+def memory_budget() -> tuple[int, int]:
+    """(entries, bytes) of the server's one memory budget."""
+    value = os.environ.get("ATTENTION_LAB_MEMORY_MB") or _secret("memory_mb", None)
+    default = MEMORY_MB_HOSTED if hosted() else MEMORY_MB_LOCAL
+    try:
+        megabytes = int(str(value).strip()) if value not in (None, "") else default
+    except ValueError:
+        megabytes = default
+    entries = MEMORY_ENTRIES_HOSTED if hosted() else MEMORY_ENTRIES_LOCAL
+    return entries, max(64, megabytes) * 2**20
+
+
+def run_slots() -> int:
+    return RUN_SLOTS_HOSTED if hosted() else RUN_SLOTS_LOCAL
 
 
 def use_hosted_threads() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import streamlit as st
 
@@ -20,12 +21,23 @@ OTHER = "Other: local directory or hub id"
 
 @dataclass
 class Selection:
+    """What the sidebar chose. It lives in the session state, so it holds names, never a run:
+    `trace` is looked up in the server's shared memory budget on each use (and recomputed if
+    it was evicted), so a session costs almost nothing between reruns."""
+
     model_name: str
     text: str
     pair: str
-    model: LoadedModel | None = None
-    trace: Trace | None = None
+    model: LoadedModel | None = None  # shared by every session, never mutated
     cut_chars: int = 0
+    ran: bool = False
+    url_model: str = ""  # how the link names the model (never a server path)  # the text ran without an error
+
+    @property
+    def trace(self) -> Trace | None:
+        if self.model is None or not self.ran:
+            return None
+        return get_trace(self.model_name, self.text, self.pair)
 
 
 def _apply_example() -> None:
@@ -34,13 +46,22 @@ def _apply_example() -> None:
     st.session_state["sb_pair"] = pair
 
 
-def _model_choice() -> str:
+def model_label(name: str) -> str:
+    """How a model is named on screen and in links: a server directory by its folder name."""
+    looks_like_path = name.startswith(("/", "~", ".")) or name.count("/") > 1
+    return Path(name).name or name if looks_like_path else name
+
+
+def _model_choice() -> tuple[str, str]:
+    """(name to load, label for the link)."""
     allowed = settings.allowed_models()
     trained = st.session_state.get("trained_models", {})  # label -> directory, this session
     options = (allowed if allowed is not None else list(BUNDLED)) + list(trained)
     options += [OTHER] if allowed is None else []
+    by_label = {model_label(n): n for n in options if n != OTHER and n not in trained}
     wanted = url_default("sb_model", None)
     if wanted is not None and "sb_model_choice" not in st.session_state:
+        wanted = by_label.get(wanted, wanted)
         if wanted in options:
             st.session_state["sb_model_choice"] = wanted
         elif allowed is None:
@@ -51,25 +72,26 @@ def _model_choice() -> str:
                                "showing the default model instead.")
     choice = st.selectbox(
         "Model", options, key="sb_model_choice",
-        format_func=lambda n: n if n == OTHER or n not in BUNDLED_DESCRIPTIONS
-        else f"{n} — {BUNDLED_DESCRIPTIONS[n]}",
+        format_func=lambda n: n if n == OTHER or n in trained else
+        f"{n} — {BUNDLED_DESCRIPTIONS[n]}" if n in BUNDLED_DESCRIPTIONS else model_label(n),
     )
     if choice in trained:
-        return trained[choice]
+        return trained[choice], choice
     if choice != OTHER:
-        return choice
-    return st.text_input(
+        return choice, model_label(choice)
+    other = st.text_input(
         "Model directory or hub id", key="sb_model_other",
         placeholder="/path/to/model or gpt2", help="A local Hugging Face model directory "
         "(config.json, model.safetensors, tokenizer files), or a hub id when online.",
     ).strip()
+    return other, other
 
 
 def render() -> Selection:
     """Draw the sidebar and run the model on the text. Shows errors instead of raising."""
     sb = st.sidebar
     with sb:
-        name = _model_choice()
+        name, label = _model_choice()
         st.session_state.setdefault("sb_text", url_default("sb_text", SHORT))
         st.session_state.setdefault("sb_pair", url_default("sb_pair", ""))
         st.selectbox("Examples", list(EXAMPLES), key="sb_example", index=None,
@@ -83,7 +105,7 @@ def render() -> Selection:
         st.radio("Figure downloads", charts.FORMATS, key=charts.FORMAT_KEY, horizontal=True,
                  help="What the camera button in each figure's toolbar saves: PNG, or SVG "
                  "(vector) for slides and papers.")
-    selection = Selection(model_name=name, text=text, pair=pair)
+    selection = Selection(model_name=name, text=text, pair=pair, url_model=label)
     limit = settings.max_chars()
     for field in ("text", "pair"):
         value = getattr(selection, field)
@@ -104,7 +126,8 @@ def render() -> Selection:
     if not selection.text.strip():
         return selection
     try:
-        selection.trace = get_trace(name, selection.text, selection.pair)
+        get_trace(name, selection.text, selection.pair)
+        selection.ran = True
     except ValueError as exc:
         sb.error(md_escape(str(exc)))
     return selection
@@ -118,9 +141,9 @@ def require_trace(selection: Selection) -> Trace:
     if not selection.text.strip():
         st.info("Type some text in the sidebar (or pick an example) to see its attention.")
         st.stop()
-    if selection.trace is None:
-        st.stop()
     trace = selection.trace
+    if trace is None:
+        st.stop()
     notes = []
     if selection.cut_chars:
         notes.append(f"The text was cut by {selection.cut_chars:,} characters "

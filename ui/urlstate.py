@@ -12,6 +12,19 @@ URL_KEYS = {"model": "sb_model", "text": "sb_text", "pair": "sb_pair",
 INT_KEYS = {"layer", "head"}
 
 
+URL_INT_DIGITS = 6  # no layer, head or step of any model here needs more
+
+
+def url_int(value) -> int | None:
+    """A small non-negative integer from a link, or None. Strict on purpose: `str.isdigit()`
+    accepts "²" and other Unicode digits that int() refuses, and int() of 5,000 digits
+    raises; a link anyone can send must never break a page."""
+    text = str(value).strip()
+    if not 0 < len(text) <= URL_INT_DIGITS or not text.isascii() or not text.isdecimal():
+        return None
+    return int(text)
+
+
 def load_from_url() -> None:
     """Seed session state from the query string, the first time this session runs."""
     if st.session_state.get("_url_loaded"):
@@ -23,9 +36,9 @@ def load_from_url() -> None:
             continue
         value = params[param]
         if param in INT_KEYS:
-            if not value.isdigit():
+            value = url_int(value)
+            if value is None:
                 continue
-            value = int(value)
         st.session_state.setdefault(f"_url_{key}", value)
 
 
