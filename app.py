@@ -27,7 +27,7 @@ if settings.hosted():  # a shared server: users see a message, never a traceback
     st.set_option("client.showErrorDetails", "none")
     settings.use_hosted_threads()
 
-# (section, file, title, icon, url path). A page appears once its file exists.
+# (section, file, title, icon, url path)
 PAGES = [
     ("Explore", "app_pages/attention.py", "Attention", ":material/grid_on:", "attention"),
     ("Explore", "app_pages/heads.py", "Head statistics", ":material/leaderboard:", "heads"),
@@ -44,10 +44,9 @@ PAGES = [
 def _navigation() -> dict[str, list]:
     sections: dict[str, list] = {}
     for section, file, title, icon, url in PAGES:
-        if (HERE / file).is_file():
-            sections.setdefault(section, []).append(
-                st.Page(str(HERE / file), title=title, icon=icon, url_path=url,
-                        default=url == "attention"))
+        sections.setdefault(section, []).append(
+            st.Page(str(HERE / file), title=title, icon=icon, url_path=url,
+                    default=url == "attention"))
     return sections
 
 

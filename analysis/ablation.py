@@ -22,8 +22,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .hooks import caching_hook, hooks
-from .transformer import ModelOutput, attention_mask_bias
+from model.hooks import caching_hook, hooks
+from model.transformer import ModelOutput
 
 MODES = ("zero", "mean")
 Head = tuple[int, int]  # (layer, head)
@@ -206,22 +206,13 @@ def sweep_chunk(cfg, n_pos: int, budget: int = 48_000_000) -> int:
 
 def _forward_from(loaded, layer: int, resid: torch.Tensor, attention_mask: torch.Tensor,
                   fwd_hooks) -> ModelOutput:
-    """The rest of the model from block `layer` on, given that block's input (on the device).
-
-    The tail of HookedTransformer.forward (blocks, final norm, unembedding) without the
-    earlier blocks: in a sweep they are the same for every copy, so they run once.
-    resid: [batch, pos, d_model]; attention_mask: [batch, pos].
-    """
-    model = loaded.model
-    mask = attention_mask_bias(attention_mask.to(resid.device), loaded.cfg.causal, resid.dtype)
+    """The rest of the model from block `layer` on (the model's own forward_from), with the
+    sweep's hooks, on the CPU. In a sweep the earlier blocks are the same for every copy, so
+    they run once. resid: [batch, pos, d_model]; attention_mask: [batch, pos]."""
     with torch.no_grad(), hooks(loaded.hook_names, list(fwd_hooks)):
-        x = resid  # [batch, pos, d_model]
-        for block in model.blocks[layer:]:
-            x = block(x, mask)
-        final = model.ln_final(x) if model.ln_final is not None else x
-        logits = model.hook_logits(model.unembed(final)) if model.unembed is not None else None
-    return ModelOutput(residual=x.float().cpu(), final=final.float().cpu(), pooled=None,
-                       logits=None if logits is None else logits.float().cpu())
+        out = loaded.model.forward_from(layer, resid, attention_mask)
+    return ModelOutput(residual=out.residual.float().cpu(), final=out.final.float().cpu(),
+                       pooled=None, logits=None if out.logits is None else out.logits.float().cpu())
 
 
 def importance_sweep(loaded, inputs: Inputs, mode: str = "zero", pooling: str | None = None,
@@ -264,9 +255,40 @@ def importance_sweep(loaded, inputs: Inputs, mode: str = "zero", pooling: str | 
 
 def model_directory(name: str) -> Path | None:
     """Where a bundled name or a local directory lives (None for anything else: no download)."""
-    from .loading import resolve
-    from .registry import BUNDLED
+    from model.loading import resolve
+    from model.registry import BUNDLED
 
     if name in BUNDLED or Path(name).expanduser().is_dir():
         return resolve(name)
     return None
+
+
+CANDIDATES = 8  # top next tokens taken from each run, per position
+
+
+def ablation_report(loaded, inputs: Inputs, heads: Iterable[Head], mode: str,
+                    pooling: str | None) -> dict:
+    """What removing `heads` changed, as the ablation page shows it (numpy, small):
+    cosine [pos] of each final vector with the clean one; for sentence models (pooling) the
+    sentence embeddings' cosine; for decoders the mean loss before and after, each position's
+    next-token loss, and the CANDIDATES most likely next tokens of each run with their
+    probabilities before and after ([pos, 2 * CANDIDATES])."""
+    clean = forward(loaded, inputs)
+    ablated = run_ablated(loaded, inputs, heads, mode)
+    out = {"cosine": token_cosine(clean.final, ablated.final)[0].numpy(), "pooling": pooling}
+    if pooling is not None:
+        a, b = (sentence_embedding(o.final, inputs.attention_mask, pooling)
+                for o in (clean, ablated))
+        out["sentence"] = float((a * b).sum())
+    if clean.logits is not None:
+        args = (inputs.input_ids, inputs.attention_mask)
+        out["loss"] = (float(text_loss(clean.logits, *args)[0]),
+                       float(text_loss(ablated.logits, *args)[0]))
+        out["nll"] = [next_token_losses(o.logits, *args)[0].numpy() for o in (clean, ablated)]
+        p0, p1 = clean.logits[0].softmax(-1), ablated.logits[0].softmax(-1)  # [pos, vocab]
+        ids = np.concatenate([p0.topk(CANDIDATES, -1).indices.numpy(),
+                              p1.topk(CANDIDATES, -1).indices.numpy()], axis=1)  # [pos, 2k]
+        out["candidates"] = ids
+        out["p_clean"] = np.take_along_axis(p0.numpy(), ids, axis=1)  # [pos, 2k]
+        out["p_ablated"] = np.take_along_axis(p1.numpy(), ids, axis=1)  # [pos, 2k]
+    return out

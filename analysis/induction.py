@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from .hooks import caching_hook, hooks
+from model.hooks import caching_hook, hooks
 
 
 def fresh_repeats(gen: torch.Generator, batch: int, length: int, n_symbols: int) -> torch.Tensor:
@@ -41,12 +41,6 @@ def previous_token_score(patterns: torch.Tensor) -> torch.Tensor:
     n = patterns.shape[-1]
     q = torch.arange(1, n)  # [pos - 1]
     return patterns[:, :, q, q - 1].mean(dim=(0, 2))  # [head]
-
-
-def chance_score(length: int) -> float:
-    """The induction score of a head that spreads its attention evenly over every allowed key
-    (causal: query i sees i + 1 keys)."""
-    return sum(1.0 / (i + 1) for i in range(length, 2 * length)) / length
 
 
 def pattern_cache(model, ids: torch.Tensor) -> dict[str, torch.Tensor]:

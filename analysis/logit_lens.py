@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .config import TransformerConfig
+from model.config import TransformerConfig
 
 
 def lens_unavailable(cfg: TransformerConfig, model_name: str = "this model") -> str | None:

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from .layers import Rotary, sinusoidal_table
-from .transformer import HookedTransformer
+from model.layers import Rotary, sinusoidal_table
+from model.transformer import HookedTransformer
 
 __all__ = ["PositionTable", "model_positions", "position_similarity", "rotary_inv_freq",
            "rotary_qk_by_distance", "rotary_table", "similarity_by_distance",

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .trace import Trace
+from model.trace import Trace
 
 METHODS = ("PCA", "t-SNE", "UMAP")
 # t-SNE and UMAP cost seconds per thousand points on a small CPU; above these the app refuses.
@@ -255,7 +255,7 @@ def query_key_vectors(trace: Trace, layer: int, head: int, item: int = 0):
         raise ValueError(f"layer must be in [0, {cfg.n_layers}) and head in [0, {cfg.n_heads})")
     rot = "rot_" if cfg.positions == "rotary" else ""
     n = int(trace.attention_mask[item].sum())
-    kv_head = head // (cfg.n_heads // cfg.kv_heads)
+    kv_head = head // (cfg.n_heads // cfg.n_kv_heads)
     q = trace.cache[f"blocks.{layer}.attn.hook_{rot}q"][item, head, :n]  # [pos, d_head]
     k = trace.cache[f"blocks.{layer}.attn.hook_{rot}k"][item, kv_head, :n]  # [pos, d_head]
     pattern = trace.cache[f"blocks.{layer}.attn.hook_pattern"][item, head, :n, :n]  # [q, k]

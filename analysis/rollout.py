@@ -1,4 +1,5 @@
-"""Numbers derived from a trace: attention rollout, special-token filtering, the Q·K breakdown.
+"""Attention across heads and layers: the head average, attention rollout, and special tokens
+left out.
 
 Pure numeric helpers: numpy or torch arrays in, numpy arrays out. No Streamlit, no plotting.
 Rows are queries, columns are keys, every attention row is a softmax over keys.
@@ -6,12 +7,9 @@ Rows are queries, columns are keys, every attention row is a softmax over keys.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import torch
 
-from .trace import Trace
 
 
 def _numpy(x, name: str) -> np.ndarray:
@@ -40,11 +38,15 @@ def _check_attentions(attentions, name: str = "attentions") -> np.ndarray:
 
 
 def head_average(attentions, layer: int) -> np.ndarray:
-    """The mean over heads of one layer: [n_layers, head, q, k] -> [q, k]. Rows still sum to 1."""
-    a = _check_attentions(attentions)
-    if not 0 <= layer < a.shape[0]:
-        raise ValueError(f"layer must be in [0, {a.shape[0]}), got {layer}")
-    return a[layer].mean(axis=0)  # [q_pos, k_pos]
+    """The mean over heads of one layer: [n_layers, head, q, k] -> [q, k]. Rows still sum to 1.
+    Only that layer is converted, so a long text's other layers are not copied."""
+    if not 0 <= layer < len(attentions):
+        raise ValueError(f"layer must be in [0, {len(attentions)}), got {layer}")
+    a = _numpy(attentions[layer], "attentions")  # [head, q_pos, k_pos]
+    if a.ndim != 3 or a.shape[-1] != a.shape[-2]:
+        raise ValueError(f"attentions must be [n_layers, head, q_pos, k_pos] with q_pos == "
+                         f"k_pos, got a layer of shape {tuple(a.shape)}")
+    return a.mean(axis=0)  # [q_pos, k_pos]
 
 
 def attention_rollout(attentions, add_residual: bool = True) -> np.ndarray:
@@ -92,56 +94,3 @@ def drop_special(matrix, keep_mask) -> tuple[np.ndarray, list[int]]:
     if kept.size == 0:
         raise ValueError("every position is marked special: nothing is left to show")
     return _normalise_rows(m[np.ix_(kept, kept)]), kept.tolist()
-
-
-def _hook(trace: Trace, layer: int, name: str) -> torch.Tensor:
-    key = f"blocks.{layer}.attn.{name}"
-    if key not in trace.cache:
-        raise ValueError(f"the trace has no {key!r}; run the model without a `keep` filter")
-    return trace.cache[key]
-
-
-def qk_breakdown(trace: Trace, layer: int, head: int, query_pos: int, item: int = 0) -> dict:
-    """Where one row of an attention pattern comes from, for one head and one query token.
-
-    Returns a dict of numpy arrays and ints:
-      q        [d_head]          the query vector (after rotation for rotary models)
-      keys     [k_pos, d_head]   every key vector (after rotation), from the head's k/v head
-      qk       [k_pos]           q·k for each key (the cache's hook_qk row)
-      scaled   [k_pos]           q·k / sqrt(d_head); masked keys are -inf in this display copy
-      softmax  [k_pos]           softmax of the scaled row over keys (the hook_pattern row)
-      masked   [k_pos] bool      keys the query may not see (padding; later tokens if causal)
-      layer, head, kv_head, query_pos, item, d_head, scale (= 1/sqrt(d_head)), rotary (bool)
-
-    With grouped-query attention each k/v head serves n_heads // n_kv_heads consecutive query
-    heads, so query head h reads k/v head h // (n_heads // n_kv_heads).
-    """
-    cfg = trace.cfg
-    n_batch, n_pos = trace.input_ids.shape
-    for value, upper, what in ((layer, cfg.n_layers, "layer"), (head, cfg.n_heads, "head"),
-                               (query_pos, n_pos, "query_pos"), (item, n_batch, "item")):
-        if not 0 <= int(value) < upper:
-            raise ValueError(f"{what} must be in [0, {upper}), got {value}")
-    rotary = f"blocks.{layer}.attn.hook_rot_q" in trace.cache
-    kv_head = head // (cfg.n_heads // cfg.kv_heads)
-    q = _hook(trace, layer, "hook_rot_q" if rotary else "hook_q")[item, head, query_pos]
-    keys = _hook(trace, layer, "hook_rot_k" if rotary else "hook_k")[item, kv_head]
-    q, keys = q.float(), keys.float()  # [d_head], [k_pos, d_head]
-    qk = keys @ q  # [k_pos]
-    scale = 1.0 / math.sqrt(cfg.d_head)
-
-    allowed = trace.attention_mask[item].bool().clone()  # [k_pos]
-    if cfg.causal:
-        allowed &= torch.arange(n_pos) <= query_pos
-    # The model adds float32's minimum rather than -inf (so a fully masked row stays finite);
-    # the softmax below does the same, so it matches hook_pattern exactly.
-    finite = torch.where(allowed, qk * scale, torch.tensor(torch.finfo(torch.float32).min))
-    softmax = finite.softmax(dim=-1)  # [k_pos]
-    shown = torch.where(allowed, qk * scale, torch.tensor(float("-inf")))  # [k_pos]
-    return {
-        "q": q.numpy().copy(), "keys": keys.numpy().copy(), "qk": qk.numpy(),
-        "scaled": shown.numpy(), "softmax": softmax.numpy(), "masked": (~allowed).numpy(),
-        "layer": int(layer), "head": int(head), "kv_head": int(kv_head),
-        "query_pos": int(query_pos), "item": int(item), "d_head": cfg.d_head, "scale": scale,
-        "rotary": rotary,
-    }

@@ -8,22 +8,19 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from model.ablation import (
-    METRICS, Inputs, forward, importance_sweep, model_directory, next_token_losses, run_ablated,
-    sentence_embedding, sentence_pooling, text_loss, token_cosine,
+from analysis.ablation import (
+    METRICS, Inputs, ablation_report, importance_sweep, model_directory, sentence_pooling,
 )
 from ui import settings
 from ui.cache import get_model
 from ui.charts import chart_config
 from ui.callbacks import add_layer_heads, set_state, toggle_head
 from ui.sidebar import require_trace
-from ui.urlstate import write_to_url
 from viz.heads import head_grid, next_token_bars, token_bars
 from viz.labels import axis_labels, looks_byte_level, visible_text, plain_text
 
 MODES = {"zero": "Zero: the head outputs nothing",
          "mean": "Mean: the head outputs its average over the text's positions"}
-CANDIDATES = 8  # top tokens taken from each run, per position
 AUTO_SWEEP = 72 * 64  # heads × tokens below which the sweep runs without a click
 KEPT_SWEEPS = 16  # sweeps kept for every user of this server (a class often shares a text)
 HOSTED_SWEEP_TOKENS = 256  # hosted mode: longer texts get no sweep (72 runs each)
@@ -39,27 +36,8 @@ def _shared_sweeps() -> dict:
 @st.cache_data(max_entries=32, show_spinner="Re-running the model without those heads…")
 def _ablate(model_name: str, text: str, pair: str, heads: tuple, mode: str) -> dict:
     loaded = get_model(model_name)
-    inputs = Inputs.encode(loaded, text, pair or None)
-    clean = forward(loaded, inputs)
-    ablated = run_ablated(loaded, inputs, heads, mode)
-    pooling = sentence_pooling(model_directory(model_name))
-    out = {"cosine": token_cosine(clean.final, ablated.final)[0].numpy(), "pooling": pooling}
-    if pooling is not None:
-        a, b = (sentence_embedding(o.final, inputs.attention_mask, pooling) for o in (clean,
-                                                                                      ablated))
-        out["sentence"] = float((a * b).sum())
-    if clean.logits is not None:
-        args = (inputs.input_ids, inputs.attention_mask)
-        out["loss"] = (float(text_loss(clean.logits, *args)[0]),
-                       float(text_loss(ablated.logits, *args)[0]))
-        out["nll"] = [next_token_losses(o.logits, *args)[0].numpy() for o in (clean, ablated)]
-        p0, p1 = clean.logits[0].softmax(-1), ablated.logits[0].softmax(-1)  # [pos, vocab]
-        ids = np.concatenate([p0.topk(CANDIDATES, -1).indices.numpy(),
-                              p1.topk(CANDIDATES, -1).indices.numpy()], axis=1)  # [pos, 2k]
-        out["candidates"] = ids
-        out["p_clean"] = np.take_along_axis(p0.numpy(), ids, axis=1)  # [pos, 2k]
-        out["p_ablated"] = np.take_along_axis(p1.numpy(), ids, axis=1)  # [pos, 2k]
-    return out
+    return ablation_report(loaded, Inputs.encode(loaded, text, pair or None), heads, mode,
+                           sentence_pooling(model_directory(model_name)))
 
 
 selection = st.session_state["selection"]
@@ -94,7 +72,6 @@ row[1].button("Remove every head of this layer", key="abl_add_layer",
               on_click=add_layer_heads("abl_layer", "abl_heads", cfg.n_heads))
 row[2].button("Clear", key="abl_clear", on_click=set_state(abl_heads=[]))
 
-write_to_url(model=selection.url_model, text=selection.text, pair=selection.pair)
 pooling = sentence_pooling(model_directory(selection.model_name))
 if not chosen:
     st.info("No head removed yet: pick heads above (or click them in the importance grid "

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from model.analysis import attention_rollout, drop_special, qk_breakdown
+from analysis.qk import qk_breakdown
+from analysis.rollout import attention_rollout, drop_special, head_average
 from ui import settings
 from ui.cache import shared
 from ui.charts import chart_config
@@ -14,10 +15,12 @@ from ui.text import md_escape
 from ui.sidebar import require_trace
 from ui.urlstate import url_default, write_to_url
 from ui.widgets import index_slider
-from viz.attention import attention_heatmap, head_lines, head_overview, qk_figure
+from viz.attention import (
+    attention_heatmap, cross_attention_heatmap, head_lines, head_overview, qk_figure,
+)
 from viz.export import matrix_csv, trace_npz
 from viz.labels import axis_labels, plain_text
-from viz.training import cross_attention_heatmap
+
 
 VIEWS = ["All heads", "Token lines", "Where a row comes from (Q·K)", "Download"]
 ROLLOUT_DEFINITION = (
@@ -87,7 +90,7 @@ def explorer(selection) -> None:
         matrix = _rollout(trace, key)[layer]
         title = f"Attention rollout through layer {layer}"
     elif average:
-        matrix = trace.attentions[layer].mean(0).numpy()
+        matrix = head_average(trace.attentions, layer)
         title = f"Layer {layer}, average of {cfg.n_heads} heads"
     else:
         matrix = trace.attentions[layer, head].numpy()
@@ -113,22 +116,26 @@ def explorer(selection) -> None:
     fig = attention_heatmap(matrix, shown_labels, shown_labels, title=title,
                             causal=cfg.causal and mode == "Raw attention")
     st.plotly_chart(fig, key="attn_heatmap", config=chart_config())
-    cross = getattr(trace, "cross_attentions", None)  # an encoder-decoder (tiny-reverse)
-    if cross is not None:
-        _cross_attention(trace, cross, head)
+    if trace.kind == "encoder_decoder":  # tiny-reverse: the decoder reads the source too
+        _cross_attention(trace, trace.cross_attentions, head)
 
-    write_to_url(model=selection.url_model, text=selection.text, pair=selection.pair,
-                 layer=layer, head=head)
+    write_to_url(layer=layer, head=head)
 
     view = st.segmented_control("More", VIEWS, key="attn_view", default=VIEWS[0],
                                 label_visibility="collapsed") or VIEWS[0]
     if view != st.session_state.get("_attn_view_drawn"):
         st.rerun()  # the overview is drawn outside this fragment: redraw the whole page
 
-    if view == "All heads":
-        pass  # below, outside the fragment: it does not change with the sliders
+    # "All heads" is drawn below, outside the fragment: it does not change with the sliders.
+    _detail_view(view, selection, trace, layer, head, matrix, shown_labels)
 
-    elif view == "Token lines":
+
+def _detail_view(view: str, selection, trace, layer: int, head: int, matrix,
+                 shown_labels: list[str]) -> None:
+    """The view chosen under the heatmap: token lines, Q·K, or downloads."""
+    cfg, tokens = trace.cfg, trace.tokens
+    labels = axis_labels(tokens)
+    if view == "Token lines":
         if len(tokens) > settings.LINE_VIEW_MAX_TOKENS:
             st.info(f"The line view is for inputs up to {settings.LINE_VIEW_MAX_TOKENS} tokens; "
                     f"this one has {len(tokens)}. Use the heatmap above.")

@@ -5,14 +5,13 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from model.head_stats import STATISTICS, head_statistics
+from analysis.head_stats import STATISTICS, head_statistics
 from ui import settings
 from ui.cache import get_trace
 from ui.charts import chart_config
 from ui.callbacks import copy_state, pick_head
 from ui.sidebar import require_trace
 from ui.text import md_escape
-from ui.urlstate import write_to_url
 from ui.widgets import index_slider
 from viz.attention import attention_heatmap
 from viz.compare import difference_heatmap
@@ -29,7 +28,6 @@ selection = st.session_state["selection"]
 st.title("Compare two inputs")
 trace_a = require_trace(selection)
 cfg = trace_a.cfg
-write_to_url(model=selection.url_model, text=selection.text, pair=selection.pair)
 st.caption("Text A is the sidebar text; type text B here. Both run through the same model and "
            "are shown with the same layer and head. Change one word to see which heads "
            "notice." + (" B uses the same second sentence as A." if selection.pair else ""))

@@ -7,13 +7,12 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from model.projection import (
+from analysis.projection import (
     MAX_POINTS, ProjectionRefused, check_size, embedding_parts, joint_qk, project_layers,
     query_key_vectors, token_points, umap_available,
 )
 from ui.cache import get_model, shared
 from ui.sidebar import require_trace
-from ui.urlstate import write_to_url
 from ui.charts import chart_config
 from ui.widgets import index_slider
 from viz.labels import axis_labels, looks_byte_level, plain_text, visible_text
@@ -69,7 +68,6 @@ st.title("Embeddings")
 trace = require_trace(selection)
 lm, cfg = selection.model, trace.cfg
 labels = axis_labels(trace.tokens)
-write_to_url(model=selection.url_model, text=selection.text, pair=selection.pair)
 
 # ------------------------------------------------------------------ 1. the embedding sum
 st.header("The embedding sum, taken apart")

@@ -5,14 +5,13 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from model.head_stats import STATISTICS, StatTotals, pooled_statistics, trace_totals
+from analysis.head_stats import STATISTICS, StatTotals, pooled_statistics, trace_totals
 from ui import settings
 from ui.cache import get_model, shared
 from ui.charts import chart_config
 from ui.callbacks import open_chosen_head, pick_head, pick_row
 from ui.sidebar import require_trace
 from ui.text import md_escape, shorten
-from ui.urlstate import write_to_url
 from viz.heads import head_grid
 
 MAX_EXTRA_TEXTS = 8
@@ -41,7 +40,6 @@ trace = require_trace(selection)
 cfg = trace.cfg
 key = (selection.model_name, selection.text, selection.pair)
 names = [n for n in STATISTICS if not (cfg.causal and n == "next")]
-write_to_url(model=selection.url_model, text=selection.text, pair=selection.pair)
 
 st.caption(
     "One number per head, so you can scan all "

@@ -5,12 +5,11 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from model.logit_lens import Lens, lens_unavailable, logit_lens
+from analysis.logit_lens import Lens, lens_unavailable, logit_lens
 from ui.cache import get_model, shared
 from ui.charts import chart_config
 from ui.sidebar import require_trace
 from ui.text import md_escape
-from ui.urlstate import write_to_url
 from viz.labels import axis_labels, looks_byte_level, visible_text, plain_text
 from viz.lens import CELL_TEXT_LIMIT, lens_table
 
@@ -43,7 +42,6 @@ if reason is not None:
     st.stop()
 
 key = (selection.model_name, selection.text, selection.pair)
-write_to_url(model=selection.url_model, text=selection.text, pair=selection.pair)
 tokens = trace.tokens
 n = len(tokens)
 labels = axis_labels(tokens)

@@ -8,14 +8,13 @@ import pandas as pd
 import streamlit as st
 import torch
 
-from model.positions import (
+from analysis.positions import (
     model_positions, position_similarity, rotary_inv_freq, rotary_qk_by_distance,
     similarity_by_distance, sinusoidal_frequencies, sinusoidal_table, wavelengths,
 )
-from model.projection import pca
+from analysis.projection import pca
 from ui.sidebar import require_trace
 from ui.text import md_escape
-from ui.urlstate import write_to_url
 from ui.charts import chart_config
 from ui.widgets import index_slider
 from viz.labels import axis_labels, plain_text
@@ -70,7 +69,6 @@ trace = require_trace(selection)
 lm, cfg = selection.model, trace.cfg
 model_key = selection.model_name
 name = md_escape(selection.model_name)
-write_to_url(model=selection.url_model, text=selection.text, pair=selection.pair)
 st.markdown(
     "Attention on its own ignores order: shuffle the tokens and every token gets the same "
     "mix back. A transformer therefore adds **where** each token is to **what** it is. The "
@@ -229,7 +227,7 @@ if own_kind == "rotary":
                            format_func=lambda i: plain_text(labels[i]))
     kj = cols[3].selectbox("Key from token", range(len(labels)), key="pos_key",
                            format_func=lambda i: plain_text(labels[i]))
-    kv_head = head // (cfg.n_heads // cfg.kv_heads)
+    kv_head = head // (cfg.n_heads // cfg.n_kv_heads)
     q = trace.cache[f"blocks.{layer}.attn.hook_q"][0, head, qi]  # [d_head], before rotation
     kv = trace.cache[f"blocks.{layer}.attn.hook_k"][0, kv_head, kj]  # [d_head]
     curve = rotary_qk_by_distance(q, kv, lm.model, n_pos).numpy()  # [n_pos]

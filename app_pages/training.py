@@ -6,8 +6,9 @@ import numpy as np
 import streamlit as st
 import torch
 
-from model import train as tr
-from model.tasks import EOS, REVERSAL_LETTERS, make_task
+from training import saving
+from training import train as tr
+from training.tasks import EOS, REVERSAL_LETTERS, make_task
 from ui import sessions
 from ui import training_runs as runs
 from ui.charts import chart_config
@@ -66,16 +67,16 @@ def _start(choice: str) -> None:
     key = TASKS[choice][0]
     text = None
     if choice == "own":
-        text = st.session_state.get("train_text", "")[: tr.MAX_TEXT_CHARS]
+        text = st.session_state.get("train_text", "")[: runs.MAX_TEXT_CHARS]
     try:
         task = make_task(key, text)
-        s = tr.app_settings(key, st.session_state["train_layers"],
+        s = runs.app_settings(key, st.session_state["train_layers"],
                             st.session_state["train_heads"], st.session_state["train_d_model"],
                             st.session_state["train_steps"], st.session_state["train_every"])
     except ValueError as exc:
         st.session_state["train_error"] = str(exc)
         return
-    run = runs.TrainingRun(task, s, tr.new_save_dir)  # the folder is made once a slot is free
+    run = runs.TrainingRun(task, s, runs.new_save_dir)  # the folder is made once a slot is free
     try:
         runs.start(run, sessions.browser_id())  # ends this browser's earlier run, if going
     except runs.ServerBusy as exc:
@@ -132,7 +133,7 @@ def _live() -> None:
     if run.error:
         st.error(f"Training failed: {md_escape(run.error)}")
     if run.result is not None and run.result.stopped == "time limit":
-        st.warning(f"Stopped at the time limit of {tr.MAX_SECONDS} s after {len(losses):,} "
+        st.warning(f"Stopped at the time limit of {runs.MAX_SECONDS} s after {len(losses):,} "
                    "steps; the model trained so far is kept.")
     if not losses:
         st.info("Starting…")
@@ -217,11 +218,11 @@ def _finished(run) -> None:
         out = _reverse(model, task, word)
         st.code(f"{word.lower()} → {out or '(only the end token: train longer)'}", language=None)
     c1, c2, c3 = st.columns(3)
-    c1.download_button("Download the model (zip)", lambda: tr.model_archive(run.save_dir),
+    c1.download_button("Download the model (zip)", lambda: saving.model_archive(run.save_dir),
                        file_name=f"tiny-{task.key}.zip", mime="application/zip",
                        key="train_zip", help="config.json, model.safetensors and tokenizer.json;"
                        " unzip and open the folder with load_model.")
-    c2.download_button("Weights only (safetensors)", lambda: tr.weights_file(run.save_dir),
+    c2.download_button("Weights only (safetensors)", lambda: saving.weights_file(run.save_dir),
                        file_name=f"tiny-{task.key}.safetensors",
                        mime="application/octet-stream", key="train_safetensors")
     label = f"trained: {task.key}"
@@ -246,9 +247,9 @@ def _reverse(model, task, word: str) -> str:
 st.title("Train a tiny transformer")
 st.caption(
     f"Training runs on this server's CPU in the background while the page updates every "
-    f"second; other users are not blocked. Bounds: at most {tr.MAX_LAYERS} layers, "
-    f"{tr.MAX_HEADS} heads, d_model {tr.MAX_D_MODEL}, {tr.MAX_STEPS:,} steps and "
-    f"{tr.MAX_SECONDS} seconds per run, one run at a time per browser (a new one ends "
+    f"second; other users are not blocked. Bounds: at most {runs.MAX_LAYERS} layers, "
+    f"{runs.MAX_HEADS} heads, d_model {runs.MAX_D_MODEL}, {runs.MAX_STEPS:,} steps and "
+    f"{runs.MAX_SECONDS} seconds per run, one run at a time per browser (a new one ends "
     f"the one still going), {runs.MAX_CONCURRENT_RUNS} runs on the server at once. If you "
     f"close the tab, its run stops and is deleted within {sessions.FREED_WITHIN_SECONDS} "
     "seconds.")
@@ -270,17 +271,17 @@ choice = st.selectbox("Task", list(TASKS), key="train_task", format_func=LABELS.
 st.caption(TASKS[choice][1])
 if choice == "own":
     st.text_area("Your text", key="train_text", height=160, disabled=busy,
-                 max_chars=tr.MAX_TEXT_CHARS, placeholder="Paste a few paragraphs…")
+                 max_chars=runs.MAX_TEXT_CHARS, placeholder="Paste a few paragraphs…")
 c = st.columns(5)
-c[0].slider("Layers", MIN_LAYERS, tr.MAX_LAYERS, key="train_layers", disabled=busy)
+c[0].slider("Layers", MIN_LAYERS, runs.MAX_LAYERS, key="train_layers", disabled=busy)
 c[1].select_slider("Heads", HEADS, key="train_heads", disabled=busy)
 c[2].select_slider("d_model", D_MODELS, key="train_d_model", disabled=busy,
                    help="The width of every vector in the model; each head works in "
                    "d_model / heads dimensions.")
-c[3].slider("Steps", 50, tr.MAX_STEPS, step=50, key="train_steps", disabled=busy)
+c[3].slider("Steps", 50, runs.MAX_STEPS, step=50, key="train_steps", disabled=busy)
 c[4].select_slider("Snapshot every", [10, 25, 50, 100], value=25, key="train_every",
                    disabled=busy, help=f"Steps between attention snapshots (at most "
-                   f"{tr.MAX_SNAPSHOTS} per run).")
+                   f"{runs.MAX_SNAPSHOTS} per run).")
 b = st.columns([1, 1, 4])
 b[0].button("Start training", key="train_start", type="primary", disabled=busy,
             on_click=_start, args=(choice,))

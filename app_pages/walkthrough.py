@@ -8,10 +8,10 @@ import pandas as pd
 import streamlit as st
 
 from model import Trace
-from model.walkthrough import Shown, Step, preview, top_tokens, walkthrough
+from analysis.walkthrough import Shown, Step, preview, top_tokens, walkthrough
 from ui.cache import cached_run
 from ui.sidebar import require_trace
-from ui.urlstate import url_int, write_to_url
+from ui.urlstate import url_int, url_param, write_to_url
 from viz.attention import attention_heatmap
 from ui.callbacks import step_state
 from ui.charts import chart_config
@@ -23,14 +23,14 @@ from viz.walkthrough import (
 )
 
 PREVIEW_ROWS, PREVIEW_COLS = 6, 8
-SEQ_DIMS = ("seq", "q_pos", "k_pos")
+POS_DIMS = ("pos", "q_pos", "k_pos")
 SIDE_BY_SIDE_TOKENS = 40  # two figures share a row up to this many tokens, else stack
 EVERYTHING = 10**9  # preview() with this many rows and columns returns the whole 2-D slice
 PAIR_VS_BATCH = (
     "**Sentence pair** (the default): one sequence `[CLS] A [SEP] B [SEP]`, with token type 0 "
     "for the first sentence and 1 for the second; this is how BERT reads a question with its "
     "answer. **Padded batch of two**: two separate sequences side by side, as in seed 001. "
-    "The shorter one is filled with padding so both fit one `[2, seq]` tensor, and the "
+    "The shorter one is filled with padding so both fit one `[2, pos]` tensor, and the "
     "attention mask hides the padding from every query."
 )
 
@@ -41,7 +41,7 @@ def _full_trace(name: str, text: str, pair: str, as_batch: bool) -> Trace:
 
 
 def _url_int(param: str, default: int) -> int:
-    value = url_int(st.query_params.get(param, ""))
+    value = url_int(url_param(param) or "")
     return default if value is None else value
 
 
@@ -52,7 +52,7 @@ def _init_state() -> None:
             st.session_state[key] = _url_int(param, default)
     for key, param in (("wk_batch", "wbatch"), ("wk_teacher", "teacher")):
         if key not in st.session_state:
-            st.session_state[key] = st.query_params.get(param) == "1"
+            st.session_state[key] = url_param(param) == "1"
 
 
 def _clamp(key: str, low: int, high: int) -> None:
@@ -60,7 +60,7 @@ def _clamp(key: str, low: int, high: int) -> None:
 
 
 def _axis(dim: str, n: int, labels: list[str], n_layers: int) -> list[str]:
-    if dim in SEQ_DIMS:
+    if dim in POS_DIMS:
         return [plain_text(label) for label in labels[:n]]
     if dim == "layer":
         return (["embeddings"] + [f"after layer {i}" for i in range(n_layers)])[:n]
@@ -101,7 +101,7 @@ def _figure(step: Step, trace: Trace, pick: dict, labels: list[str], model) -> N
     if step.figure == "tokens":
         fig = token_table(trace.batch_tokens, trace.input_ids, trace.attention_mask,
                           trace.token_type_ids if cfg.n_token_types else None)
-    elif step.figure == "values" and last.dims[-2] in SEQ_DIMS:
+    elif step.figure == "values" and last.dims[-2] in POS_DIMS:
         title = ", ".join(x for x in (f"{step.title}: {last.label}", where, f"head {head}"
                                       if "heads" in last.dims else "") if x)
         fig = values_heatmap(_slice(last, pick), labels, title, last.dims[-1])
@@ -156,12 +156,12 @@ except ValueError as exc:  # e.g. a character model given two texts to pad toget
     st.error(f"Could not run the walkthrough: {exc}")
     st.stop()
 cfg = trace.cfg
-batch, seq = trace.input_ids.shape
+batch, n_pos = trace.input_ids.shape
 kind = ("causal decoder" if cfg.causal else "encoder") + (" (pre-LN)" if cfg.block == "pre_ln"
                                                            else " (post-LN)")
 st.caption(f"{cfg.family} {kind}: {cfg.n_layers} layers × {cfg.n_heads} heads, d_model "
            f"{cfg.d_model}, d_head {cfg.d_head}, d_mlp {cfg.d_mlp}. This input: {batch} "
-           f"text(s) × {seq} positions. Every shape and number below is read from this run.")
+           f"text(s) × {n_pos} positions. Every shape and number below is read from this run.")
 if any(name.startswith("decoder.") for name in trace.cache):
     st.info("An encoder-decoder: these steps follow its encoder, which reads your text. The "
             "decoder's own layers and its cross-attention are not part of this walkthrough.")
@@ -182,7 +182,7 @@ steps = walkthrough(trace, layer)
 n_steps = len(steps)
 _clamp("wk_step", 1, n_steps)
 labels = axis_labels(trace.batch_tokens[item])
-pick = {"batch": item, "heads": head, "kv_heads": head // (cfg.n_heads // cfg.kv_heads),
+pick = {"batch": item, "heads": head, "kv_heads": head // (cfg.n_heads // cfg.n_kv_heads),
         "layer": layer + 1}
 
 nav, body = st.columns([1, 3], gap="large")
@@ -214,6 +214,5 @@ with body:
                   on_click=step_state("wk_layer", 1, 0, cfg.n_layers - 1,
                                                   wk_step=first))
 
-write_to_url(model=selection.url_model, text=selection.text, pair=selection.pair,
-             step=number, wlayer=layer, wbatch="1" if as_batch else None,
+write_to_url(step=number, wlayer=layer, wbatch="1" if as_batch else None,
              teacher="1" if teacher else None)

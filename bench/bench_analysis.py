@@ -5,10 +5,10 @@ After one warm-up call of each, every repeat calls each variant once, in an orde
 by one per repeat (so load from other jobs falls on all of them); median and min reported:
 
   forward          one traced run keeping the attention patterns (what the grid needs)
-  stats            every statistic of every head from that trace (model.head_stats.trace_totals)
+  stats            every statistic of every head from that trace (analysis.head_stats.trace_totals)
   stats_grid       the same plus the plotly grid figure (viz.heads.head_grid) and its JSON
   sweep_batched    importance_sweep, zero ablation: the 12 heads of a layer as one batch,
-                   run from the clean input of that layer (model.ablation)
+                   run from the clean input of that layer (analysis.ablation)
   sweep_one_by_one the same with chunk=1: one pass per head, still from the head's layer
   sweep_naive      72 full forward passes, one per head (run_ablated), as a baseline
   sweep_mean       importance_sweep with mean ablation, batched
@@ -43,10 +43,10 @@ import torch  # noqa: E402
 
 from bench_forward import machine_info, machine_line, text_of_length  # noqa: E402
 from model import load_model  # noqa: E402
-from model.ablation import (  # noqa: E402
+from analysis.ablation import (  # noqa: E402
     Inputs, effects, forward, importance_sweep, model_directory, run_ablated, sentence_pooling,
 )
-from model.head_stats import trace_totals  # noqa: E402
+from analysis.head_stats import trace_totals  # noqa: E402
 from viz.heads import head_grid  # noqa: E402
 
 LABELS = {

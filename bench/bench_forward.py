@@ -208,6 +208,44 @@ def minor_faults() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
+def _timed_rounds(calls: dict, variants: list[str], repeats: int) -> tuple:
+    """Run every variant `repeats` times in rotating order with the GC off; the times, page
+    faults and (for "ours") the cost of stacking the attentions and hidden states."""
+    times: dict[str, list[float]] = {name: [] for name in variants}
+    faults: dict[str, list[int]] = {name: [] for name in variants}
+    stack_attn: list[float] = []
+    stack_hidden: list[float] = []
+    orders = []
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for r in range(repeats):
+            k = r % len(variants)
+            order = variants[k:] + variants[:k]
+            if (r // len(variants)) % 2:
+                order.reverse()
+            orders.append(order)
+            for name in order:
+                f0 = minor_faults()
+                t0 = time.perf_counter()
+                result = calls[name]()
+                times[name].append(time.perf_counter() - t0)
+                faults[name].append(minor_faults() - f0)
+                if name == "ours":
+                    t0 = time.perf_counter()
+                    result.attentions  # noqa: B018 - a cached_property: this stacks
+                    stack_attn.append(time.perf_counter() - t0)
+                    t0 = time.perf_counter()
+                    result.hidden_states  # noqa: B018
+                    stack_hidden.append(time.perf_counter() - t0)
+                del result
+                gc.collect()
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    return times, faults, stack_attn, stack_hidden, orders
+
+
 def bench_length(lm, hf, tok, n_tokens: int, repeats: int, warmup: int) -> dict:
     text = text_of_length(tok, n_tokens)
     ids = tok(text, return_tensors="pt")
@@ -243,38 +281,7 @@ def bench_length(lm, hf, tok, n_tokens: int, repeats: int, warmup: int) -> dict:
             calls[name]()
     gc.collect()
 
-    times: dict[str, list[float]] = {name: [] for name in variants}
-    faults: dict[str, list[int]] = {name: [] for name in variants}
-    stack_attn: list[float] = []
-    stack_hidden: list[float] = []
-    orders = []
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        for r in range(repeats):
-            k = r % len(variants)
-            order = variants[k:] + variants[:k]
-            if (r // len(variants)) % 2:
-                order.reverse()
-            orders.append(order)
-            for name in order:
-                f0 = minor_faults()
-                t0 = time.perf_counter()
-                result = calls[name]()
-                times[name].append(time.perf_counter() - t0)
-                faults[name].append(minor_faults() - f0)
-                if name == "ours":
-                    t0 = time.perf_counter()
-                    result.attentions  # noqa: B018 - a cached_property: this stacks
-                    stack_attn.append(time.perf_counter() - t0)
-                    t0 = time.perf_counter()
-                    result.hidden_states  # noqa: B018
-                    stack_hidden.append(time.perf_counter() - t0)
-                del result
-                gc.collect()
-    finally:
-        if gc_was_enabled:
-            gc.enable()
+    times, faults, stack_attn, stack_hidden, orders = _timed_rounds(calls, variants, repeats)
 
     ratios = {name: [t / times[BASELINE[name]][i] for i, t in enumerate(times[name])]
               for name in variants if name != BASELINE[name]}

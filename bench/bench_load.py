@@ -292,7 +292,7 @@ def run_duration(args, server, url: str, began: float, warm_up) -> dict:
     }
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog="\n".join(__doc__.splitlines()[1:]))
@@ -336,6 +336,11 @@ def main() -> None:
     for name, value in MODE_DEFAULTS[args.mode].items():
         if getattr(args, name) is None:
             setattr(args, name, value)
+    return args
+
+
+def main() -> None:
+    args = parse_args()
     suffix = "" if args.mode == "rounds" else f"_{args.mode}"
     out = Path(args.out or ROOT / "bench" / "out" / f"load{suffix}.json")
     log = out.with_name(out.stem + "_server.log")

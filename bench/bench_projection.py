@@ -4,7 +4,7 @@ The embeddings page fits one PCA on every layer's hidden states together ("all l
 space"): for MiniLM at 512 tokens that is 7 × 512 = 3,584 points of 384 numbers. This times,
 on the hidden states of one real 512-token run:
 
-  pca2 / pca3    model.projection.project_layers(states, "PCA", 2 or 3): the page's call
+  pca2 / pca3    analysis.projection.project_layers(states, "PCA", 2 or 3): the page's call
   sklearn3       sklearn.decomposition.PCA(3).fit_transform on the same points (reference)
   page3          pca3 plus building the figure of one layer with one token's path
 
@@ -34,7 +34,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from model import load_model  # noqa: E402
-from model.projection import project_layers, token_points  # noqa: E402
+from analysis.projection import project_layers, token_points  # noqa: E402
 from viz.labels import axis_labels  # noqa: E402
 from viz.projection import projection_figure  # noqa: E402
 

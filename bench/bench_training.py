@@ -1,6 +1,6 @@
 """Training benchmark: how fast induction heads emerge, and training throughput per model.
 
-1. Time to induction: the shipped tiny-induction recipe (python -m model.train --task
+1. Time to induction: the shipped tiny-induction recipe (python -m training --task
    induction) trained from scratch, evaluated every 10 steps on fresh repeated sequences;
    the clock stops at the first evaluation where the best layer-1 head's induction score is
    at least 0.5 (the test threshold). Wall-clock seconds from the first step, evaluations
@@ -35,8 +35,8 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
-from model import train as tr  # noqa: E402
-from model.tasks import make_task  # noqa: E402
+from training import train as tr  # noqa: E402
+from training.tasks import make_task  # noqa: E402
 
 GOAL_SECONDS = 60.0
 THRESHOLD = 0.5

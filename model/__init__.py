@@ -2,7 +2,8 @@
 
 from .config import TransformerConfig
 from .hooks import HookPoint, hooks
-from .loading import LoadedModel, load_model
+from .loading import load_model
+from .runner import LoadedModel
 from .registry import BUNDLED, ModelLoadError
 from .trace import Trace
 from .transformer import HookedTransformer

@@ -1,6 +1,6 @@
 """One frozen configuration for every family of transformer this project runs.
 
-The family presets (BERT, GPT-2, Llama, sinusoidal) are just particular values of
+The family presets (BERT, GPT-2, Llama, this project's own) are just particular values of
 these fields; `model/registry.py` builds them from a checkpoint's config.json.
 """
 
@@ -10,7 +10,10 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-FAMILIES = ("bert", "gpt2", "llama", "sinusoidal")
+FAMILIES = ("bert", "gpt2", "llama", "own")  # "own": this project's models (training/)
+# Names in config files written before they were renamed.
+LEGACY_NAMES = {"head_dim": "d_head"}
+LEGACY_FAMILIES = {"sinusoidal": "own"}
 POSITIONS = ("learned", "sinusoidal", "rotary")
 NORMS = ("layernorm", "rmsnorm")
 BLOCKS = ("post_ln", "pre_ln")
@@ -23,7 +26,7 @@ MAX_PARAMS = 16_000_000_000
 # Bounds on single sizes, far above any model this app runs (Llama 3: d_vocab 128,256,
 # d_model 4,096, 32 layers, n_ctx 131,072). n_layers is tight because every layer is a module.
 MAX_SIZES = {"d_model": 1 << 16, "n_heads": 1 << 12, "n_layers": 1 << 10, "n_ctx": 1 << 20,
-             "d_vocab": 1 << 22, "d_mlp": 1 << 18, "head_dim": 1 << 12, "n_token_types": 1 << 10,
+             "d_vocab": 1 << 22, "d_mlp": 1 << 18, "d_head": 1 << 12, "n_token_types": 1 << 10,
              "position_offset": 1 << 16}
 
 
@@ -46,8 +49,8 @@ class TransformerConfig:
     n_ctx: int  # longest sequence the positions allow
     d_vocab: int
     d_mlp: int  # 0 only for attention-only models (attn_only=True)
-    n_kv_heads: int | None = None  # None: same as n_heads (no grouped-query attention)
-    head_dim: int | None = None  # None: d_model // n_heads
+    n_kv_heads: int | None = None  # None means n_heads (no grouped-query attention); filled in
+    d_head: int | None = None  # None means d_model // n_heads; filled in
     positions: str = "learned"
     norm: str = "layernorm"
     block: str = "pre_ln"
@@ -72,9 +75,10 @@ class TransformerConfig:
         # Each check is a lambda, run in order, so a bad value is reported as a ValueError
         # before a later check could divide by it (n_heads=0), compare it ("32" < 1) or size a
         # tensor by it: every loading path builds a config before it allocates the model.
+        self._fill_in()
         sizes = {"d_model": self.d_model, "n_heads": self.n_heads, "n_layers": self.n_layers,
                  "n_ctx": self.n_ctx, "d_vocab": self.d_vocab, "d_mlp": self.d_mlp,
-                 "n_kv_heads": self.n_kv_heads, "head_dim": self.head_dim,
+                 "n_kv_heads": self.n_kv_heads, "d_head": self.d_head,
                  "n_token_types": self.n_token_types, "position_offset": self.position_offset,
                  "pad_token_id": self.pad_token_id}
         not_ints = [f"{k}={v!r}" for k, v in sizes.items() if v is not None and not _is_int(v)]
@@ -92,7 +96,7 @@ class TransformerConfig:
             (lambda: self.act in ACTIVATIONS,
              f"act must be one of {ACTIVATIONS}, got {self.act!r}"),
             (lambda: not not_ints,
-             "d_model, n_heads, n_layers, n_ctx, d_vocab, d_mlp, n_kv_heads, head_dim, "
+             "d_model, n_heads, n_layers, n_ctx, d_vocab, d_mlp, n_kv_heads, d_head, "
              "n_token_types, position_offset and pad_token_id must be integers, got "
              + ", ".join(not_ints)),
             (lambda: not not_flags, "flags must be true or false, got " + ", ".join(not_flags)),
@@ -105,13 +109,12 @@ class TransformerConfig:
             (lambda: not too_big, "sizes beyond any model this app can run: " + ", ".join(too_big)),
             (lambda: self.d_mlp >= 0 and (self.attn_only or self.d_mlp > 0),
              "d_mlp must be >= 0, and positive unless attn_only"),
-            (lambda: self.kv_heads > 0, f"n_kv_heads must be positive, got {self.n_kv_heads}"),
-            (lambda: self.head_dim is None or self.head_dim > 0,
-             f"head_dim must be positive, got {self.head_dim}"),
-            (lambda: self.head_dim is not None or self.d_model % self.n_heads == 0,
+            (lambda: self.n_kv_heads > 0, f"n_kv_heads must be positive, got {self.n_kv_heads}"),
+            (lambda: self.d_head is not None,
              f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}"),
-            (lambda: self.n_heads % self.kv_heads == 0,
-             f"n_heads={self.n_heads} must be a multiple of n_kv_heads={self.kv_heads}"),
+            (lambda: self.d_head > 0, f"d_head must be positive, got {self.d_head}"),
+            (lambda: self.n_heads % self.n_kv_heads == 0,
+             f"n_heads={self.n_heads} must be a multiple of n_kv_heads={self.n_kv_heads}"),
             (lambda: self.positions != "rotary" or self.d_head % 2 == 0,
              "rotary needs an even d_head"),
             (lambda: self.n_token_types >= 0 and self.position_offset >= 0, "counts must be >= 0"),
@@ -129,7 +132,7 @@ class TransformerConfig:
 
     def _param_parts(self) -> dict[str, int]:
         d, dh, v = self.d_model, self.d_head, self.d_vocab
-        attn = 2 * (self.n_heads + self.kv_heads) * d * dh  # W_Q, W_O; W_K, W_V
+        attn = 2 * (self.n_heads + self.n_kv_heads) * d * dh  # W_Q, W_O; W_K, W_V
         mlp = (3 if self.gated_mlp else 2) * d * self.d_mlp
         n_pos = 0 if self.positions == "rotary" else self.n_ctx + self.position_offset
         return {
@@ -146,25 +149,36 @@ class TransformerConfig:
         return (f"the config describes about {self.n_params:.2g} parameters, most of them in the "
                 f"{biggest}; the limit is {MAX_PARAMS:,} (MAX_PARAMS in model/config.py)")
 
-    @property
-    def d_head(self) -> int:
-        return self.head_dim if self.head_dim is not None else self.d_model // self.n_heads
-
-    @property
-    def kv_heads(self) -> int:
-        return self.n_kv_heads if self.n_kv_heads is not None else self.n_heads
+    def _fill_in(self) -> None:
+        """n_kv_heads and d_head left as None take their usual values (frozen: set once here)."""
+        if self.n_kv_heads is None:
+            object.__setattr__(self, "n_kv_heads", self.n_heads)
+        divisible = _is_int(self.d_model) and _is_int(self.n_heads) and self.n_heads > 0 and \
+            self.d_model % self.n_heads == 0
+        if self.d_head is None and divisible:
+            object.__setattr__(self, "d_head", self.d_model // self.n_heads)
 
     @property
     def is_decoder(self) -> bool:
         return self.causal
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        """The fields, with n_kv_heads and d_head left as None where they take their usual
+        values, so that a saved config edited by hand keeps them derived."""
+        data = dataclasses.asdict(self)
+        if self.n_kv_heads == self.n_heads:
+            data["n_kv_heads"] = None
+        if self.d_model % self.n_heads == 0 and self.d_head == self.d_model // self.n_heads:
+            data["d_head"] = None
+        return data
 
     @classmethod
     def from_dict(cls, data: dict) -> "TransformerConfig":
         if not isinstance(data, dict):
             raise TypeError(f"a config must be an object of fields, got {type(data).__name__}")
+        data = {LEGACY_NAMES.get(k, k): v for k, v in data.items()}
+        if data.get("family") in LEGACY_FAMILIES:
+            data["family"] = LEGACY_FAMILIES[data["family"]]
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:

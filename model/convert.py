@@ -111,7 +111,7 @@ def convert_gpt2(hf: StateDict, cfg: TransformerConfig) -> StateDict:
 def convert_llama(hf: StateDict, cfg: TransformerConfig) -> StateDict:
     """Llama (and Mistral): RMSNorm, rotary q/k, SwiGLU MLP, grouped-query attention."""
     sd = strip_prefix(hf, "embed_tokens.weight")
-    h, kv = cfg.n_heads, cfg.kv_heads
+    h, kv = cfg.n_heads, cfg.n_kv_heads
     out = _copy(sd, {"embed.W_E.weight": "embed_tokens.weight", "ln_final.weight": "norm.weight"})
     for i in range(cfg.n_layers):
         p, o = f"layers.{i}.", f"blocks.{i}."

@@ -12,15 +12,16 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .config import TransformerConfig
+from .config import ACTIVATIONS, TransformerConfig
 from .hooks import HookPoint
 
-ACTIVATIONS = {
-    "gelu": F.gelu,  # exact erf GELU (BERT)
-    "gelu_new": lambda x: F.gelu(x, approximate="tanh"),  # GPT-2's tanh approximation
-    "relu": F.relu,
-    "silu": F.silu,  # Llama's SwiGLU gate
-}
+# The function of each name in config.ACTIVATIONS (the one list of names), in that order.
+ACTIVATION_FNS = dict(zip(ACTIVATIONS, (
+    F.gelu,  # gelu: exact erf GELU (BERT)
+    lambda x: F.gelu(x, approximate="tanh"),  # gelu_new: GPT-2's tanh approximation
+    F.relu,  # relu
+    F.silu,  # silu: Llama's SwiGLU gate
+), strict=True))
 
 
 # ----------------------------------------------------------------------------- norms
@@ -172,7 +173,7 @@ class Attention(nn.Module):
     def __init__(self, cfg: TransformerConfig) -> None:
         super().__init__()
         self.cfg = cfg
-        h, kv, d, dh = cfg.n_heads, cfg.kv_heads, cfg.d_model, cfg.d_head
+        h, kv, d, dh = cfg.n_heads, cfg.n_kv_heads, cfg.d_model, cfg.d_head
         self.W_Q = nn.Parameter(torch.empty(h, d, dh))
         self.W_K = nn.Parameter(torch.empty(kv, d, dh))
         self.W_V = nn.Parameter(torch.empty(kv, d, dh))
@@ -217,7 +218,7 @@ class Attention(nn.Module):
             cos, sin = self.rotary.cos_sin(x.shape[1], x.device)  # [pos, d_head]
             q = self.hook_rot_q(Rotary.rotate(q, cos, sin))
             k = self.hook_rot_k(Rotary.rotate(k, cos, sin))
-        groups = self.cfg.n_heads // self.cfg.kv_heads
+        groups = self.cfg.n_heads // self.cfg.n_kv_heads
         if groups > 1:
             k = k.repeat_interleave(groups, dim=1)  # [batch, head, pos, d_head]
             v = v.repeat_interleave(groups, dim=1)  # [batch, head, pos, d_head]
@@ -248,7 +249,7 @@ class MLP(nn.Module):
         super().__init__()
         self.W_in = nn.Linear(cfg.d_model, cfg.d_mlp, bias=cfg.mlp_bias)
         self.W_out = nn.Linear(cfg.d_mlp, cfg.d_model, bias=cfg.mlp_bias)
-        self.act = ACTIVATIONS[cfg.act]
+        self.act = ACTIVATION_FNS[cfg.act]
         self.hook_pre = HookPoint()  # [batch, pos, d_mlp], before the activation
         self.hook_post = HookPoint()  # [batch, pos, d_mlp], after the activation
 
@@ -265,7 +266,7 @@ class GatedMLP(nn.Module):
         self.W_gate = nn.Linear(cfg.d_model, cfg.d_mlp, bias=cfg.mlp_bias)
         self.W_in = nn.Linear(cfg.d_model, cfg.d_mlp, bias=cfg.mlp_bias)
         self.W_out = nn.Linear(cfg.d_mlp, cfg.d_model, bias=cfg.mlp_bias)
-        self.act = ACTIVATIONS[cfg.act]
+        self.act = ACTIVATION_FNS[cfg.act]
         self.hook_pre = HookPoint()  # [batch, pos, d_mlp], gate before the activation
         self.hook_pre_linear = HookPoint()  # [batch, pos, d_mlp], the ungated up-projection
         self.hook_post = HookPoint()  # [batch, pos, d_mlp], act(gate) * up

@@ -1,4 +1,5 @@
 """`load_model(name_or_path)`: one way in for bundled names, local directories and hub ids.
+It returns a LoadedModel (runner.py), or an EncoderDecoderModel for the encoder-decoder.
 
 Weights are read only from safetensors, or from pytorch_model.bin with
 `torch.load(weights_only=True)`. `trust_remote_code` is never used.
@@ -6,155 +7,27 @@ Weights are read only from safetensors, or from pytorch_model.bin with
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import re
-import threading
 from pathlib import Path
 
 import torch
 
 from .allocator import keep_freed_memory
-from .config import TransformerConfig
+from .config import MAX_PARAMS, TransformerConfig
 from .convert import CONVERTERS
-from .device import is_device_failure, pick_device
-from .hooks import caching_hook, hooks, hooks_active
+from .runner import EncoderDecoderModel, LoadedModel
+from .seq2seq import EncoderDecoder, check_pair
+from .device import pick_device
 from .registry import (
     BUNDLED, OWN_MODEL_TYPE, ModelLoadError, config_from_hf,
 )
-from .tokenizer import CharTokenizer, Encoding, HFTokenizer
-from .trace import Trace, TraceCache
-from .transformer import HookedTransformer, attention_mask_bias
+from .tokenizer import CharTokenizer, HFTokenizer, ReversalTokenizer
+from .transformer import HookedTransformer
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$|^[A-Za-z0-9][\w.-]*$")
 HUB_FILES = ["*.json", "*.safetensors", "*.txt", "*.model", "tokenizer*"]
-
-
-class LoadedModel:
-    """A model ready to run: the native transformer, its tokenizer and where it runs.
-
-    The object is shared between users of a hosted app: nothing in `run` changes it.
-    """
-
-    def __init__(self, name: str, model: HookedTransformer, tokenizer, device: torch.device,
-                 notice: str | None = None) -> None:
-        self.name = name
-        self.model = model.eval()
-        self.cfg: TransformerConfig = model.cfg
-        self.tokenizer = tokenizer
-        self.device = device
-        self.notice = notice
-        self._cpu_copy: HookedTransformer | None = None
-        self._lock = threading.Lock()
-
-    @property
-    def hook_names(self) -> tuple[str, ...]:
-        return self.model.hook_names
-
-    def encode(self, text: str | list[str], pair: str | list[str] | None = None) -> Encoding:
-        texts = [text] if isinstance(text, str) else list(text)
-        pairs = None if pair is None else ([pair] if isinstance(pair, str) else list(pair))
-        if not texts:
-            raise ValueError("no text given: type something to run the model on")
-        for t in texts + (pairs or []):
-            if not isinstance(t, str):
-                raise ValueError(f"texts must be strings, got {type(t).__name__}")
-            if not t.strip():
-                raise ValueError("the text is empty (or only whitespace): type something to run")
-        if pairs is not None and len(pairs) != len(texts):
-            raise ValueError("give one second sentence for each first sentence")
-        return self.tokenizer.encode(texts, pairs, self.cfg.n_ctx)
-
-    def run(self, text: str | list[str], pair: str | list[str] | None = None,
-            keep=None) -> Trace:
-        """Run text (or a batch of texts, or sentence pairs) and record every hook point.
-
-        `keep` optionally limits the cache to hook names for which keep(name) is true.
-        """
-        enc = self.encode(text, pair)
-        trace = self._run(enc, keep)
-        trace.texts = [text] if isinstance(text, str) else list(text)
-        trace.batched = not isinstance(text, str)
-        return trace
-
-    def run_ids(self, input_ids, attention_mask=None, token_type_ids=None, keep=None) -> Trace:
-        """Run token ids directly ([pos] or [batch, pos]), bypassing the tokenizer."""
-        ids = torch.as_tensor(input_ids, dtype=torch.long)
-        if ids.dim() not in (1, 2):
-            raise ValueError(f"token ids must be [pos] or [batch, pos], not {tuple(ids.shape)}")
-        batched = ids.dim() == 2
-        ids = ids if batched else ids[None]
-        if ids.numel() == 0:
-            raise ValueError("no token ids given")
-        if int(ids.max()) >= self.cfg.d_vocab or int(ids.min()) < 0:
-            raise ValueError(f"token ids must lie in [0, {self.cfg.d_vocab})")
-        mask = torch.ones_like(ids) if attention_mask is None else torch.as_tensor(attention_mask)
-        types = torch.zeros_like(ids) if token_type_ids is None else torch.as_tensor(token_type_ids)
-        mask, types = mask.reshape(ids.shape).long(), types.reshape(ids.shape).long()
-        n = self.cfg.n_ctx
-        enc = Encoding(
-            input_ids=ids[:, :n], attention_mask=mask[:, :n], token_type_ids=types[:, :n],
-            special_mask=1 - mask[:, :n],
-            tokens=[self.tokenizer.tokens(row) for row in ids[:, :n].tolist()],
-            n_dropped=[max(0, int(m.sum()) - n) for m in mask],
-        )
-        trace = self._run(enc, keep)
-        trace.batched = batched
-        return trace
-
-    def _forward(self, model: HookedTransformer, enc: Encoding, device, keep):
-        cache: dict[str, torch.Tensor] = {}
-        names = [n for n in model.hook_names if keep is None or keep(n)]
-        # hook_scores = mask + scale * hook_qk, elementwise. On the CPU, with no outside hook
-        # able to edit q·k or the scores, it is recomputed bit for bit on first read instead of
-        # kept: one [batch, head, pos, pos] tensor per layer less to allocate (see BENCHMARKS.md).
-        derive = device.type == "cpu" and not hooks_active()
-        lazy = {n for n in names if derive and n.endswith(".attn.hook_scores")
-                and n[: -len("hook_scores")] + "hook_qk" in names}
-        store = caching_hook(cache)
-        # no_grad, not inference_mode: a Trace's tensors are handed to users, and inference
-        # tensors refuse in-place edits and any later use next to a parameter (x @ W_O).
-        with torch.no_grad(), hooks(model.hook_names,
-                                    [(n, store) for n in names if n not in lazy]):
-            out = model(
-                enc.input_ids.to(device), enc.attention_mask.to(device),
-                enc.token_type_ids.to(device),
-            )
-        if lazy:
-            mask = attention_mask_bias(enc.attention_mask.to(device), self.cfg.causal,
-                                       out.final.dtype)
-            derived = {n: (n[: -len("hook_scores")] + "hook_qk", mask,
-                           model.get_submodule(n.rsplit(".", 1)[0]).scale) for n in lazy}
-            cache = TraceCache(names, cache, derived)
-        return out, cache
-
-    def _cpu_model(self) -> HookedTransformer:
-        with self._lock:
-            if self._cpu_copy is None:
-                self._cpu_copy = copy.deepcopy(self.model).to("cpu")
-            return self._cpu_copy
-
-    def _run(self, enc: Encoding, keep) -> Trace:
-        notice = None
-        try:
-            out, cache = self._forward(self.model, enc, self.device, keep)
-        except RuntimeError as exc:
-            if self.device.type == "cpu" or not is_device_failure(exc):
-                raise
-            notice = f"{self.device.type.upper()} failed ({exc.__class__.__name__}); ran on the CPU"
-            out, cache = self._forward(self._cpu_model(), enc, torch.device("cpu"), keep)
-        if self.device.type != "cpu" and notice is None:
-            cache = {k: v.float().cpu() for k, v in cache.items()}
-        return Trace(
-            model_name=self.name, cfg=self.cfg, batch_tokens=enc.tokens,
-            input_ids=enc.input_ids, attention_mask=enc.attention_mask,
-            token_type_ids=enc.token_type_ids, special_mask=enc.special_mask,
-            dropped=enc.n_dropped, cache=cache, batched=enc.input_ids.shape[0] > 1,
-            logits=None if out.logits is None else out.logits.float().cpu(),
-            pooled=None if out.pooled is None else out.pooled.float().cpu(),
-            final=out.final.float().cpu(), notice=notice or self.notice,
-        )
 
 
 # ---------------------------------------------------------------------------- loading
@@ -259,13 +132,23 @@ def build_model(cfg: TransformerConfig, state: dict[str, torch.Tensor]) -> Hooke
     return model
 
 
-def _load_directory(directory: Path) -> tuple[HookedTransformer, object]:
+def read_config(directory: Path) -> dict:
+    """config.json of a model directory, read once per load."""
     config_file = directory / "config.json"
     if not config_file.is_file():
         raise ModelLoadError(f"{directory} has no config.json; is it a model directory?")
     hf = read_json(config_file)
     if not isinstance(hf, dict):
         raise ModelLoadError(f"config.json in {directory} is not a JSON object")
+    return hf
+
+
+def is_encoder_decoder(config: dict) -> bool:
+    return config.get("model_type") == OWN_MODEL_TYPE and \
+        config.get("architecture") == "encoder_decoder"
+
+
+def _load_directory(directory: Path, hf: dict) -> tuple[HookedTransformer, object]:
     if hf.get("model_type") == OWN_MODEL_TYPE:
         try:
             cfg = TransformerConfig.from_dict(hf["config"])
@@ -335,10 +218,10 @@ def load_model(name_or_path: str, device: str | torch.device | None = None) -> L
     if not isinstance(name_or_path, str) or not name_or_path.strip():
         raise ModelLoadError("no model name given")
     directory = resolve(name_or_path.strip())
-    from .seq2seq import is_encoder_decoder, load_encoder_decoder  # seq2seq imports this module
-    if is_encoder_decoder(directory):
-        return load_encoder_decoder(directory, name_or_path.strip(), device)
-    model, tokenizer = _load_directory(directory)
+    config = read_config(directory)
+    if is_encoder_decoder(config):
+        return load_encoder_decoder(directory, config, name_or_path.strip(), device)
+    model, tokenizer = _load_directory(directory, config)
     dev, notice = pick_device(device)
     keep_freed_memory()
     try:
@@ -348,3 +231,42 @@ def load_model(name_or_path: str, device: str | torch.device | None = None) -> L
             raise
         dev, notice = torch.device("cpu"), f"could not move the model to {dev}: {exc}; using CPU"
     return LoadedModel(name_or_path.strip(), model, tokenizer, dev, notice)
+
+
+def load_encoder_decoder(directory: Path, data: dict, name: str,
+                         device=None) -> EncoderDecoderModel:
+    """Load an encoder-decoder saved by training/saving.py (config.json with "architecture":
+    "encoder_decoder", "config" for the encoder, "decoder", and "special" tokens)."""
+    directory = Path(directory)
+    try:
+        enc_cfg = TransformerConfig.from_dict(data["config"])
+        dec_cfg = TransformerConfig.from_dict(data["decoder"])
+        check_pair(enc_cfg, dec_cfg)
+        special = data["special"]
+        if not isinstance(special, dict):
+            raise TypeError('"special" must be an object with the pad, bos and eos characters')
+    except (KeyError, TypeError, ValueError) as exc:
+        problem = f"config.json lacks {exc.args[0]!r}" if isinstance(exc, KeyError) else exc
+        raise ModelLoadError(f"{directory} is not a valid encoder-decoder: {problem}") from exc
+    if enc_cfg.n_params + dec_cfg.n_params > MAX_PARAMS:  # each passed; both together may not
+        raise ModelLoadError(f"the encoder and decoder in {directory} hold about "
+                             f"{enc_cfg.n_params + dec_cfg.n_params:.2g} parameters; the limit "
+                             f"is {MAX_PARAMS:,} (MAX_PARAMS in model/config.py)")
+    tokenizer_file = directory / "tokenizer.json"
+    try:
+        chars = CharTokenizer.from_file(tokenizer_file, enc_cfg.d_vocab)  # checks the file
+        tokenizer = ReversalTokenizer(chars.chars, special.get("pad"), special.get("bos"),
+                                      special.get("eos"), chars.chars[chars.unk_id])
+    except (OSError, ValueError) as exc:
+        raise ModelLoadError(f"could not load the character tokenizer {tokenizer_file}: "
+                             f"{exc}") from exc
+    model = EncoderDecoder(enc_cfg, dec_cfg)
+    state = read_weights(directory)
+    expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    got = {k: tuple(v.shape) for k, v in state.items()}
+    if expected != got:
+        wrong = sorted(set(expected) ^ set(got)) or sorted(k for k in got if got[k] != expected[k])
+        raise ModelLoadError(f"the weights do not fit the config: {wrong[:5]}")
+    model.load_state_dict({k: v.float() for k, v in state.items()}, strict=True)
+    dev, notice = pick_device(device)
+    return EncoderDecoderModel(name, model.to(dev), tokenizer, dev, notice)

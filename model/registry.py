@@ -129,7 +129,7 @@ def llama_config(hf: dict) -> TransformerConfig:
         n_layers=hf["num_hidden_layers"], n_ctx=hf.get("max_position_embeddings", 2048),
         d_vocab=hf["vocab_size"], d_mlp=hf["intermediate_size"],
         n_kv_heads=_get(hf, "num_key_value_heads", default=n_heads),
-        head_dim=hf.get("head_dim"), positions="rotary", norm="rmsnorm", block="pre_ln",
+        d_head=hf.get("head_dim"), positions="rotary", norm="rmsnorm", block="pre_ln",
         act=hf.get("hidden_act", "silu"), gated_mlp=True, causal=True,
         norm_eps=hf.get("rms_norm_eps", 1e-6), attn_bias=bool(hf.get("attention_bias", False)),
         mlp_bias=bool(hf.get("mlp_bias", False)), rope_theta=_rope_theta(hf),

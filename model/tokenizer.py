@@ -146,3 +146,31 @@ class CharTokenizer:
 
     def decode(self, ids: list[int]) -> str:
         return "".join(self.tokens(ids))
+
+
+class ReversalTokenizer(CharTokenizer):
+    """One token per character, lower-cased (the model knows a-z), EOS after each text."""
+
+    def __init__(self, chars: str, pad: str, bos: str, eos: str, unk: str = "?") -> None:
+        super().__init__(chars, unk)
+        for name, c in (("pad", pad), ("bos", bos), ("eos", eos)):
+            if not (isinstance(c, str) and len(c) == 1 and c in self.index):
+                raise ValueError(f"the {name} token must be one of the characters in 'chars', "
+                                 f"got {c!r:.40}")
+        self.pad_id, self.bos_id, self.eos_id = (self.index[c] for c in (pad, bos, eos))
+
+    def encode(self, texts: list[str], pairs: list[str] | None, max_len: int) -> Encoding:
+        if pairs is not None:
+            raise ValueError("the encoder-decoder reads one text at a time, not sentence pairs")
+        full = [[self.index.get(c, self.unk_id) for c in t.lower()] for t in texts]
+        rows = [r[: max_len - 1] + [self.eos_id] for r in full]
+        width = max(len(r) for r in rows)
+        ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)  # [batch, pos]
+        mask = torch.zeros_like(ids)
+        for i, row in enumerate(rows):
+            ids[i, : len(row)] = torch.tensor(row)
+            mask[i, : len(row)] = 1
+        special = (ids == self.eos_id) | (mask == 0)  # [batch, pos]
+        return Encoding(input_ids=ids, attention_mask=mask, token_type_ids=torch.zeros_like(ids),
+                        special_mask=special.long(), tokens=[self.tokens(r) for r in ids.tolist()],
+                        n_dropped=[max(0, len(r) - (max_len - 1)) for r in full])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import ClassVar
 from functools import cached_property
 
 import torch
@@ -53,6 +54,9 @@ class Trace:
     fields drop the batch dimension when a single text was run.
     """
 
+    # What the trace is, for code that shows it: "transformer" (one stack: an encoder or a
+    # decoder) or "encoder_decoder" (EncoderDecoderTrace: also the decoder and cross-attention).
+    kind: ClassVar[str] = "transformer"
     model_name: str
     cfg: TransformerConfig
     batch_tokens: list[list[str]]  # [batch][pos]
@@ -126,3 +130,29 @@ class Trace:
     def attention(self, layer: int, head: int, item: int = 0) -> torch.Tensor:
         """One head's pattern, [q_pos, k_pos]."""
         return self.cache[f"blocks.{layer}.attn.hook_pattern"][item, head]
+
+
+@dataclass(eq=False)
+class EncoderDecoderTrace(Trace):
+    """A Trace of the encoder (tokens = the source text), plus the decoder's side.
+
+    The decoder ran greedily until EOS, then once more on its own output to record it:
+    decoder row t reads decoder_tokens[t] and writes output_tokens[t].
+    """
+
+    kind: ClassVar[str] = "encoder_decoder"
+    dec_cfg: TransformerConfig | None = None
+    decoder_tokens: list[list[str]] = field(default_factory=list)  # [batch][out_pos]
+    output_tokens: list[list[str]] = field(default_factory=list)  # [batch][out_pos]
+    outputs: list[str] = field(default_factory=list)  # the decoded text of each item
+    decoder_logits: torch.Tensor | None = None  # [batch, out_pos, vocab]
+
+    def _decoder_stack(self, hook: str) -> torch.Tensor:
+        names = [f"decoder.blocks.{i}.{hook}" for i in range(self.dec_cfg.n_layers)]
+        return self._unbatch(torch.stack([self.cache[n] for n in names], 1))
+
+    @property
+    def cross_attentions(self) -> torch.Tensor:
+        """[dec_layers, head, out_pos, src_pos] (batch first for a batch): rows are decoder
+        positions, columns the source tokens, each row a softmax over the source."""
+        return self._decoder_stack("cross_attn.hook_pattern")

@@ -81,8 +81,16 @@ class HookedTransformer(nn.Module):
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
         x = self.embed(input_ids, token_type_ids)  # [batch, pos, d_model]
-        mask = attention_mask_bias(attention_mask, self.cfg.causal, x.dtype)
-        for block in self.blocks:
+        return self.forward_from(0, x, attention_mask)
+
+    def forward_from(self, layer: int, resid: torch.Tensor,
+                     attention_mask: torch.Tensor) -> ModelOutput:
+        """The model from block `layer` on, given that block's input: resid [batch, pos,
+        d_model], attention_mask [batch, pos]. forward() is forward_from(0, embeddings); a
+        sweep that changes only later layers runs the earlier ones once (analysis/ablation.py)."""
+        mask = attention_mask_bias(attention_mask.to(resid.device), self.cfg.causal, resid.dtype)
+        x = resid
+        for block in self.blocks[layer:]:
             x = block(x, mask)  # [batch, pos, d_model]
         final = self.ln_final(x) if self.ln_final is not None else x
         logits = self.hook_logits(self.unembed(final)) if self.unembed is not None else None

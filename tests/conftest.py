@@ -62,3 +62,14 @@ def minilm_hf():
     path = str(BUNDLED["minilm"]())
     model = AutoModel.from_pretrained(path, attn_implementation="eager").eval()
     return model, AutoTokenizer.from_pretrained(path)
+
+
+LAYERS = ("unit", "parity", "app", "browser")  # one folder each; `pytest -m "not browser"`
+
+
+def pytest_collection_modifyitems(items) -> None:
+    """Every test is marked with its folder: unit, parity, app or browser."""
+    for item in items:
+        folder = Path(str(item.fspath)).parent.name
+        if folder in LAYERS:
+            item.add_marker(getattr(pytest.mark, folder))

@@ -120,3 +120,9 @@ def make_llama(directory: Path, **overrides) -> Path:
     settings.update(overrides)
     torch.manual_seed(0)
     return _save(LlamaForCausalLM(LlamaConfig(**settings)), directory)
+
+
+def chance_score(length: int) -> float:
+    """The induction score of a head that spreads its attention evenly over every allowed key
+    (causal: query i sees i + 1 keys)."""
+    return sum(1.0 / (i + 1) for i in range(length, 2 * length)) / length

@@ -21,10 +21,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .config import TransformerConfig
-from .induction import pattern_cache, repeat_scores
-from .seq2seq import EncoderDecoder, cross_patterns, reversal_scores
-from .transformer import HookedTransformer
+from model.config import TransformerConfig
+from analysis.induction import pattern_cache, repeat_scores
+from analysis.cross_attention import cross_patterns, reversal_scores
+from model.seq2seq import EncoderDecoder
+from model.transformer import HookedTransformer
 
 # ----------------------------------------------------------------------------- induction
 INDUCTION_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789"  # the tokens repeats are drawn from
@@ -183,7 +184,7 @@ def reversal_pairs(gen: torch.Generator, batch: int, min_len: int, max_len: int,
 # A task is everything the training loop needs besides the optimiser: which model to build,
 # where batches come from, the loss, what to measure, and which attention to photograph.
 def _own_config(**fields) -> TransformerConfig:
-    base = dict(family="sinusoidal", block="pre_ln", norm="layernorm", act="gelu",
+    base = dict(family="own", block="pre_ln", norm="layernorm", act="gelu",
                 has_lm_head=True, causal=True)
     base.update(fields)
     return TransformerConfig(**base)

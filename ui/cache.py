@@ -23,13 +23,16 @@ RELEASE_EVERY_SECONDS = 5
 RELEASE_WINDOW_SECONDS = 60
 
 # The app shows patterns, q/k (for the Q·K view), the residual stream and the embeddings;
-# scores and q·k are recomputed from q and k when needed, so they are not kept.
-APP_HOOKS = ("hook_pattern", "hook_q", "hook_k", "hook_rot_q", "hook_rot_k", "hook_resid_pre",
-             "hook_resid_post", "hook_tok", "hook_pos", "hook_type", "hook_sum", "embed.ln")
+# scores and q·k are recomputed from q and k when needed, so they are not kept. Names match
+# whole (not as substrings: "hook_q" in "hook_qk" once kept every q·k matrix, twice the
+# patterns' memory).
+APP_HOOKS = frozenset({"hook_pattern", "hook_q", "hook_k", "hook_rot_q", "hook_rot_k",
+                       "hook_resid_pre", "hook_resid_post", "hook_tok", "hook_pos", "hook_type",
+                       "hook_sum"})
 
 
 def keep_for_app(name: str) -> bool:
-    return any(part in name for part in APP_HOOKS)
+    return name.rsplit(".", 1)[-1] in APP_HOOKS or name.startswith("embed.ln.")
 
 
 @st.cache_resource(max_entries=MODEL_CACHE_ENTRIES, show_spinner="Loading the model…")

@@ -21,7 +21,7 @@ TRACE_CACHE_ENTRIES = 12
 # The memory budget: every run and everything derived from one (rollout, figures, statistics,
 # sweeps) that the server keeps between reruns, shared by all users of one server process
 # (ui/budget.py). Sessions keep only names and small choices. A 512-token MiniLM run with what
-# the app keeps is ~180 MB. Configurable: ATTENTION_LAB_MEMORY_MB, or `memory_mb` in
+# the app keeps is ~90 MB. Configurable: ATTENTION_LAB_MEMORY_MB, or `memory_mb` in
 # secrets.toml.
 MEMORY_MB_LOCAL = 3 * 1024
 MEMORY_MB_HOSTED = 1024

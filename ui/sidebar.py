@@ -14,7 +14,7 @@ from . import charts, settings
 from .cache import get_model, get_trace
 from .examples import EXAMPLES, SHORT
 from .text import md_escape
-from .urlstate import url_default
+from .urlstate import url_default, write_to_url
 
 OTHER = "Other: local directory or hub id"
 
@@ -30,8 +30,7 @@ class Selection:
     pair: str
     model: LoadedModel | None = None  # shared by every session, never mutated
     cut_chars: int = 0
-    ran: bool = False
-    url_model: str = ""  # how the link names the model (never a server path)  # the text ran without an error
+    ran: bool = False  # the text ran without an error
 
     @property
     def trace(self) -> Trace | None:
@@ -105,13 +104,14 @@ def render() -> Selection:
         st.radio("Figure downloads", charts.FORMATS, key=charts.FORMAT_KEY, horizontal=True,
                  help="What the camera button in each figure's toolbar saves: PNG, or SVG "
                  "(vector) for slides and papers.")
-    selection = Selection(model_name=name, text=text, pair=pair, url_model=label)
+    selection = Selection(model_name=name, text=text, pair=pair)
     limit = settings.max_chars()
     for field in ("text", "pair"):
         value = getattr(selection, field)
         if len(value) > limit:
             selection.cut_chars += len(value) - limit
             setattr(selection, field, value[:limit])
+    write_to_url(model=label, text=selection.text, pair=selection.pair)
     if not name:
         sb.info("Type a model directory or hub id.")
         return selection

@@ -1,7 +1,7 @@
 """Training runs started from the app: a background thread each, bounded per server and per
 browser, and freed when discarded.
 
-model/train.py trains; this module runs that for a page. At most MAX_CONCURRENT_RUNS run at
+training/train.py trains; this module runs that for a page. At most MAX_CONCURRENT_RUNS run at
 once on the server, and one per browser: starting a run from a browser whose earlier run is
 still going (after a reload, or in another tab) stops and discards the earlier one first. A
 discarded run (Reset, a replaced run, a session that ended) never saves a model; its folder is
@@ -11,19 +11,60 @@ removed and its model and snapshots are let go. Nothing here touches Streamlit.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import shutil
+import tempfile
 import threading
+import time
 import weakref
 from collections.abc import Callable
 from pathlib import Path
 
 import torch
 
-from model.tasks import Task
-from model.train import Snapshot, TrainResult, TrainSettings, save_model, train
+from training.saving import save_model
+from training.tasks import Task
+from training.train import RECIPES, Snapshot, TrainResult, TrainSettings, train
 
 MAX_CONCURRENT_RUNS = 2  # training runs at once in one app process, across all users
 STOP_WAIT_SECONDS = 5.0  # how long a new run waits for the browser's earlier run to end
+
+
+# Bounds for runs started from the app# Bounds for runs started from the app; the training page states them (the number of runs
+# at once is ui/training_runs.MAX_CONCURRENT_RUNS).
+MAX_LAYERS, MAX_HEADS, MAX_D_MODEL = 4, 8, 128
+MAX_STEPS, MAX_SECONDS = 3000, 180
+MAX_SNAPSHOTS = 100  # per run; the interval grows for long runs
+MAX_TEXT_CHARS = 50_000  # "your own text" is cut to this
+
+
+def app_settings(task: str, n_layers: int, n_heads: int, d_model: int, steps: int,
+                 snapshot_every: int, seed: int = 0) -> TrainSettings:
+    """Settings for a run from the app: the task's recipe at the learner's size, bounded."""
+    if n_layers > MAX_LAYERS or n_heads > MAX_HEADS or d_model > MAX_D_MODEL or \
+            steps > MAX_STEPS:
+        raise ValueError(f"at most {MAX_LAYERS} layers, {MAX_HEADS} heads, d_model "
+                         f"{MAX_D_MODEL} and {MAX_STEPS} steps")
+    every = max(snapshot_every, -(-steps // MAX_SNAPSHOTS))
+    return dataclasses.replace(RECIPES[task], n_layers=n_layers, n_heads=n_heads,
+                               d_model=d_model, steps=steps, snapshot_every=every, seed=seed,
+                               warmup=min(50, max(1, steps // 10)), max_seconds=MAX_SECONDS)
+
+
+SAVE_PREFIX = "attention-lab-model-"
+
+
+def new_save_dir(max_age_hours: float = 12.0) -> Path:
+    """A fresh temporary directory for a model trained in the app. Directories of earlier runs
+    older than max_age_hours (sessions that ended without Reset) are removed first."""
+    cutoff = time.time() - max_age_hours * 3600
+    for old in Path(tempfile.gettempdir()).glob(SAVE_PREFIX + "*"):
+        try:
+            if old.is_dir() and old.stat().st_mtime < cutoff:
+                shutil.rmtree(old, ignore_errors=True)
+        except OSError:  # another process removed it first
+            continue
+    return Path(tempfile.mkdtemp(prefix=SAVE_PREFIX))
 
 
 class ServerBusy(RuntimeError):

@@ -111,13 +111,6 @@ def _check_structure(mgr: Any) -> str | None:
     return None
 
 
-def usage(mgr: Any, session_id: str) -> tuple[int, int]:
-    """(files, bytes) the manager holds for one session, read under the manager's lock."""
-    with mgr._lock:
-        files = mgr.file_storage.get(session_id) or {}
-        return len(files), sum(_size(f) for f in files.values())
-
-
 def guard_manager(
     mgr: Any,
     *,

@@ -47,14 +47,21 @@ def url_default(key: str, default):
     return st.session_state.pop(f"_url_{key}", default)
 
 
+def url_param(name: str) -> str | None:
+    """A raw value from the link (a page's own key), or None."""
+    return st.query_params.get(name)
+
+
 def write_to_url(**values) -> None:
-    """Put the current view in the URL. Texts too long for a link are left out."""
-    params = {}
+    """Set these keys in the link and keep the others; None or "" removes a key. The sidebar
+    writes model, text and pair once per run; a page writes only its own keys (layer, head,
+    step...). Texts too long for a link are left out."""
+    params = dict(st.query_params)
     for name, value in values.items():
-        if value is None or value == "":
-            continue
-        if name in ("text", "pair") and len(str(value)) > MAX_URL_TEXT:
-            continue
-        params[name] = str(value)
+        too_long = name in ("text", "pair") and len(str(value)) > MAX_URL_TEXT
+        if value is None or value == "" or too_long:
+            params.pop(name, None)
+        else:
+            params[name] = str(value)
     if dict(st.query_params) != params:
         st.query_params.from_dict(params)

@@ -95,3 +95,22 @@ def attention_heatmap(matrix, q_tokens, k_tokens, title: str = "Attention",
                            y=0.98, xanchor="right", yanchor="top", showarrow=False,
                            font=dict(color="#444"), bgcolor="rgba(255,255,255,0.6)")
     return fig
+
+
+def cross_attention_heatmap(matrix, decoder_tokens, output_tokens, source_tokens,
+                            title: str = "Cross-attention") -> go.Figure:
+    """One cross-attention matrix [out_pos, src_pos] of an encoder-decoder.
+
+    Row t is the decoder step that reads decoder_tokens[t] and writes output_tokens[t]; its
+    label says both ("^→x"). Columns are the source tokens. Each row sums to 1 over the source.
+    """
+    z = to_numpy(matrix, "matrix", ndim=2)
+    if len(decoder_tokens) != len(output_tokens):
+        raise ValueError("decoder_tokens and output_tokens must have one entry per row")
+    rows = [f"{read}→{wrote}" for read, wrote in zip(decoder_tokens, output_tokens)]
+    fig = attention_heatmap(z, rows, list(source_tokens), title=title)
+    fig.update_layout(
+        xaxis_title_text="source token (encoder, key)",
+        yaxis_title_text="decoder step: reads → writes (query)",
+    )
+    return fig

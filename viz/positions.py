@@ -8,12 +8,11 @@ along x. Titles and names are plain text: they are escaped here.
 
 from __future__ import annotations
 
-import html
 
 import numpy as np
 import plotly.graph_objects as go
 
-from .style import DIVERGING, TEMPLATE, to_numpy
+from .style import DIVERGING, escape, titled_layout, to_numpy
 
 LINE_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b",
                 "#e377c2")
@@ -24,16 +23,9 @@ MAX_CURVES = len(LINE_COLOURS)
 _LEGEND_BELOW = dict(orientation="h", yref="container", y=0, yanchor="bottom", x=0)
 
 
-def _esc(text: str) -> str:
-    return html.escape(str(text), quote=False)
-
-
 def _layout(fig: go.Figure, title: str, subtitle: str = "", height: int = 420,
             bottom: int = 90, **axes) -> go.Figure:
-    fig.update_layout(template=TEMPLATE, height=height,
-                      title=dict(text=_esc(title), subtitle=dict(text=_esc(subtitle))),
-                      margin=dict(l=70, r=30, t=90, b=bottom), **axes)
-    return fig
+    return titled_layout(fig, title, subtitle, height, dict(l=70, r=30, t=90, b=bottom), **axes)
 
 
 CLIP_PERCENTILE = 99.5  # heatmap colours saturate here, so one outlier cannot wash out the rest
@@ -58,7 +50,7 @@ def position_heatmap(table, title: str, subtitle: str = "", dim_name: str = "dim
     white. The colour bar says when that clipping happened.
     """
     z = to_numpy(table, "table", ndim=2)  # [pos, dim]
-    x = list(range(z.shape[1])) if dim_labels is None else [_esc(d) for d in dim_labels]
+    x = list(range(z.shape[1])) if dim_labels is None else [escape(d) for d in dim_labels]
     categorical = dim_labels is not None  # columns in a custom order: keep that order
     if len(x) != z.shape[1]:
         raise ValueError(f"dim_labels must have {z.shape[1]} entries, got {len(x)}")
@@ -68,10 +60,10 @@ def position_heatmap(table, title: str, subtitle: str = "", dim_name: str = "dim
         z=z, x=x, y=list(range(z.shape[0])), colorscale=DIVERGING, zmin=-limit, zmax=limit,
         colorbar=dict(title=dict(text="value<br>(clipped)" if clipped else "value"),
                       thickness=12),
-        hovertemplate="position %{y}, " + _esc(dim_name) + " %{x}: %{z:.4f}<extra></extra>",
+        hovertemplate="position %{y}, " + escape(dim_name) + " %{x}: %{z:.4f}<extra></extra>",
     ))
     return _layout(fig, title, subtitle, height=460,
-                   xaxis=dict(title=dict(text=_esc(dim_name)),
+                   xaxis=dict(title=dict(text=escape(dim_name)),
                               type="category" if categorical else "-", nticks=8),
                    yaxis=dict(title=dict(text="position"), autorange="reversed"))
 
@@ -91,8 +83,8 @@ def dimension_curves(table, dims, title: str, subtitle: str = "", names=None) ->
     fig = go.Figure()
     for d, name, colour in zip(dims, names, LINE_COLOURS):
         fig.add_trace(go.Scatter(
-            x=positions, y=z[:, d], mode="lines", name=_esc(name), line=dict(color=colour),
-            hovertemplate=_esc(name) + ", position %{x}: %{y:.4f}<extra></extra>"))
+            x=positions, y=z[:, d], mode="lines", name=escape(name), line=dict(color=colour),
+            hovertemplate=escape(name) + ", position %{x}: %{y:.4f}<extra></extra>"))
     return _layout(fig, title, subtitle, height=400 + 20 * len(dims), bottom=80 + 20 * len(dims),
                    xaxis=dict(title=dict(text="position")),
                    yaxis=dict(title=dict(text="value"), zeroline=True, zerolinecolor="#bbb"),
@@ -110,9 +102,9 @@ def wavelength_figure(series: dict, title: str, subtitle: str = "") -> go.Figure
         if x.shape != y.shape:
             raise ValueError(f"{name}: x and wavelength must have the same length")
         fig.add_trace(go.Scatter(
-            x=x, y=y, mode="lines+markers", name=_esc(name), marker=dict(size=4),
+            x=x, y=y, mode="lines+markers", name=escape(name), marker=dict(size=4),
             line=dict(color=colour),
-            hovertemplate=_esc(name) + ", %{x}: one turn every %{y:.1f} positions<extra></extra>"))
+            hovertemplate=escape(name) + ", %{x}: one turn every %{y:.1f} positions<extra></extra>"))
     return _layout(fig, title, subtitle, height=380,
                    xaxis=dict(title=dict(text="dimension")),
                    yaxis=dict(title=dict(text="wavelength (positions, log scale)"), type="log"),
@@ -144,11 +136,11 @@ def distance_curves(curves: dict, title: str, subtitle: str = "",
     for (name, y), colour in zip(curves.items(), LINE_COLOURS):
         y = to_numpy(y, name, 1)
         fig.add_trace(go.Scatter(
-            x=np.arange(len(y)), y=y, mode="lines", name=_esc(name), line=dict(color=colour),
-            hovertemplate=_esc(name) + ", distance %{x}: %{y:.4f}<extra></extra>"))
+            x=np.arange(len(y)), y=y, mode="lines", name=escape(name), line=dict(color=colour),
+            hovertemplate=escape(name) + ", distance %{x}: %{y:.4f}<extra></extra>"))
     return _layout(fig, title, subtitle, height=380,
-                   xaxis=dict(title=dict(text=_esc(x_title))),
-                   yaxis=dict(title=dict(text=_esc(y_title)), zeroline=True,
+                   xaxis=dict(title=dict(text=escape(x_title))),
+                   yaxis=dict(title=dict(text=escape(y_title)), zeroline=True,
                               zerolinecolor="#bbb"),
                    legend=_LEGEND_BELOW)
 

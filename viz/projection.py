@@ -7,14 +7,13 @@ Arrays and token labels in, figures out. Labels should come from `viz.labels.axi
 
 from __future__ import annotations
 
-import html
 from collections import Counter
 
 import numpy as np
 import plotly.graph_objects as go
 from plotly.colors import qualitative
 
-from .style import DIVERGING, TEMPLATE, check_tokens, to_numpy
+from .style import DIVERGING, check_tokens, escape, titled_layout, to_numpy
 
 CATEGORY_COLOURS = tuple(qualitative.Dark24)
 MAX_CATEGORIES = len(CATEGORY_COLOURS)  # more distinct tokens than this: the rest are grey
@@ -25,16 +24,10 @@ QUERY_COLOUR, KEY_COLOUR = "#d62728", "#1f77b4"
 LEGEND_BELOW = dict(orientation="h", yref="container", y=0, yanchor="bottom", x=0)
 
 
-def _esc(text) -> str:
-    return html.escape(str(text), quote=False)
-
-
 def _layout(fig: go.Figure, title: str, subtitle: str = "", height: int = 520,
             **rest) -> go.Figure:
-    rest.setdefault("margin", dict(l=60, r=30, t=90, b=50))
-    fig.update_layout(template=TEMPLATE, height=height,
-                      title=dict(text=_esc(title), subtitle=dict(text=_esc(subtitle))), **rest)
-    return fig
+    margin = rest.pop("margin", dict(l=60, r=30, t=90, b=50))
+    return titled_layout(fig, title, subtitle, height, margin, **rest)
 
 
 def parts_figure(rows, names, title: str, subtitle: str = "",
@@ -53,7 +46,7 @@ def parts_figure(rows, names, title: str, subtitle: str = "",
     finite = np.abs(ref[np.isfinite(ref)])
     limit = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
     clipped = bool(np.nanmax(np.abs(z)) > limit) if z.size else False
-    y = [_esc(n) for n in names]
+    y = [escape(n) for n in names]
     fig = go.Figure(go.Heatmap(
         z=z, x=list(range(z.shape[1])), y=y, colorscale=DIVERGING, zmin=-limit, zmax=limit,
         colorbar=dict(title=dict(text="value<br>(clipped)" if clipped else "value"),
@@ -74,10 +67,10 @@ def norms_figure(norms: dict, labels, title: str, subtitle: str = "") -> go.Figu
         v = to_numpy(values, name, ndim=1)
         if len(v) != len(labels):
             raise ValueError(f"{name}: {len(v)} norms for {len(labels)} tokens")
-        hover = "%{x}: ‖" + _esc(name) + "‖ = %{y:.3f}<extra></extra>"
-        fig.add_trace(go.Bar(x=labels, y=v, name=_esc(name), marker_color=colour,
+        hover = "%{x}: ‖" + escape(name) + "‖ = %{y:.3f}<extra></extra>"
+        fig.add_trace(go.Bar(x=labels, y=v, name=escape(name), marker_color=colour,
                              hovertemplate=hover) if bars else
-                      go.Scatter(x=labels, y=v, name=_esc(name), mode="lines",
+                      go.Scatter(x=labels, y=v, name=escape(name), mode="lines",
                                  line=dict(color=colour, width=1), hovertemplate=hover))
     return _layout(fig, title, subtitle, height=440 if bars else 380, barmode="group",
                    xaxis=dict(type="category", tickangle=-60, showticklabels=bars,
@@ -135,32 +128,32 @@ def projection_figure(coords, labels, color, color_title: str, title: str, subti
     if categorical:
         for i, (value, idx, other) in enumerate(_groups([str(v) for v in color])):
             colour = OTHER_GREY if other else CATEGORY_COLOURS[i]
-            fig.add_trace(points(idx, _esc(value), dict(color=colour, size=size), True))
+            fig.add_trace(points(idx, escape(value), dict(color=colour, size=size), True))
     else:
         values = to_numpy(color, "color", ndim=1)
         marker = dict(color=values, colorscale="Viridis", size=size, opacity=0.9,
-                      colorbar=dict(title=dict(text=_esc(color_title)), thickness=12))
-        fig.add_trace(points(np.arange(len(c)), _esc(color_title), marker, False))
+                      colorbar=dict(title=dict(text=escape(color_title)), thickness=12))
+        fig.add_trace(points(np.arange(len(c)), escape(color_title), marker, False))
     if path is not None:
         p = to_numpy(path, "path", ndim=2)
-        names = [_esc(n) for n in (path_names or [f"step {i}" for i in range(len(p))])]
+        names = [escape(n) for n in (path_names or [f"step {i}" for i in range(len(p))])]
         if p.shape[1] != k or len(names) != len(p):
             raise ValueError(f"path must be [step, {k}] with one name per step")
         fig.add_trace(scatter(
-            **dict(zip("xyz", p.T)), mode="lines+markers+text", name=_esc(path_title),
+            **dict(zip("xyz", p.T)), mode="lines+markers+text", name=escape(path_title),
             text=names, textposition="bottom center", textfont=dict(size=11, color="#000"),
             line=dict(color="#000", width=2), marker=dict(color="#000", size=size - 2,
                                                           symbol="diamond"),
-            hovertemplate=_esc(path_title) + ", %{text}<extra></extra>"))
-    legend = dict(title=dict(text=_esc(color_title)), itemsizing="constant")
+            hovertemplate=escape(path_title) + ", %{text}<extra></extra>"))
+    legend = dict(title=dict(text=escape(color_title)), itemsizing="constant")
     if k == 3:
-        fig.update_layout(scene=dict(xaxis_title=_esc(axis_titles[0]),
-                                     yaxis_title=_esc(axis_titles[1]),
-                                     zaxis_title=_esc(axis_titles[2])))
+        fig.update_layout(scene=dict(xaxis_title=escape(axis_titles[0]),
+                                     yaxis_title=escape(axis_titles[1]),
+                                     zaxis_title=escape(axis_titles[2])))
         return _layout(fig, title, subtitle, height=620, legend=legend)
     return _layout(fig, title, subtitle, height=600, legend=legend,
-                   xaxis=dict(title=dict(text=_esc(axis_titles[0])), zeroline=False),
-                   yaxis=dict(title=dict(text=_esc(axis_titles[1])), zeroline=False))
+                   xaxis=dict(title=dict(text=escape(axis_titles[0])), zeroline=False),
+                   yaxis=dict(title=dict(text=escape(axis_titles[1])), zeroline=False))
 
 
 def joint_qk_figure(q, k, top_key, labels, title: str, subtitle: str = "",
@@ -197,6 +190,6 @@ def joint_qk_figure(q, k, top_key, labels, title: str, subtitle: str = "",
             marker=dict(color=colour, size=9 if n <= 60 else 6, symbol=symbol),
             hovertemplate=hover + "<extra></extra>"))
     return _layout(fig, title, subtitle, height=580,
-                   xaxis=dict(title=dict(text=_esc(axis_titles[0])), zeroline=False),
-                   yaxis=dict(title=dict(text=_esc(axis_titles[1])), zeroline=False),
+                   xaxis=dict(title=dict(text=escape(axis_titles[0])), zeroline=False),
+                   yaxis=dict(title=dict(text=escape(axis_titles[1])), zeroline=False),
                    legend=LEGEND_BELOW, margin=dict(l=60, r=30, t=90, b=100))

@@ -21,7 +21,7 @@ REQUIRED = ("q", "keys", "qk", "scaled", "softmax", "masked")
 def _check(breakdown: dict, n_tokens: int) -> dict:
     missing = [k for k in REQUIRED if k not in breakdown]
     if missing:
-        raise ValueError(f"breakdown lacks {missing}; build it with model.analysis.qk_breakdown")
+        raise ValueError(f"breakdown lacks {missing}; build it with analysis.qk.qk_breakdown")
     out = {"q": to_numpy(breakdown["q"], "q", 1), "keys": to_numpy(breakdown["keys"], "keys", 2)}
     for name in ("qk", "scaled", "softmax"):
         out[name] = to_numpy(breakdown[name], name, 1)
@@ -38,7 +38,7 @@ def _check(breakdown: dict, n_tokens: int) -> dict:
 
 
 def qk_figure(breakdown: dict, tokens) -> go.Figure:
-    """q, K, q·k, scaled score and softmax for one query, from `model.analysis.qk_breakdown`.
+    """q, K, q·k, scaled score and softmax for one query, from `analysis.qk.qk_breakdown`.
 
     tokens: one string per key position (raw tokens or `axis_labels` output).
     """

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import math
 import unicodedata
 
@@ -72,3 +73,17 @@ def label_margins(y_labels, x_labels, x_angle: float = 60, show_y: bool = True,
 
 def figure_height(n_rows: int, per_row: float = 18, low: int = 420, high: int = 860) -> int:
     return int(min(high, max(low, 160 + per_row * n_rows)))
+
+
+def escape(text) -> str:
+    """Text for a figure title or label: plotly renders a little HTML, so user text is escaped."""
+    return html.escape(str(text), quote=False)
+
+
+def titled_layout(fig: go.Figure, title: str, subtitle: str = "", height: int = 420,
+                  margin: dict | None = None, **rest) -> go.Figure:
+    """The shared look with an escaped title and subtitle, a height and margins."""
+    fig.update_layout(template=TEMPLATE, height=height,
+                      title=dict(text=escape(title), subtitle=dict(text=escape(subtitle))),
+                      margin=margin or dict(l=70, r=30, t=90, b=90), **rest)
+    return fig

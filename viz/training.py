@@ -12,7 +12,6 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .attention import attention_heatmap
 from .labels import axis_labels
 from .style import COLORSCALE, MASKED_GREY, ROWS_ARE_QUERIES, TEMPLATE, to_numpy
 
@@ -126,24 +125,5 @@ def snapshot_grid(patterns, q_tokens, k_tokens, title: str, causal: bool = True,
         coloraxis=dict(colorscale=COLORSCALE, cmin=0, cmax=1,
                        colorbar=dict(title=dict(text="weight"), thickness=12)),
         margin=dict(t=90, l=20, r=20, b=20),
-    )
-    return fig
-
-
-def cross_attention_heatmap(matrix, decoder_tokens, output_tokens, source_tokens,
-                            title: str = "Cross-attention") -> go.Figure:
-    """One cross-attention matrix [out_pos, src_pos] of an encoder-decoder.
-
-    Row t is the decoder step that reads decoder_tokens[t] and writes output_tokens[t]; its
-    label says both ("^→x"). Columns are the source tokens. Each row sums to 1 over the source.
-    """
-    z = to_numpy(matrix, "matrix", ndim=2)
-    if len(decoder_tokens) != len(output_tokens):
-        raise ValueError("decoder_tokens and output_tokens must have one entry per row")
-    rows = [f"{read}→{wrote}" for read, wrote in zip(decoder_tokens, output_tokens)]
-    fig = attention_heatmap(z, rows, list(source_tokens), title=title)
-    fig.update_layout(
-        xaxis_title_text="source token (encoder, key)",
-        yaxis_title_text="decoder step: reads → writes (query)",
     )
     return fig

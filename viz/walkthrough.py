@@ -155,7 +155,7 @@ def activation_scatter(before, after, title: str) -> go.Figure:
 
 
 def layer_stack_heatmap(norms, tokens, title: str) -> go.Figure:
-    """[n_layers + 1, seq] vector lengths: row 0 the embeddings, row ℓ+1 after layer ℓ."""
+    """[n_layers + 1, pos] vector lengths: row 0 the embeddings, row ℓ+1 after layer ℓ."""
     z = to_numpy(norms, "norms", ndim=2)
     labels = axis_labels(tokens)
     if z.shape[1] != len(labels):

@@ -1,0 +1,107 @@
+"""The walkthrough's first steps: the text as tokens and ids, the attention mask, and the
+embeddings (token, position, token type) with their sum and norm.
+"""
+
+from __future__ import annotations
+
+
+from .steps import BTD, Shown, Walk
+
+
+def input_steps(w: Walk) -> None:
+    t, cfg = w.trace, w.cfg
+    n_pad = int((t.attention_mask == 0).sum())
+    n_special = int((t.special_mask.bool() & t.attention_mask.bool()).sum())
+    w.add("tokens", "Input", "Text → tokens → ids",
+          f"The tokenizer cuts the text into pieces and looks each one up in a vocabulary of "
+          f"{cfg.d_vocab:,} entries, adding {n_special} special token(s). The model sees only "
+          f"these integers: one row per text, {t.n_tokens} positions.",
+          "A token is a word, a piece of a word or a punctuation mark; its id is a row number "
+          "in the embedding table. BERT-style models add [CLS] at the start and [SEP] after each "
+          "sentence, GPT-2 adds nothing, Llama a beginning-of-sequence token. Texts that share "
+          "a batch must have one length, so the shorter ones are padded on the right.",
+          r"\text{text} \xrightarrow{\text{tokenizer}} (t_0, \dots, t_{T-1}) \mapsto "
+          r"\text{ids} \in \{0, \dots, V-1\}^{B \times T}",
+          [Shown("input ids", t.input_ids, ("batch", "pos"), "trace.input_ids")], "tokens")
+    w.add("attention_mask", "Input", "The attention mask",
+          "1 marks a real token, 0 a padding token that only fills a row up to the batch's "
+          "length. " + (f"Here {n_pad} position(s) are padding." if n_pad else
+                        "All ones: nothing is padded in this input."),
+          "Padding makes the tensor rectangular but must not change the result. Inside every "
+          "attention layer the mask becomes a matrix with −∞ in the padded columns, so after "
+          "the softmax no token gives any weight to padding. Padding tokens still get vectors "
+          "of their own; they are simply never looked at.",
+          r"m_{b,j} = \begin{cases} 1 & \text{token } j \text{ of text } b \text{ is real} \\ "
+          r"0 & \text{padding} \end{cases}",
+          [Shown("attention mask", t.attention_mask, ("batch", "pos"), "trace.attention_mask")],
+          "tokens")
+    if cfg.n_token_types:
+        w.add("token_types", "Input", "Token types (segments)",
+              f"Type 0 marks the first sentence, type 1 the second; here "
+              f"{int(t.token_type_ids.sum())} position(s) have type 1.",
+              "BERT was trained on sentence pairs (does B follow A? does this answer fit the "
+              "question?). The type tells each token which sentence it belongs to.",
+              r"\text{type}_{b,j} \in \{0, 1\}",
+              [Shown("token type ids", t.token_type_ids, ("batch", "pos"),
+                     "trace.token_type_ids")], "tokens")
+
+
+def embedding_steps(w: Walk) -> None:
+    cfg = w.cfg
+    rope = (" A rotary model adds no position vector: positions enter inside attention, where "
+            "q and k are rotated by an angle that grows with the position (RoPE)."
+            if cfg.positions == "rotary" else "")
+    w.add("embed_tok", "Embeddings", "Token embeddings",
+          f"Each id picks one row of the token embedding table W_E [{cfg.d_vocab:,}, "
+          f"{cfg.d_model}]: a learned vector of d_model numbers.{rope}",
+          "Looking up a row is the same as multiplying a one-hot vector by W_E. Tokens used in "
+          "similar ways end up with similar rows."
+          + (" The original transformer multiplies by √d_model so the embeddings are not "
+             "drowned by the positional encoding." if cfg.embed_scale else ""),
+          r"E_{\text{tok}}[b, j] = " + (r"\sqrt{d_{model}}\," if cfg.embed_scale else "")
+          + r"W_E[\text{ids}_{b,j}]", [w.shown("token embedding", "embed.hook_tok", BTD)],
+          "values")
+    if w.has("embed.hook_type"):
+        w.add("embed_type", "Embeddings", "Token type embeddings",
+              f"Each token type picks a row of a small table with {cfg.n_token_types} rows.",
+              "With a single sentence every token gets row 0: the same vector everywhere.",
+              r"E_{\text{type}}[b, j] = W_{\text{type}}[\text{type}_{b,j}]",
+              [w.shown("token type embedding", "embed.hook_type", BTD)], "values")
+    if w.has("embed.hook_pos"):
+        learned = cfg.positions == "learned"
+        w.add("embed_pos", "Embeddings", "Position embeddings" if learned else
+              "Positional encoding",
+              f"Position j picks row j of a learned table of {cfg.n_ctx + cfg.position_offset} "
+              "rows, so one word at two places gets two vectors." if learned else
+              "A fixed table of sines and cosines of different frequencies, one row per "
+              "position; nothing here is learned.",
+              "Without positions, attention could not tell 'dog bites man' from 'man bites "
+              "dog'. The table is [pos, d_model], added to every text of the batch; the hook "
+              "records it already broadcast to [batch, pos, d_model]."
+              + (" RoBERTa numbers positions from the padding id + 1." if cfg.position_offset
+                 else ""),
+              r"E_{\text{pos}}[b, j] = W_{\text{pos}}[j]" if learned else
+              r"PE_{j,2i} = \sin\big(j / 10000^{2i/d}\big),\;PE_{j,2i+1} = "
+              r"\cos\big(j / 10000^{2i/d}\big)",
+              [w.shown("position embedding", "embed.hook_pos", BTD)], "values")
+    if w.has("embed.hook_sum"):
+        parts = " + ".join(rf"E_{{\text{{{p}}}}}" for p in ("tok", "type", "pos")
+                           if w.has(f"embed.hook_{p}"))
+        w.add("embed_sum", "Embeddings", "Sum of the embeddings",
+              "The parts are added number by number: one vector per token that knows both what "
+              "the token is and where it stands.",
+              "Adding rather than concatenating keeps the width at d_model; training learns to "
+              "keep the parts in different directions. Dropout would follow in training; at "
+              "inference it does nothing.", rf"X = {parts}",
+              [w.shown("sum", "embed.hook_sum", BTD)], "values")
+    if w.has("embed.ln.hook_normalized"):
+        w.add("embed_norm", "Embeddings", f"{w.norm} of the embeddings",
+              f"{w.norm} rescales each token's vector to mean 0 and variance 1, then applies a "
+              "learned gain γ and bias β. Dropout comes next in the code but does nothing at "
+              "inference, so this is the embeddings' output.",
+              "The statistics are taken over the d_model numbers of one token, never across "
+              "tokens or texts.", w.norm_formula,
+              [w.shown("normalized embeddings", "embed.ln.hook_normalized", BTD)], "values")
+
+
+# ---------------------------------------------------------------------------- the stack, end

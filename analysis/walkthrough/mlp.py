@@ -1,0 +1,85 @@
+"""The walkthrough's feed-forward steps for one layer, with the residual connections and norms
+around them, in the encoder (post-LN) or decoder (pre-LN) order.
+"""
+
+from __future__ import annotations
+
+
+from .steps import BTD, Shown, Walk
+
+
+def mlp_steps(w: Walk, layer: int) -> None:
+    cfg, p, g, name = w.cfg, f"blocks.{layer}.", f"Layer {layer}", w.norm
+    if w.pre_ln:
+        w.add("resid_attn", g, "Residual connection",
+              "The attention output is added to the layer's input: the stream keeps what it "
+              "had and gains what attention found.",
+              "No norm on the stream in a pre-LN model; the next norm works on a copy.",
+              r"X_{\text{mid}} = X + \text{Attn}(\mathrm{Norm}(X))",
+              [w.shown("X + Attn", p + "hook_resid_mid", BTD)], "values", layer)
+    else:
+        w.add("add_norm_attn", g, f"Add & {name}",
+              f"The attention output is added to the layer's input (the residual connection), "
+              f"then {name} normalizes each token's vector. Dropout before the sum does nothing "
+              "at inference.",
+              "BERT's post-LN order: the norm sits on the stream itself, after the sum. The "
+              "residual path lets each layer refine the vectors instead of replacing them.",
+              r"X_{\text{mid}} = \mathrm{Norm}(X + \text{Attn}(X))",
+              [Shown("X + Attn", w.hook(p + "hook_resid_pre") + w.hook(p + "hook_attn_out"), BTD,
+                     p + "hook_attn_out", "`hook_resid_pre + hook_attn_out`"),
+               w.shown(f"{name}(X + Attn)", p + "hook_resid_mid", BTD)], "values", layer)
+    if not w.has(p + "hook_mlp_out"):  # attention-only model
+        return
+    up = ("batch", "pos", "d_mlp")
+    if w.pre_ln:
+        w.add("ln2", g, f"{name} before the MLP",
+              "Pre-LN again: a normalized copy of the stream goes into the feed-forward network.",
+              "The same formula as before attention, with its own learned weights.",
+              w.norm_formula, [w.shown("normalized", p + "ln2.hook_normalized", BTD)], "values",
+              layer)
+    w.add("mlp_up", g, "Feed-forward: " + ("gate and up-projections" if cfg.gated_mlp else
+                                           "up-projection"),
+          f"{'Two linear maps widen' if cfg.gated_mlp else 'A linear map widens'} each token's "
+          f"vector from {cfg.d_model} to d_mlp = {cfg.d_mlp} numbers"
+          + (": a gate and an up-projection." if cfg.gated_mlp else "."),
+          "The feed-forward network works on every token alone: tokens do not mix here. Most "
+          "of a transformer's parameters live in it.",
+          r"G = X W_{\text{gate}},\quad U = X W_{\text{up}}" if cfg.gated_mlp else
+          r"H = X W_{\text{in}} + b_{\text{in}}",
+          [w.shown("gate", p + "mlp.hook_pre", up), w.shown("up", p + "mlp.hook_pre_linear", up)]
+          if cfg.gated_mlp else [w.shown("H", p + "mlp.hook_pre", up)], "values", layer)
+    act = {"gelu": "GELU", "gelu_new": "GELU (tanh approximation)", "relu": "ReLU",
+           "silu": "SiLU"}[cfg.act]
+    w.add("mlp_act", g, "Activation: " + ("SwiGLU" if cfg.gated_mlp else act),
+          f"{act} of the gate, multiplied number by number with the up-projection: the gate "
+          "decides how much of each number passes." if cfg.gated_mlp else
+          f"{act} is applied to every number: negative values are pushed to (or near) 0, "
+          "positive ones pass almost unchanged.",
+          "Without a non-linearity the projections would collapse into one linear map."
+          + ("" if cfg.gated_mlp else " The figure plots the real numbers before and after."),
+          r"\mathrm{SiLU}(G) \odot U,\quad \mathrm{SiLU}(g) = g\,\sigma(g)" if cfg.gated_mlp
+          else r"\mathrm{GELU}(h) = h\,\Phi(h)" if cfg.act.startswith("gelu")
+          else rf"\mathrm{{{act}}}(H)",
+          ([] if cfg.gated_mlp else [w.shown("before", p + "mlp.hook_pre", up)])
+          + [w.shown("activated", p + "mlp.hook_post", up)],
+          "values" if cfg.gated_mlp else "activation", layer)
+    w.add("mlp_down", g, "Feed-forward: down-projection",
+          f"A last linear map brings each token back from {cfg.d_mlp} to {cfg.d_model} numbers.",
+          "The output has the stream's shape, so it can be added to it.",
+          r"\text{MLP}(X) = \mathrm{act}(\dots)\, W_{\text{out}} + b_{\text{out}}",
+          [w.shown("MLP output", p + "hook_mlp_out", BTD)], "values", layer)
+    if w.pre_ln:
+        w.add("resid_mlp", g, "Residual connection",
+              "The MLP output is added to the stream. This is the layer's output.",
+              "The next layer, or the final norm, reads this stream.",
+              r"X^{(\ell+1)} = X_{\text{mid}} + \text{MLP}(\mathrm{Norm}(X_{\text{mid}}))",
+              [w.shown("layer output", p + "hook_resid_post", BTD)], "values", layer)
+    else:
+        w.add("add_norm_mlp", g, f"Add & {name} again",
+              f"The MLP output is added to its input and {name} normalizes the sum. This is the "
+              "layer's output.",
+              "The same pattern as after attention: residual connection, then the norm (post-LN).",
+              r"X^{(\ell+1)} = \mathrm{Norm}(X_{\text{mid}} + \text{MLP}(X_{\text{mid}}))",
+              [Shown("X_mid + MLP", w.hook(p + "hook_resid_mid") + w.hook(p + "hook_mlp_out"),
+                     BTD, p + "hook_mlp_out", "`hook_resid_mid + hook_mlp_out`"),
+               w.shown("layer output", p + "hook_resid_post", BTD)], "values", layer)

@@ -1,0 +1,172 @@
+"""Running a loaded model: text in, a Trace of every hook point out.
+
+`LoadedModel` is what load_model (loading.py) returns: the native transformer, its tokenizer and
+the device. It is shared between the users of a hosted app, and nothing in `run` changes it.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+
+import torch
+
+from .config import TransformerConfig
+from .device import is_device_failure
+from .hooks import caching_hook, hooks, hooks_active
+from .tokenizer import Encoding
+from .trace import EncoderDecoderTrace, Trace, TraceCache
+from .transformer import HookedTransformer, attention_mask_bias
+
+
+class LoadedModel:
+    """A model ready to run: the native transformer, its tokenizer and where it runs.
+
+    The object is shared between users of a hosted app: nothing in `run` changes it.
+    """
+
+    def __init__(self, name: str, model: HookedTransformer, tokenizer, device: torch.device,
+                 notice: str | None = None) -> None:
+        self.name = name
+        self.model = model.eval()
+        self.cfg: TransformerConfig = model.cfg
+        self.tokenizer = tokenizer
+        self.device = device
+        self.notice = notice
+        self._cpu_copy: HookedTransformer | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def hook_names(self) -> tuple[str, ...]:
+        return self.model.hook_names
+
+    def encode(self, text: str | list[str], pair: str | list[str] | None = None) -> Encoding:
+        texts = [text] if isinstance(text, str) else list(text)
+        pairs = None if pair is None else ([pair] if isinstance(pair, str) else list(pair))
+        if not texts:
+            raise ValueError("no text given: type something to run the model on")
+        for t in texts + (pairs or []):
+            if not isinstance(t, str):
+                raise ValueError(f"texts must be strings, got {type(t).__name__}")
+            if not t.strip():
+                raise ValueError("the text is empty (or only whitespace): type something to run")
+        if pairs is not None and len(pairs) != len(texts):
+            raise ValueError("give one second sentence for each first sentence")
+        return self.tokenizer.encode(texts, pairs, self.cfg.n_ctx)
+
+    def run(self, text: str | list[str], pair: str | list[str] | None = None,
+            keep=None) -> Trace:
+        """Run text (or a batch of texts, or sentence pairs) and record every hook point.
+
+        `keep` optionally limits the cache to hook names for which keep(name) is true.
+        """
+        enc = self.encode(text, pair)
+        trace = self._run(enc, keep)
+        trace.texts = [text] if isinstance(text, str) else list(text)
+        trace.batched = not isinstance(text, str)
+        return trace
+
+    def run_ids(self, input_ids, attention_mask=None, token_type_ids=None, keep=None) -> Trace:
+        """Run token ids directly ([pos] or [batch, pos]), bypassing the tokenizer."""
+        ids = torch.as_tensor(input_ids, dtype=torch.long)
+        if ids.dim() not in (1, 2):
+            raise ValueError(f"token ids must be [pos] or [batch, pos], not {tuple(ids.shape)}")
+        batched = ids.dim() == 2
+        ids = ids if batched else ids[None]
+        if ids.numel() == 0:
+            raise ValueError("no token ids given")
+        if int(ids.max()) >= self.cfg.d_vocab or int(ids.min()) < 0:
+            raise ValueError(f"token ids must lie in [0, {self.cfg.d_vocab})")
+        mask = torch.ones_like(ids) if attention_mask is None else torch.as_tensor(attention_mask)
+        types = torch.zeros_like(ids) if token_type_ids is None else torch.as_tensor(token_type_ids)
+        mask, types = mask.reshape(ids.shape).long(), types.reshape(ids.shape).long()
+        n = self.cfg.n_ctx
+        enc = Encoding(
+            input_ids=ids[:, :n], attention_mask=mask[:, :n], token_type_ids=types[:, :n],
+            special_mask=1 - mask[:, :n],
+            tokens=[self.tokenizer.tokens(row) for row in ids[:, :n].tolist()],
+            n_dropped=[max(0, int(m.sum()) - n) for m in mask],
+        )
+        trace = self._run(enc, keep)
+        trace.batched = batched
+        return trace
+
+    def _forward(self, model: HookedTransformer, enc: Encoding, device, keep):
+        cache: dict[str, torch.Tensor] = {}
+        names = [n for n in model.hook_names if keep is None or keep(n)]
+        # hook_scores = mask + scale * hook_qk, elementwise. On the CPU, with no outside hook
+        # able to edit q·k or the scores, it is recomputed bit for bit on first read instead of
+        # kept: one [batch, head, pos, pos] tensor per layer less to allocate (see BENCHMARKS.md).
+        derive = device.type == "cpu" and not hooks_active()
+        lazy = {n for n in names if derive and n.endswith(".attn.hook_scores")
+                and n[: -len("hook_scores")] + "hook_qk" in names}
+        store = caching_hook(cache)
+        # no_grad, not inference_mode: a Trace's tensors are handed to users, and inference
+        # tensors refuse in-place edits and any later use next to a parameter (x @ W_O).
+        with torch.no_grad(), hooks(model.hook_names,
+                                    [(n, store) for n in names if n not in lazy]):
+            out = model(
+                enc.input_ids.to(device), enc.attention_mask.to(device),
+                enc.token_type_ids.to(device),
+            )
+        if lazy:
+            mask = attention_mask_bias(enc.attention_mask.to(device), self.cfg.causal,
+                                       out.final.dtype)
+            derived = {n: (n[: -len("hook_scores")] + "hook_qk", mask,
+                           model.get_submodule(n.rsplit(".", 1)[0]).scale) for n in lazy}
+            cache = TraceCache(names, cache, derived)
+        return out, cache
+
+    def _cpu_model(self) -> HookedTransformer:
+        with self._lock:
+            if self._cpu_copy is None:
+                self._cpu_copy = copy.deepcopy(self.model).to("cpu")
+            return self._cpu_copy
+
+    def _run(self, enc: Encoding, keep) -> Trace:
+        notice = None
+        try:
+            out, cache = self._forward(self.model, enc, self.device, keep)
+        except RuntimeError as exc:
+            if self.device.type == "cpu" or not is_device_failure(exc):
+                raise
+            notice = f"{self.device.type.upper()} failed ({exc.__class__.__name__}); ran on the CPU"
+            out, cache = self._forward(self._cpu_model(), enc, torch.device("cpu"), keep)
+        if self.device.type != "cpu" and notice is None:
+            cache = {k: v.float().cpu() for k, v in cache.items()}
+        return Trace(
+            model_name=self.name, cfg=self.cfg, batch_tokens=enc.tokens,
+            input_ids=enc.input_ids, attention_mask=enc.attention_mask,
+            token_type_ids=enc.token_type_ids, special_mask=enc.special_mask,
+            dropped=enc.n_dropped, cache=cache, batched=enc.input_ids.shape[0] > 1,
+            logits=None if out.logits is None else out.logits.float().cpu(),
+            pooled=None if out.pooled is None else out.pooled.float().cpu(),
+            final=out.final.float().cpu(), notice=notice or self.notice,
+        )
+
+
+class EncoderDecoderModel(LoadedModel):
+    """`run(text)` encodes the text, decodes greedily, and records both sides."""
+
+    def _run(self, enc: Encoding, keep) -> EncoderDecoderTrace:
+        model, tok, dev = self.model, self.tokenizer, self.device
+        src, mask = enc.input_ids.to(dev), enc.attention_mask.to(dev)  # [batch, src_pos]
+        with torch.no_grad():
+            out = model.greedy(src, mask, tok.bos_id, tok.eos_id, src.shape[1])  # [batch, 1+out]
+        dec_in = out[:, :-1] if out.shape[1] > 1 else out  # [batch, out_pos]
+        cache: dict[str, torch.Tensor] = {}
+        names = [n for n in model.hook_names if keep is None or keep(n)]
+        with torch.no_grad(), hooks(model.hook_names, [(n, caching_hook(cache)) for n in names]):
+            result = model(src, mask, decoder_input_ids=dec_in)
+        cache = {k: v.float().cpu() for k, v in cache.items()}
+        written = [tok.tokens(r) for r in out[:, 1:].tolist()]
+        texts = ["".join(r).split(tok.chars[tok.eos_id])[0] for r in written]
+        return EncoderDecoderTrace(
+            model_name=self.name, cfg=self.cfg, batch_tokens=enc.tokens,
+            input_ids=enc.input_ids, attention_mask=enc.attention_mask,
+            token_type_ids=enc.token_type_ids, special_mask=enc.special_mask,
+            dropped=enc.n_dropped, cache=cache, batched=enc.input_ids.shape[0] > 1,
+            final=result.final.float().cpu(), notice=self.notice, dec_cfg=model.dec_cfg,
+            decoder_tokens=[tok.tokens(r) for r in dec_in.tolist()], output_tokens=written,
+            outputs=texts, decoder_logits=result.decoder_logits.float().cpu(),
+        )

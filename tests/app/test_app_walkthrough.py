@@ -1,0 +1,159 @@
+"""AppTest: the walkthrough page, walked step by step for an encoder and a decoder.
+
+The expected shapes come from a separate run of the same model in the test process, so the
+page must show the shapes of the tensors of the run, step after step.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from model import BUNDLED, load_model  # noqa: E402
+from analysis.walkthrough import walkthrough  # noqa: E402
+from ui.examples import SHORT  # noqa: E402
+
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
+PAGE = "app_pages/walkthrough.py"
+OTHER = "Other: local directory or hub id"
+SHAPE = re.compile(r"shape `\[([0-9, ]*)\]`")
+
+
+def _page(**params) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120)
+    for name, value in params.items():
+        at.query_params[name] = str(value)
+    at.switch_page(PAGE)
+    return at.run()
+
+
+def _shown_shapes(at: AppTest) -> list[list[int]]:
+    shapes = []
+    for md in at.main.markdown:
+        match = SHAPE.search(md.value)
+        if match:
+            shapes.append([int(n) for n in match.group(1).split(",")])
+    return shapes
+
+
+def _walk(at: AppTest, steps) -> list[str]:
+    """Click Next through every step, checking the title and every shape shown."""
+    seen = []
+    for number, step in enumerate(steps, 1):
+        assert not at.exception, (number, at.exception)
+        assert at.radio(key="wk_step").value == number
+        assert at.main.subheader[0].value == f"{number}. {step.title}"
+        assert _shown_shapes(at) == [list(s.shape) for s in step.shown], step.key
+        seen.append(step.key)
+        if number < len(steps):
+            at.button(key="wk_next").click().run()
+    assert at.button(key="wk_next").disabled
+    assert at.query_params["step"] in (str(len(steps)), [str(len(steps))])
+    return seen
+
+
+def _chart(at: AppTest, key: str) -> dict:
+    return next(json.loads(el.proto.spec) for el in at.get("plotly_chart") if el.key == key)
+
+
+def test_encoder_every_step(minilm):
+    steps = walkthrough(minilm.run(SHORT, keep=None), 0)
+    at = _page()
+    assert at.radio(key="wk_step").options == [f"{i}. {s.title}" for i, s in enumerate(steps, 1)]
+    # Step 11 (split into heads): the preview is the real Q of head 0, first rows and columns.
+    q = minilm.run(SHORT, keep=None).cache["blocks.0.attn.hook_q"][0, 0, :6, :8].numpy()
+    at.radio(key="wk_step").set_value(11).run()
+    np.testing.assert_allclose(at.main.dataframe[0].value.to_numpy(dtype=float), q, atol=1e-4)
+    at.radio(key="wk_step").set_value(1).run()
+    seen = _walk(at, steps)
+    assert seen[-1] == "pooler" and "add_norm_attn" in seen  # post-LN order, BERT's end
+
+
+def test_decoder_every_step(tiny_dirs, tiny_models_loaded):
+    path = str(tiny_dirs["gpt2"])
+    steps = walkthrough(tiny_models_loaded["gpt2"].run(SHORT, keep=None), 0)
+    at = _page()
+    at.selectbox(key="sb_model_choice").set_value(OTHER).run()
+    at.text_input(key="sb_model_other").input(path).run()
+    assert "decoder" in " ".join(c.value for c in at.main.caption)
+    seen = _walk(at, steps)
+    assert seen[-3:] == ["final_norm", "unembed", "next_token"] and "ln1" in seen
+    bars = _chart(at, "wk_fig")["data"][0]
+    assert bars["type"] == "bar" and len(bars["y"]) == 10
+    # The causal mask step: −∞ above the diagonal of the preview, 0 on and below it.
+    at.radio(key="wk_step").set_value(steps.index(next(s for s in steps if s.key == "mask")) + 1)
+    at.run()
+    mask = at.main.dataframe[0].value.to_numpy()
+    upper = np.triu(np.ones(mask.shape, dtype=bool), k=1)
+    assert (mask[upper] == "−∞").all() and (mask[~upper] != "−∞").all()
+
+
+def test_second_sentence_as_pair_or_padded_batch(minilm):
+    pair = ("I love cats!", "He hates pineapple pizza.")
+    at = _page()
+    at.text_area(key="sb_text").input(pair[0]).run()
+    at.text_input(key="sb_pair").input(pair[1]).run()
+    assert not at.exception
+    assert _shown_shapes(at) == [list(minilm.run(*pair).input_ids.shape)]  # one pair sequence
+    at.toggle(key="wk_batch").set_value(True).run()
+    batch = minilm.run(list(pair)).input_ids
+    assert _shown_shapes(at) == [list(batch.shape)] and batch.shape[0] == 2
+    assert at.query_params["wbatch"] in ("1", ["1"])
+    # The mask step for text 1, the shorter one: its padding columns are −∞.
+    mask_step = next(i for i, s in enumerate(walkthrough(minilm.run(list(pair), keep=None)), 1)
+                     if s.key == "mask")
+    at.radio(key="wk_step").set_value(mask_step).run()
+    length = int(minilm.run(list(pair)).attention_mask[0].sum())
+    row = at.main.dataframe[0].value.to_numpy()[0]
+    assert list(row[length:]) == ["−∞"] * (len(row) - length) and "−∞" not in list(row[:length])
+    at.radio(key="wk_item").set_value(1).run()
+    assert "−∞" not in list(at.main.dataframe[0].value.to_numpy()[0])  # the longer text
+
+
+def test_link_opens_step_layer_and_teacher_notes_and_next_layer_button():
+    at = _page(step=13, wlayer=2, teacher=1)
+    assert not at.exception
+    assert at.radio(key="wk_step").value == 13 and at.slider(key="wk_layer").value == 2
+    assert any("blocks.2.attn.hook_qk" in c.value for c in at.main.caption)
+    assert at.main.info and "matrix per head" in at.main.info[0].value  # the teacher text
+    at.toggle(key="wk_teacher").set_value(False).run()
+    assert not at.main.info
+    stack = next(i for i, opt in enumerate(at.radio(key="wk_step").options, 1)
+                 if "Repeat for all" in opt)
+    at.radio(key="wk_step").set_value(stack).run()
+    at.button(key="wk_next_layer").click().run()
+    assert at.slider(key="wk_layer").value == 3
+    assert at.main.subheader[0].value.endswith("The layer's input")
+    assert at.query_params["wlayer"] in ("3", ["3"])
+
+
+@pytest.mark.parametrize("text", ["<script>alert(1)</script> **bold** $x$", "日本語 😀 \u200b"])
+def test_hostile_text_shows_literally(text):
+    at = _page()
+    at.text_area(key="sb_text").input(text).run()
+    assert not at.exception
+    tokens = _chart(at, "wk_fig")["data"][0]["cells"]["values"][0]  # step 1: the token table
+    assert not any("<" in t or ">" in t for t in tokens)
+    if "script" in text:  # the tokenizer cuts "<script>" into "<", "script", ">"
+        assert any(t.endswith("·&lt;") for t in tokens)
+    at.radio(key="wk_step").set_value(16).run()  # the softmax heatmap, tokens on both axes
+    assert not at.exception and _chart(at, "wk_fig")["data"][0]["type"] == "heatmap"
+
+
+@pytest.mark.parametrize("name", ["tiny-chars", "tiny-reverse"])
+def test_models_trained_here_walk_every_step(name):
+    """A character-level decoder, and an encoder-decoder whose encoder the steps follow."""
+    assert name in BUNDLED and BUNDLED[name]().is_dir()  # shipped in weights/
+    steps = walkthrough(load_model(name).run(SHORT, keep=None), 0)
+    at = _page(model=name)
+    assert at.selectbox(key="sb_model_choice").value == name
+    _walk(at, steps)
+    assert bool(at.main.info) == (name == "tiny-reverse")  # the encoder-decoder is named so

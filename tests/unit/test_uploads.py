@@ -1,0 +1,142 @@
+"""The per-session upload quota (ui/uploads.py): its accounting on Streamlit's own
+MemoryUploadedFileManager, and a real server that refuses a flood of PUTs with 413."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+from streamlit.runtime.memory_uploaded_file_manager import MemoryUploadedFileManager
+from streamlit.runtime.uploaded_file_manager import UploadedFileRec
+
+from ui import uploads
+
+ROOT = Path(__file__).resolve().parents[2]
+KB = 1024
+MB = 2**20
+
+
+def _usage(mgr, session_id: str) -> tuple[int, int]:
+    """(files, bytes) the manager holds for one session, read under the manager's lock."""
+    with mgr._lock:
+        files = mgr.file_storage.get(session_id) or {}
+        return len(files), sum(len(f.data) for f in files.values())
+
+
+def _rec(file_id: str, size: int) -> UploadedFileRec:
+    return UploadedFileRec(file_id=file_id, name=f"{file_id}.txt", type="text/plain",
+                           data=b"x" * size)
+
+
+def _refused(mgr, session_id: str, file_id: str, size: int) -> str:
+    with pytest.raises(uploads.UploadRefused) as e:
+        mgr.add_file(session_id, _rec(file_id, size))
+    assert e.value.status_code == 413
+    return e.value.detail
+
+
+@pytest.fixture
+def mgr():
+    m = MemoryUploadedFileManager("/_stcore/upload_file")
+    assert uploads.guard_manager(m, max_files=4, max_bytes=2 * MB, max_total_bytes=64 * MB)
+    return m
+
+
+# ---- accounting on the real manager ---------------------------------------------------------
+
+def test_caps_per_session_and_removal_makes_room(mgr):
+    mgr.add_file("a", _rec("a1", 1 * MB))
+    mgr.add_file("a", _rec("a2", MB - 10 * KB))
+    assert "2.0 MB" in _refused(mgr, "a", "a3", 20 * KB)  # bytes: over 2 MB
+    mgr.add_file("a", _rec("a3", 4 * KB))
+    mgr.add_file("a", _rec("a4", 4 * KB))
+    assert "4" in _refused(mgr, "a", "a5", 1)  # count: a fifth file
+    assert _usage(mgr, "a") == (4, 2 * MB - 2 * KB)
+
+    # Another session is not affected by a's full quota, and fills its own.
+    for i in range(4):
+        mgr.add_file("b", _rec(f"b{i}", 100 * KB))
+    _refused(mgr, "b", "b4", 1)
+    _refused(mgr, "a", "a5", 1)
+
+    # Removing a file (the frontend's DELETE) uncounts it at once.
+    mgr.remove_file("a", "a1")
+    mgr.add_file("a", _rec("a5", 900 * KB))
+    assert _usage(mgr, "a") == (4, 2 * MB - 2 * KB - 1 * MB + 900 * KB)
+    assert _usage(mgr, "b") == (4, 400 * KB)
+    assert mgr.get_files("a", ["a1", "a5"])[0].file_id == "a5"  # refused files are not stored
+    assert mgr.get_files("b", ["b4"]) == []
+
+    # Shutting a session down frees all of its quota.
+    mgr.remove_session_files("b")
+    assert _usage(mgr, "b") == (0, 0)
+    mgr.add_file("b", _rec("b9", 2 * MB))
+    # The manager's own stats still add up (the original add_file did the storing).
+    assert mgr._total_bytes == sum(len(f.data) for s in mgr.file_storage.values()
+                                   for f in s.values())
+
+
+def test_same_file_id_again_replaces_instead_of_adding(mgr):
+    for i in range(4):
+        mgr.add_file("a", _rec(f"f{i}", 500 * KB))
+    mgr.add_file("a", _rec("f0", 400 * KB))  # a retried PUT: same id, not a fifth file
+    mgr.add_file("a", _rec("f0", 548 * KB))  # 2 MB exactly
+    assert _usage(mgr, "a") == (4, 2 * MB)
+    _refused(mgr, "a", "f0", 549 * KB)
+
+
+def test_all_sessions_together_are_capped():
+    m = MemoryUploadedFileManager("/x")
+    assert uploads.guard_manager(m, max_files=4, max_bytes=2 * MB, max_total_bytes=5 * MB)
+    for s in "abcde":
+        m.add_file(s, _rec("f", 1 * MB))
+    assert "server" in _refused(m, "f", "f", 1)
+    m.remove_session_files("a")
+    m.add_file("f", _rec("f", 1 * MB))
+
+
+def test_files_of_sessions_the_runtime_forgot_are_freed():
+    alive = {"a", "b"}
+    m = MemoryUploadedFileManager("/x")
+    assert uploads.guard_manager(m, is_known_session=alive.__contains__)
+    m.add_file("a", _rec("f", 1 * MB))
+    m.add_file("b", _rec("f", 1 * MB))
+    alive.discard("a")  # evicted from Streamlit's reconnect storage without a shutdown
+    m.add_file("b", _rec("g", 1))
+    assert "a" not in m.file_storage and _usage(m, "b") == (2, MB + 1)
+
+
+def test_installing_twice_is_harmless(mgr):
+    wrapped = mgr.add_file
+    assert uploads.guard_manager(mgr)  # already guarded: a no-op with the first caps
+    assert mgr.add_file is wrapped
+    for i in range(4):
+        mgr.add_file("a", _rec(str(i), 1))
+    _refused(mgr, "a", "4", 1)
+
+
+def test_fails_safe_when_streamlit_internals_differ(caplog):
+    class Other:
+        def add_file(self, session_id, file):
+            self.added = file
+
+    other = Other()
+    with caplog.at_level(logging.WARNING, logger="ui.uploads"):
+        assert uploads.guard_manager(other) is False
+    assert "not installed" in caplog.text
+    other.add_file("a", _rec("f", 10 * MB))  # untouched
+    assert other.added.file_id == "f"
+
+    changed = MemoryUploadedFileManager("/x")
+    del changed.file_storage  # as if a later Streamlit stored files differently
+    assert uploads.guard_manager(changed) is False
+    assert "add_file" not in vars(changed)
+
+
+def test_install_without_a_server_does_nothing():
+    from streamlit import runtime
+
+    if runtime.exists():
+        pytest.skip("a Streamlit runtime exists in this process")
+    assert uploads.install() is False
