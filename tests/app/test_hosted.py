@@ -16,19 +16,6 @@ from model import BUNDLED, ModelLoadError  # noqa: E402
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
 
-@pytest.fixture
-def hosted(monkeypatch):
-    import streamlit as st
-
-    monkeypatch.setenv("ATTENTION_LAB_HOSTED", "1")
-    monkeypatch.delenv("ATTENTION_LAB_MODELS", raising=False)
-    before = st.get_option("client.showErrorDetails")
-    threads = torch.get_num_threads()
-    yield
-    st.set_option("client.showErrorDetails", before)  # process-wide settings: put them back
-    torch.set_num_threads(threads)
-
-
 def _app(**params) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=120)
     for name, value in params.items():

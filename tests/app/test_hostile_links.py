@@ -18,17 +18,6 @@ from ui.urlstate import url_int  # noqa: E402
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
 
-@pytest.fixture
-def hosted(monkeypatch):
-    import streamlit as st
-
-    monkeypatch.setenv("ATTENTION_LAB_HOSTED", "1")
-    monkeypatch.delenv("ATTENTION_LAB_MODELS", raising=False)
-    before = st.get_option("client.showErrorDetails")
-    yield monkeypatch
-    st.set_option("client.showErrorDetails", before)
-
-
 def _app(page: str | None = None, **params) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=120)
     for name, value in params.items():
