@@ -15,6 +15,12 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+# Which tokens count as special, in words for the screen (the rule is model/tokenizer.py's).
+SPECIAL_RULE = ("A special token counts as special wherever it stands: one typed inside the "
+                "text (a `[SEP]` in the middle) reaches the model as the real one, so it "
+                "counts too. `[UNK]`, which stands for a piece of text the vocabulary lacks, "
+                "counts as text.")
+
 # name -> (short label, definition shown on screen). A_ij is the attention of query i on key j,
 # n the number of real tokens; every statistic is a mean over query rows i.
 STATISTICS: dict[str, tuple[str, str]] = {
@@ -22,8 +28,8 @@ STATISTICS: dict[str, tuple[str, str]] = {
                 "0 when a query looks at a single key; $\\log_2$ of the number of keys it may see "
                 "when it looks at all of them equally."),
     "special": ("To special tokens", "Share of each row on the tokenizer's special tokens "
-                "(`[CLS]`, `[SEP]`, `<s>`, `</s>`, BOS, EOS): "
-                "$\\sum_{j\\,\\mathrm{special}} A_{ij}$."),
+                "(`[CLS]`, `[SEP]`, `[MASK]`, `<s>`, `</s>`, BOS, EOS): "
+                "$\\sum_{j\\,\\mathrm{special}} A_{ij}$. " + SPECIAL_RULE),
     "first": ("To the first token", "Share on position 0: $A_{i0}$. That is `[CLS]` for BERT, "
               "BOS for Llama, and simply the first word for GPT-2, which has no BOS but often "
               "parks attention there all the same."),

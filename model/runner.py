@@ -14,7 +14,7 @@ import torch
 from .config import TransformerConfig
 from .device import is_device_failure
 from .hooks import caching_hook, hooks, hooks_active
-from .tokenizer import Encoding
+from .tokenizer import Encoding, special_by_id
 from .trace import EncoderDecoderTrace, Trace, TraceCache
 from .transformer import HookedTransformer, attention_mask_bias
 
@@ -39,6 +39,13 @@ class LoadedModel:
     @property
     def hook_names(self) -> tuple[str, ...]:
         return self.model.hook_names
+
+    @property
+    def headless(self) -> bool:
+        """A decoder loaded without its language-model head (a bare GPT2Model or LlamaModel
+        checkpoint): it reads text like any decoder but cannot score the next token, so the
+        logit lens and generation do not apply."""
+        return self.cfg.causal and not self.cfg.has_lm_head
 
     def encode(self, text: str | list[str], pair: str | list[str] | None = None) -> Encoding:
         texts = [text] if isinstance(text, str) else list(text)
@@ -83,7 +90,8 @@ class LoadedModel:
         n = self.cfg.n_ctx
         enc = Encoding(
             input_ids=ids[:, :n], attention_mask=mask[:, :n], token_type_ids=types[:, :n],
-            special_mask=1 - mask[:, :n],
+            special_mask=special_by_id(ids[:, :n], getattr(self.tokenizer, "special_ids", ()),
+                                       mask[:, :n]),  # by id, as encode marks them
             tokens=[self.tokenizer.tokens(row) for row in ids[:, :n].tolist()],
             n_dropped=[max(0, int(m.sum()) - n) for m in mask],
         )
@@ -139,6 +147,7 @@ class LoadedModel:
             input_ids=enc.input_ids, attention_mask=enc.attention_mask,
             token_type_ids=enc.token_type_ids, special_mask=enc.special_mask,
             dropped=enc.n_dropped, cache=cache, batched=enc.input_ids.shape[0] > 1,
+            typed_special=enc.typed_special,
             logits=None if out.logits is None else out.logits.float().cpu(),
             pooled=None if out.pooled is None else out.pooled.float().cpu(),
             final=out.final.float().cpu(), notice=notice or self.notice,
@@ -166,7 +175,8 @@ class EncoderDecoderModel(LoadedModel):
             input_ids=enc.input_ids, attention_mask=enc.attention_mask,
             token_type_ids=enc.token_type_ids, special_mask=enc.special_mask,
             dropped=enc.n_dropped, cache=cache, batched=enc.input_ids.shape[0] > 1,
-            final=result.final.float().cpu(), notice=self.notice, dec_cfg=model.dec_cfg,
+            typed_special=enc.typed_special, final=result.final.float().cpu(),
+            notice=self.notice, dec_cfg=model.dec_cfg,
             decoder_tokens=[tok.tokens(r) for r in dec_in.tolist()], output_tokens=written,
             outputs=texts, decoder_logits=result.decoder_logits.float().cpu(),
         )

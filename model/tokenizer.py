@@ -2,6 +2,13 @@
 
 Every tokenizer here returns an `Encoding` with right padding, the attention mask, token types,
 which positions are special tokens, and how many tokens truncation dropped from each text.
+
+Which tokens are special: a token is special by its id, wherever it came from. A `[SEP]` typed
+inside the text reaches the model as the real [SEP] id (Hugging Face's tokenizers split typed
+special tokens out of the text too), so it is special exactly like the [SEP] the tokenizer adds
+(`get_special_tokens_mask(ids, already_has_special_tokens=True)` in transformers marks it the
+same way). The one exception is the unknown token ([UNK], <unk>): it stands for a piece of the
+text the vocabulary lacks (an emoji, say), so it counts as text. Padding is always special.
 """
 
 from __future__ import annotations
@@ -9,7 +16,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -28,6 +35,21 @@ class Encoding:
     special_mask: torch.Tensor  # [batch, pos], 1 for [CLS], [SEP], BOS, padding...
     tokens: list[list[str]]  # the tokenizer's own token strings, padding included
     n_dropped: list[int]  # tokens cut from each text to fit the model's context
+    # positions of special tokens that were typed in the text rather than added around it
+    typed_special: list[list[int]] = field(default_factory=list)  # [batch][k]
+
+
+def special_by_id(ids: torch.Tensor, special_ids, attention_mask: torch.Tensor) -> torch.Tensor:
+    """1 where the id is one of `special_ids` or the position is padding: [batch, pos]."""
+    listed = torch.tensor(sorted(special_ids), dtype=ids.dtype)
+    return (torch.isin(ids, listed) | (attention_mask == 0)).long()
+
+
+def typed_positions(special: torch.Tensor, added: torch.Tensor,
+                    attention_mask: torch.Tensor) -> list[list[int]]:
+    """Real positions that are special by id but were not added by the tokenizer."""
+    typed = special.bool() & ~added.bool() & attention_mask.bool()  # [batch, pos]
+    return [row.nonzero().flatten().tolist() for row in typed]
 
 
 # A directory needs one of these; without them transformers 5 quietly builds a tokenizer
@@ -51,6 +73,13 @@ class HFTokenizer:
         self._tok.padding_side = "right"
         self._tok.model_max_length = 10**9  # we truncate to the model's own context ourselves
         self.vocab_size = len(self._tok)
+        # Special by id (the module's docstring): every special and added-special token but
+        # the unknown one. transformers' all_special_ids lists the named ones; added tokens
+        # flagged special (Llama 3's reserved tokens) are in added_tokens_decoder.
+        added = getattr(self._tok, "added_tokens_decoder", {}) or {}
+        self.special_ids = (set(self._tok.all_special_ids)
+                            | {i for i, t in added.items() if getattr(t, "special", False)})
+        self.special_ids.discard(self._tok.unk_token_id)
         # Each call sets truncation and padding on the one shared Rust tokenizer: without the
         # lock, users running at once get each other's settings (wrong n_dropped, errors).
         self._lock = threading.Lock()
@@ -65,16 +94,18 @@ class HFTokenizer:
             if max(full) > max_len:
                 enc = self._tok(*args, truncation=True, max_length=max_len, **kw)
             tokens = [enc.tokens(i) for i in range(enc["input_ids"].shape[0])]
-        ids = enc["input_ids"]
-        special = enc["special_tokens_mask"] | (1 - enc["attention_mask"])
-        kept = enc["attention_mask"].sum(dim=1).tolist()
+        ids, mask = enc["input_ids"], enc["attention_mask"]  # [batch, pos]
+        added = enc["special_tokens_mask"]  # [batch, pos], only what the template added
+        special = special_by_id(ids, self.special_ids, mask) | added
+        kept = mask.sum(dim=1).tolist()
         return Encoding(
             input_ids=ids,
-            attention_mask=enc["attention_mask"],
+            attention_mask=mask,
             token_type_ids=enc["token_type_ids"],
             special_mask=special,
             tokens=tokens,
             n_dropped=[f - k for f, k in zip(full, kept)],
+            typed_special=typed_positions(special, added, mask),
         )
 
     def tokens(self, ids: list[int]) -> list[str]:
@@ -105,6 +136,7 @@ class CharTokenizer:
         self.index = {c: i for i, c in enumerate(chars)}
         self.unk_id = self.index[unk]
         self.vocab_size = len(chars)
+        self.special_ids: set[int] = set()  # every character is text
 
     @classmethod
     def from_file(cls, path: Path, d_vocab: int | None = None) -> "CharTokenizer":
@@ -138,7 +170,7 @@ class CharTokenizer:
         return Encoding(
             input_ids=ids, attention_mask=mask, token_type_ids=torch.zeros_like(ids),
             special_mask=1 - mask, tokens=[self.tokens(r) for r in ids.tolist()],
-            n_dropped=[max(0, len(r) - width) for r in rows],
+            n_dropped=[max(0, len(r) - width) for r in rows], typed_special=[[] for _ in rows],
         )
 
     def tokens(self, ids: list[int]) -> list[str]:
@@ -158,6 +190,7 @@ class ReversalTokenizer(CharTokenizer):
                 raise ValueError(f"the {name} token must be one of the characters in 'chars', "
                                  f"got {c!r:.40}")
         self.pad_id, self.bos_id, self.eos_id = (self.index[c] for c in (pad, bos, eos))
+        self.special_ids = {self.pad_id, self.bos_id, self.eos_id}  # also when typed
 
     def encode(self, texts: list[str], pairs: list[str] | None, max_len: int) -> Encoding:
         if pairs is not None:
@@ -170,7 +203,11 @@ class ReversalTokenizer(CharTokenizer):
         for i, row in enumerate(rows):
             ids[i, : len(row)] = torch.tensor(row)
             mask[i, : len(row)] = 1
-        special = (ids == self.eos_id) | (mask == 0)  # [batch, pos]
+        special = special_by_id(ids, self.special_ids, mask)  # [batch, pos]
+        added = torch.zeros_like(ids)  # [batch, pos]: the EOS appended to each text
+        for i, row in enumerate(rows):
+            added[i, len(row) - 1] = 1
         return Encoding(input_ids=ids, attention_mask=mask, token_type_ids=torch.zeros_like(ids),
-                        special_mask=special.long(), tokens=[self.tokens(r) for r in ids.tolist()],
-                        n_dropped=[max(0, len(r) - (max_len - 1)) for r in full])
+                        special_mask=special, tokens=[self.tokens(r) for r in ids.tolist()],
+                        n_dropped=[max(0, len(r) - (max_len - 1)) for r in full],
+                        typed_special=typed_positions(special, added, mask))

@@ -72,6 +72,9 @@ class Trace:
     final: torch.Tensor | None = None  # [batch, pos, d_model], after the final norm
     notice: str | None = None  # e.g. "CUDA ran out of memory; this run used the CPU"
     texts: list[str] = field(default_factory=list)
+    # [batch][k]: positions of special tokens typed inside the text (model/tokenizer.py: a
+    # special id is special wherever it came from); empty lists when there are none
+    typed_special: list[list[int]] = field(default_factory=list)
 
     def _unbatch(self, x):
         return x if self.batched else x[0]
