@@ -11,7 +11,8 @@ if not os.environ.get("ATTENTION_LAB_ONLINE"):
 import streamlit as st  # noqa: E402
 
 from ui import (  # noqa: E402
-    busy, cache, page_style, sessions, settings, sidebar, uploads, urlstate,
+    busy, cache, lesson_link, page_style, projector, sessions, settings, sidebar, teacher_tools,
+    uploads, urlstate,
 )
 
 HERE = Path(__file__).resolve().parent
@@ -22,13 +23,17 @@ st.set_page_config(page_title="Attention Lab", page_icon=str(HERE / "assets" / "
                    initial_sidebar_state="expanded")
 
 uploads.install()  # a per-session quota on uploaded files (ui/uploads.py); once per process
+projector.install()  # projector mode enlarges every figure of the session that turns it on
 
 if settings.hosted():  # a shared server: users see a message, never a traceback
     st.set_option("client.showErrorDetails", "none")
     settings.use_hosted_threads()
 
-# (section, file, title, icon, url path)
+# (section, file, title, icon, url path); the first is the start page, at "/".
 PAGES = [
+    ("Start", "app_pages/start.py", "Start here", ":material/home:", "start"),
+    ("Start", "app_pages/lessons.py", "Lessons", ":material/school:", "lessons"),
+    ("Start", "app_pages/teach.py", "Teach with it", ":material/co_present:", "teach"),
     ("Explore", "app_pages/attention.py", "Attention", ":material/grid_on:", "attention"),
     ("Explore", "app_pages/heads.py", "Head statistics", ":material/leaderboard:", "heads"),
     ("Explore", "app_pages/compare.py", "Compare two inputs", ":material/compare_arrows:", "compare"),
@@ -46,13 +51,15 @@ def _navigation() -> dict[str, list]:
     for section, file, title, icon, url in PAGES:
         sections.setdefault(section, []).append(
             st.Page(str(HERE / file), title=title, icon=icon, url_path=url,
-                    default=url == "attention"))
+                    default=url == "start"))
     return sections
 
 
 page = st.navigation(_navigation())
 page_style.apply()
+projector.apply()
 urlstate.load_from_url()
+lesson_link.sync_from_url(page.url_path == "lessons")  # before the sidebar: the step's state
 cache.start_memory_keeper()
 # A closed tab's session is closed FREED_WITHIN_SECONDS later (ui/sessions.py), and the memory
 # keeper hands what it held back to the system.
@@ -61,4 +68,5 @@ waiting = busy.BusyLine()
 with cache.run_queue().slot(on_wait=waiting):  # backpressure: a few runs at once, in order
     waiting.clear()
     st.session_state["selection"] = sidebar.render()
+    teacher_tools.render(page.url_path)
     page.run()

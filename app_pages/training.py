@@ -26,7 +26,7 @@ TASKS = {  # choice -> (task key, description)
 }
 LABELS = {"induction": "Induction heads", "chars": "Characters: our own text",
           "own": "Characters: your own text", "reverse": "Reversal (encoder–decoder)"}
-DEFAULT_STEPS = {"induction": 800, "chars": 1000, "own": 1000, "reverse": 800}
+DEFAULT_STEPS = runs.DEFAULT_STEPS  # also what the induction lesson's prediction assumes
 D_MODELS = [16, 32, 48, 64, 96, 128]
 MIN_LAYERS = 1  # one layer with one head is seed 004's first model
 HEADS = [1, 2, 4, 8]
@@ -279,7 +279,8 @@ c[2].select_slider("d_model", D_MODELS, key="train_d_model", disabled=busy,
                    help="The width of every vector in the model; each head works in "
                    "d_model / heads dimensions.")
 c[3].slider("Steps", 50, runs.MAX_STEPS, step=50, key="train_steps", disabled=busy)
-c[4].select_slider("Snapshot every", [10, 25, 50, 100], value=25, key="train_every",
+c[4].select_slider("Snapshot every", [10, 25, 50, 100], value=runs.DEFAULT_SNAPSHOT_EVERY,
+                   key="train_every",
                    disabled=busy, help=f"Steps between attention snapshots (at most "
                    f"{runs.MAX_SNAPSHOTS} per run).")
 b = st.columns([1, 1, 4])

@@ -233,3 +233,16 @@ def start(run: TrainingRun, browser: str, wait: float = STOP_WAIT_SECONDS) -> No
         run.start()
         _BY_BROWSER[browser] = run
 
+
+
+# What the training page starts with; the induction lesson's prediction is computed from a run
+# with exactly these settings.
+DEFAULT_STEPS = {"induction": 800, "chars": 1000, "own": 1000, "reverse": 800}
+DEFAULT_SNAPSHOT_EVERY = 25
+
+
+def default_settings(task: str) -> TrainSettings:
+    """The settings of a run started on the training page without changing anything."""
+    recipe = RECIPES[task]
+    return app_settings(task, recipe.n_layers, recipe.n_heads, recipe.d_model,
+                        DEFAULT_STEPS[task], DEFAULT_SNAPSHOT_EVERY)

@@ -13,10 +13,12 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 TIMEOUT = 120
+ATTENTION = "app_pages/attention.py"
 
 
 def _app() -> AppTest:
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.switch_page(ATTENTION)  # the start page is the default
     return at.run()
 
 
@@ -156,6 +158,7 @@ def test_encoder_decoder_shows_its_cross_attention():
     from model import load_model
 
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.switch_page(ATTENTION)
     at.query_params["model"] = "tiny-reverse"
     at.query_params["text"] = "softmax"
     at.run()

@@ -36,6 +36,7 @@ def test_cuda_out_of_memory_during_a_run_falls_back_to_cpu_with_a_notice(monkeyp
     monkeypatch.setattr(ui.cache, "_load", lambda name: as_if_cuda)
     monkeypatch.setattr(ui.cache, "_run_cache", lambda: ui.cache.MemoryBudget(4, 2**30))
     at = AppTest.from_file(APP, default_timeout=120)
+    at.switch_page("app_pages/attention.py")
     at.session_state["sb_text"] = "A text that runs out of GPU memory."
     at.run()
     assert not at.exception
@@ -47,7 +48,8 @@ def test_cuda_absent_loads_on_cpu_and_says_so(monkeypatch):
     import ui.cache
 
     monkeypatch.setattr(ui.cache, "_load", lambda name: load_model(name, device="cuda"))
-    at = AppTest.from_file(APP, default_timeout=120).run()
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.switch_page("app_pages/attention.py").run()
     assert not at.exception
     if not torch.cuda.is_available():
         assert "not usable here; using the CPU" in _texts(at)

@@ -20,6 +20,7 @@ def _app(**params) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=120)
     for name, value in params.items():
         at.query_params[name] = value
+    at.switch_page("app_pages/attention.py")  # the start page is the default
     return at.run()
 
 

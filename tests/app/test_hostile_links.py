@@ -22,10 +22,8 @@ def _app(page: str | None = None, **params) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=120)
     for name, value in params.items():
         at.query_params[name] = value
-    at.run()
-    if page:
-        at.switch_page(page).run()
-    return at
+    at.switch_page(page or "app_pages/attention.py")  # the start page is the default
+    return at.run()
 
 
 def _heatmap(at: AppTest) -> dict:

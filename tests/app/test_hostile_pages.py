@@ -86,8 +86,7 @@ def _run(page: str, text: str, key: str = "sb_text") -> AppTest:
     """Open the app with its default text, then go to `page` and type `text`: one rerun."""
     at = AppTest.from_file(APP, default_timeout=TIMEOUT).run()
     assert not at.exception, at.exception
-    if page != DEFAULT_PAGE:
-        at.switch_page(f"app_pages/{page}")
+    at.switch_page(f"app_pages/{page}")
     widget = at.text_area(key=key) if key == "sb_text" else at.text_input(key=key)
     widget.input(text)
     return at.run()
@@ -98,7 +97,7 @@ def _assert_no_raw_html(at: AppTest, where: str) -> None:
     The one exception is the app's own constant style block (ui/page_style.py)."""
     for kind in RAW_HTML_TYPES:
         found = [el for el in at.get(kind)
-                 if not (kind == "html" and el.proto.body == page_style.STALE_IN_ONE_STEP)]
+                 if not (kind == "html" and el.proto.body == page_style.STYLE)]
         assert not found, f"{where}: a {kind} element is on the page"
     markdown = _markdown_nodes(at)
     unsafe = [n.proto.body[:80] for n in markdown if n.proto.allow_html]

@@ -118,7 +118,7 @@ def _offline(page) -> list[str]:
 def test_type_a_sentence_change_a_head_and_pick_one_from_the_overview(server, browser, tmp_path):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     outside = _offline(page)  # the app must not need a CDN: nothing may leave the machine
-    page.goto(server + "/", wait_until="domcontentloaded")
+    page.goto(server + "/attention", wait_until="domcontentloaded")
     page.wait_for_selector(".js-plotly-plot", timeout=90_000)
     assert "layer 0, head 0" in _heatmap_title(page).lower()
 
@@ -145,7 +145,7 @@ def test_type_a_sentence_change_a_head_and_pick_one_from_the_overview(server, br
 
 def test_long_input_is_cut_and_said(server, browser, tmp_path):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.goto(server + "/", wait_until="domcontentloaded")
+    page.goto(server + "/attention", wait_until="domcontentloaded")
     page.wait_for_selector(".js-plotly-plot", timeout=90_000)
     box = page.locator("[data-testid='stSidebar'] textarea")
     box.fill("The quick brown fox jumps over the lazy dog. " * 80)  # ~800 tokens > 512
@@ -159,7 +159,7 @@ def test_long_input_is_cut_and_said(server, browser, tmp_path):
 
 def test_open_a_head_from_a_shared_link(server, browser, tmp_path):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.goto(server + "/?layer=2&head=1&text=Dogs+chase+cats+around+the+garden.",
+    page.goto(server + "/attention?layer=2&head=1&text=Dogs+chase+cats+around+the+garden.",
               wait_until="domcontentloaded")
     _wait_title(page, "layer 2, head 1")
     _wait_x_label(page, "garden")
@@ -178,7 +178,7 @@ HOSTILE = [
 @pytest.mark.parametrize("text", HOSTILE)
 def test_hostile_text_is_shown_as_text_and_runs_no_script(server, browser, text):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.goto(server + "/", wait_until="domcontentloaded")
+    page.goto(server + "/attention", wait_until="domcontentloaded")
     page.wait_for_selector(".js-plotly-plot", timeout=90_000)
     box = page.locator("[data-testid='stSidebar'] textarea")
     box.fill(text)
@@ -214,8 +214,8 @@ def test_two_users_at_once_each_see_only_their_own_model_and_text(server, browse
     alice = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
     bob = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
     # both open at once, on a server that has loaded nothing yet
-    alice.goto(server + "/?text=Alice+likes+apples+and+pears.", wait_until="domcontentloaded")
-    bob.goto(server + "/?text=Bob+builds+boats.&model=" + str(gpt2_dir),
+    alice.goto(server + "/attention?text=Alice+likes+apples+and+pears.", wait_until="domcontentloaded")
+    bob.goto(server + "/attention?text=Bob+builds+boats.&model=" + str(gpt2_dir),
              wait_until="domcontentloaded")
     _wait_x_label(alice, "apples")
     _wait_spelled(bob, "Bob␣builds␣boats.")
@@ -243,7 +243,7 @@ def test_two_users_at_once_each_see_only_their_own_model_and_text(server, browse
 def test_training_in_one_session_does_not_freeze_another(server, browser):
     alice = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
     bob = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
-    bob.goto(server + "/?text=Bob+reads+while+Alice+trains.", wait_until="domcontentloaded")
+    bob.goto(server + "/attention?text=Bob+reads+while+Alice+trains.", wait_until="domcontentloaded")
     _wait_x_label(bob, "reads")
     alice.goto(server + "/training", wait_until="domcontentloaded")
     steps = alice.get_by_role("slider", name="Steps")
@@ -301,7 +301,7 @@ def test_stale_elements_dim_in_one_step_not_a_fade(server, browser):
     """ui/page_style.py: a stale element dims after 0.5 s in one step (no per-frame fade).
     Marking a real element container stale checks the selector matches Streamlit's DOM."""
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.goto(server + "/", wait_until="domcontentloaded")
+    page.goto(server + "/attention", wait_until="domcontentloaded")
     page.wait_for_selector(".js-plotly-plot", timeout=90_000)
     _settle(page)
     timing = page.evaluate("""() => {
@@ -321,7 +321,7 @@ def test_heatmap_and_overview_margins_already_fit_so_plotly_draws_once(server, b
     widens them (widening means a second full draw on every slider move). Checked on a short
     text, a text with many and with hidden tick labels, and wide characters."""
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.goto(server + "/", wait_until="domcontentloaded")
+    page.goto(server + "/attention", wait_until="domcontentloaded")
     page.wait_for_selector(".js-plotly-plot", timeout=90_000)
     box = page.locator("[data-testid='stSidebar'] textarea")
     filler = "Every student types a sentence and watches the heads attend. "

@@ -16,15 +16,17 @@ ALLOWED = {
     "model": {"model"},  # the engine: config, hooks, layers, loading, running
     "analysis": {"model", "analysis"},  # numbers computed from runs
     "training": {"model", "analysis", "training"},  # the loop, the tasks, the save format
+    "teaching": {"model", "analysis", "training", "teaching"},  # lesson files and their facts
     "viz": {"viz"},  # figures: arrays in, plotly out
-    "ui": {"model", "analysis", "training", "viz", "ui"},  # Streamlit glue
-    "app_pages": {"model", "analysis", "training", "viz", "ui"},  # one file per page
+    "ui": {"model", "analysis", "training", "teaching", "viz", "ui"},  # Streamlit glue
+    "app_pages": {"model", "analysis", "training", "teaching", "viz", "ui"},  # one file per page
     "app": {"ui"},  # app.py: the router
 }
-NO_STREAMLIT = {"model", "analysis", "training", "viz"}
+NO_STREAMLIT = {"model", "analysis", "training", "teaching", "viz"}
 NO_TORCH = {"viz"}
 MAX_FILE_LINES, MAX_FUNCTION_LINES = 400, 80
-CHECKED_FOR_SIZE = ("model", "analysis", "training", "viz", "ui", "app_pages", "bench", "tests")
+CHECKED_FOR_SIZE = ("model", "analysis", "training", "teaching", "viz", "ui", "app_pages", "bench",
+                    "tests")
 
 
 def _layer(path: Path) -> str:

@@ -169,6 +169,7 @@ def text(i):
 sessions, results = [], []
 for s in range({n_sessions}):
     at = AppTest.from_file({app!r}, default_timeout=180)
+    at.switch_page("app_pages/attention.py")
     sessions.append(at)
 for i in range({n_texts}):
     at = sessions[i % len(sessions)]

@@ -1,0 +1,63 @@
+"""A step made concrete: its page settings and texts with every fact filled in from the run.
+
+`runner(model, text, pair)` returns (LoadedModel, Trace); the app passes its cached runs, the
+tests plain `load_model(...).run(...)`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .facts import FACTS, FactError, FactInputs, compute
+from .format import ModelShape, Step, check_range
+from .render import fill, placeholders, resolve_setting
+
+Runner = Callable[[str, str, str], tuple]
+
+
+def _inputs(step: Step, runner: Runner, settings: dict | None, train) -> FactInputs:
+    loaded, trace = runner(step.model, step.text, step.pair)
+    return FactInputs(loaded, trace, settings or {}, train=train)
+
+
+def step_settings(step: Step, runner: Runner, train=None) -> tuple[dict, dict[str, dict]]:
+    """The step's page settings with facts filled in (range-checked), and those facts."""
+    names = set()
+    for value in step.settings.values():
+        if isinstance(value, str):
+            names |= placeholders(value)
+    if any(FACTS[n].uses_settings for n in names):
+        raise FactError("a page setting may not use a fact that depends on the settings")
+    facts = {}
+    if names:
+        inputs = _inputs(step, runner, None, train)
+        facts = {name: compute(name, inputs) for name in sorted(names)}
+    resolved = {k: resolve_setting(v, facts) for k, v in step.settings.items()}
+    loaded, _ = runner(step.model, step.text, step.pair)
+    cfg = loaded.model.cfg
+    check_range(step, ModelShape(cfg.n_layers, cfg.n_heads), resolved)
+    return resolved, facts
+
+
+def step_parts(step: Step) -> dict[str, str]:
+    """Every text of a step that may hold facts, by name (option0, option1... for options)."""
+    parts = {"explain": step.explain, "title": step.title}
+    q = step.question
+    if q is not None:
+        parts |= {"prompt": q.prompt, "reveal": q.reveal, "answer": q.answer, "row": q.row}
+        parts |= {f"option{i}": o for i, o in enumerate(q.options)}
+    return parts
+
+
+def step_texts(step: Step, runner: Runner, train=None) -> tuple[dict, dict[str, str], dict]:
+    """(resolved settings, filled texts, every fact used) for one step."""
+    resolved, facts = step_settings(step, runner, train)
+    parts = step_parts(step)
+    names = set().union(*(placeholders(t) for t in parts.values())) - set(facts)
+    if names:
+        inputs = _inputs(step, runner, resolved, train)
+        for name in sorted(placeholders(parts.get("row", "")) - set(facts)):
+            facts[name] = compute(name, inputs)  # the question's row first: "cell" reads it
+        inputs.row = fill(parts.get("row", ""), facts)
+        facts |= {name: compute(name, inputs) for name in sorted(names - set(facts))}
+    return resolved, {k: fill(v, facts) for k, v in parts.items()}, facts

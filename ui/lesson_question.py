@@ -1,0 +1,88 @@
+"""Predict, then reveal: a lesson step's question. The step's figure stays hidden until the
+learner has answered; then the answer is checked against the run and explained."""
+
+from __future__ import annotations
+
+from functools import partial
+
+import streamlit as st
+
+from teaching.facts import find_row, plain
+from teaching.format import Step
+from teaching.render import safe_markdown
+from viz.lesson import blind_heatmap, clicked_key
+
+from .cache import cached_run
+from .charts import chart_config
+from .text import md_escape
+
+ANSWERS_KEY = "lesson_answers"  # session state: (lesson id, step) -> {"picked", "right"}
+TIE = 1e-6  # a cell within this of the row's maximum counts as the brightest
+
+
+def answer_of(lesson_id: str, number: int) -> dict | None:
+    return st.session_state.get(ANSWERS_KEY, {}).get((lesson_id, number))
+
+
+def _record(where: tuple, picked: str, right: bool) -> None:
+    st.session_state.setdefault(ANSWERS_KEY, {})[where] = {"picked": picked, "right": right}
+
+
+def _check_choice(where: tuple, box_key: str, answer: str) -> None:
+    picked = st.session_state.get(box_key)
+    if picked is not None:
+        _record(where, picked, picked == answer)
+
+
+def _pick_cell(where: tuple, step: Step, settings: dict, row_text: str, source: str) -> None:
+    """A click on the blind heatmap, or the token chosen in the box under it."""
+    trace = cached_run(step.model, step.text, step.pair)
+    row = find_row(trace.tokens, row_text)
+    if source == "chart":
+        points = getattr(getattr(st.session_state.get("lesson_cell_chart"), "selection", None),
+                         "points", None)
+        column = clicked_key(points)
+    else:
+        column = st.session_state.get("lesson_cell_box")
+    if column is None or not 0 <= column < len(trace.tokens):
+        return
+    weights = trace.attentions[int(settings.get("layer", 0)), int(settings.get("head", 0)), row]
+    right = float(weights[column]) >= float(weights.max()) - TIE
+    _record(where, f"{plain(trace.tokens[column])} ({float(weights[column]):.0%})", right)
+
+
+def ask(lesson_id: str, number: int, step: Step, settings: dict, texts: dict) -> bool:
+    """Draw the question; True once the learner has answered (the figure may be shown)."""
+    q = step.question
+    where = (lesson_id, number)
+    st.markdown(f"**Predict first.** {safe_markdown(texts['prompt'])}")
+    if q.kind == "choice":
+        options = [texts[f"option{i}"] for i in range(len(q.options))]
+        box = f"lesson_choice_{lesson_id}_{number}"
+        st.radio("Your answer", options, index=None, key=box, label_visibility="collapsed")
+        st.button("Check my answer", key="lesson_check", type="primary",
+                  on_click=partial(_check_choice, where, box, texts["answer"]))
+    else:
+        trace = cached_run(step.model, step.text, step.pair)
+        row = find_row(trace.tokens, texts["row"])
+        st.plotly_chart(blind_heatmap(trace.tokens, row, f"Row of “{plain(trace.tokens[row])}”: "
+                                      "which key gets the most attention?"),
+                        key="lesson_cell_chart", selection_mode="points", config=chart_config(),
+                        on_select=partial(_pick_cell, where, step, settings, texts["row"],
+                                          "chart"))
+        st.selectbox("Or choose the key token", list(range(len(trace.tokens))), index=None,
+                     key="lesson_cell_box", format_func=lambda i: f"{i} · {plain(trace.tokens[i])}",
+                     placeholder="Click a cell in the highlighted row, or choose here…",
+                     on_change=partial(_pick_cell, where, step, settings, texts["row"], "box"))
+    got = answer_of(lesson_id, number)
+    if got is None:
+        st.info("Make your guess first: the figure and the answer appear once you have.")
+        return False
+    if got["right"]:
+        st.success(f"Right: {md_escape(got['picked'])}. {safe_markdown(texts['reveal'])}")
+    else:
+        st.warning(f"Not quite: you chose {md_escape(got['picked'])}. Look at the figure below "
+                   "and try again, or read on.")
+        with st.expander("Show the answer"):
+            st.markdown(safe_markdown(texts["reveal"]) or md_escape(texts["answer"]))
+    return True

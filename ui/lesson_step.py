@@ -1,0 +1,122 @@
+"""A lesson step in the app: its facts, the state it puts the app in, and its link.
+
+A step opens one page of the app in a given state: the sidebar's model and text and the page's
+own settings are set in the session (from a Previous/Next click, or from the link
+/lessons?lesson=<id>&step=<n> before the sidebar is drawn), then the lessons page runs that
+page's script under the step's explanation.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from model import BUNDLED
+from teaching import resolve
+from teaching.facts import FactError, induction_run
+from teaching.format import Lesson, LessonError, Step
+from teaching.pages import PAGES
+from teaching.resolve import step_settings
+
+from . import settings
+from .cache import cached_run, get_model, shared
+from .lesson_library import catalogue
+from .sidebar import OTHER
+from .training_runs import default_settings
+from .urlstate import url_int
+
+APP_PAGES = Path(__file__).resolve().parent.parent / "app_pages"
+AT_KEY = "_lesson_at"  # (lesson id, step number) the session's state was last set for
+
+
+@shared("induction-run")
+def _induction(key: str) -> dict:
+    return induction_run(default_settings("induction"))
+
+
+def _runner(model: str, text: str, pair: str) -> tuple:
+    return get_model(model), cached_run(model, text, pair)
+
+
+def _train() -> dict:
+    return _induction("induction")
+
+
+def resolved_settings(step: Step) -> dict:
+    """The step's page settings with facts filled in from the run (range-checked)."""
+    return step_settings(step, _runner, _train)[0]
+
+
+def step_texts(step: Step) -> tuple[dict, dict[str, str]]:
+    """(resolved settings, {title, explain, prompt, reveal, answer, row, option0...})."""
+    with st.spinner("Working out this step's numbers from the model…"):
+        settings_, texts, _ = resolve.step_texts(step, _runner, _train)
+    return settings_, texts
+
+
+def _set_model(name: str) -> None:
+    allowed = settings.allowed_models()
+    if name in BUNDLED or (allowed is not None and name in allowed):
+        st.session_state["sb_model_choice"] = name
+    else:  # a local directory named by a lesson file (never in hosted mode: not allowed)
+        st.session_state["sb_model_choice"] = OTHER
+        st.session_state["sb_model_other"] = name
+
+
+def apply_step(lesson: Lesson, number: int) -> None:
+    """Put the session in step `number` (1-based) of the lesson: model, text, page settings.
+    Callbacks and app.py (before the sidebar is drawn) call this; problems are kept for the
+    page to show, never raised."""
+    step = lesson.steps[number - 1]
+    st.session_state[AT_KEY] = (lesson.id, number)
+    st.session_state.pop("_lesson_problem", None)
+    _set_model(step.model)
+    st.session_state["sb_text"], st.session_state["sb_pair"] = step.text, step.pair
+    st.session_state.pop("sb_example", None)
+    try:
+        resolved = resolved_settings(step)
+    except (FactError, LessonError, ValueError) as exc:
+        st.session_state["_lesson_problem"] = str(exc)
+        return
+    specs = PAGES[step.page][2]
+    if step.page == "training" and "task" in resolved:
+        st.session_state.pop("train_layers", None)  # the page sets the task's default size
+    if step.page == "attention":  # a step that names a head shows that head
+        st.session_state.setdefault("attn_average", False)
+    for name, value in resolved.items():
+        st.session_state[specs[name].key] = value
+
+
+def lesson_from_url() -> tuple[str | None, int | None]:
+    params = st.query_params
+    return params.get("lesson"), url_int(params.get("step", "1"))
+
+
+def sync_from_url() -> None:
+    """Before the sidebar is drawn: on /lessons?lesson=<id>&step=<n>, put the session in that
+    step once (after that, the session's own state is kept)."""
+    wanted, number = lesson_from_url()
+    if wanted is None:
+        return
+    lessons, _ = catalogue()
+    lesson = lessons.get(wanted)
+    if lesson is None or number is None or not 1 <= number <= len(lesson.steps):
+        return  # the page says what is wrong
+    if st.session_state.get(AT_KEY) != (lesson.id, number):
+        apply_step(lesson, number)
+
+
+def go_to(lesson_id: str, number: int) -> None:
+    """A Previous/Next/Start callback: the step's state, and the link that reopens it."""
+    lessons, _ = catalogue()
+    st.query_params.from_dict({"lesson": lesson_id, "step": str(number)})
+    apply_step(lessons[lesson_id], number)
+
+
+def run_page(page: str) -> None:
+    """Run one page's script here, as st.navigation would (its widgets keep their own keys)."""
+    path = APP_PAGES / f"{PAGES[page][0].replace('-', '_')}.py"
+    code = compile(path.read_text(encoding="utf-8"), str(path), "exec")
+    module = {"__name__": "__main__", "__file__": str(path)}
+    exec(code, module)  # noqa: S102 - our own page file, exactly as st.Page runs it

@@ -1,0 +1,73 @@
+"""The sidebar's teacher tools on every page: projector mode, and "record this view as a step"
+of a draft lesson (edited and downloaded on the Teach page)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from teaching.pages import PAGES
+
+from . import projector
+from .urlstate import write_to_url
+
+DRAFT_KEY = "lesson_draft"  # session state: {"title", "summary", "steps": [dict, ...]}
+BY_URL = {url: name for name, (url, _, _) in PAGES.items()}
+MAX_DRAFT_STEPS = 60
+
+
+def draft() -> dict:
+    return st.session_state.setdefault(DRAFT_KEY, {"title": "", "summary": "", "steps": []})
+
+
+def current_step(page: str) -> dict:
+    """This page's state as a lesson step: model, text, pair and the page's own settings."""
+    state = st.session_state
+    selection = state.get("selection")
+    settings = {}
+    for name, spec in PAGES[page][2].items():
+        value = state.get(spec.key)
+        if value is None:
+            continue
+        if spec.kind in ("layer", "head", "int"):
+            value = int(value)
+        elif spec.kind == "bool":
+            value = bool(value)
+        elif spec.kind == "choice" and value not in spec.choices:
+            continue
+        settings[name] = value
+    return {"page": page, "title": PAGES[page][1], "explain": "",
+            "model": getattr(selection, "model_name", "minilm"),
+            "text": getattr(selection, "text", ""), "pair": getattr(selection, "pair", ""),
+            "settings": settings}
+
+
+def _record(page: str) -> None:
+    lesson = draft()
+    steps = lesson["steps"]
+    if len(steps) < MAX_DRAFT_STEPS:
+        lesson["next_uid"] = lesson.get("next_uid", 0) + 1
+        steps.append(current_step(page) | {"uid": lesson["next_uid"]})
+        st.session_state["_draft_note"] = f"Recorded as step {len(steps)}."
+    else:
+        st.session_state["_draft_note"] = f"A lesson holds at most {MAX_DRAFT_STEPS} steps."
+
+
+def render(url_path: str) -> None:
+    """Draw the tools at the bottom of the sidebar."""
+    with st.sidebar:
+        st.divider()
+        st.toggle("Projector mode", key=projector.KEY,
+                  help="Larger text and figures for a room. Kept in the link.")
+        write_to_url(projector="1" if projector.on() else None)
+        page = BY_URL.get(url_path)
+        if page is None:
+            return
+        st.button("Record this view as a step", key="teach_record", icon=":material/add:",
+                  on_click=_record, args=(page,),
+                  help="Adds this page, model, text and settings to a draft lesson. Edit and "
+                  "download it on the Teach page.")
+        note = st.session_state.pop("_draft_note", None)
+        n = len(draft()["steps"])
+        if note or n:
+            st.caption(f"{note or ''} Draft lesson: {n} step{'s' * (n != 1)}.".strip())
+            st.page_link("app_pages/teach.py", label="Edit the draft", icon=":material/edit:")
