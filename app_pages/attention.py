@@ -60,7 +60,7 @@ def _cross_attention(trace, cross, head: int) -> None:
     st.plotly_chart(cross_attention_heatmap(
         cross[d_layer, d_head], trace.decoder_tokens[0], trace.output_tokens[0], trace.tokens,
         title=f"Cross-attention, decoder layer {d_layer}, head {d_head}"),
-        key="attn_cross", config=chart_config())
+        key="attn_cross", config=chart_config("cross-attention", layer=d_layer, head=d_head))
 
 
 @st.fragment
@@ -115,7 +115,7 @@ def explorer(selection) -> None:
 
     fig = attention_heatmap(matrix, shown_labels, shown_labels, title=title,
                             causal=cfg.causal and mode == "Raw attention")
-    st.plotly_chart(fig, key="attn_heatmap", config=chart_config())
+    st.plotly_chart(fig, key="attn_heatmap", config=chart_config("attention", fig, title))
     if trace.kind == "encoder_decoder":  # tiny-reverse: the decoder reads the source too
         _cross_attention(trace, trace.cross_attentions, head)
 
@@ -143,13 +143,14 @@ def _detail_view(view: str, selection, trace, layer: int, head: int, matrix,
             heads = st.multiselect("Heads", list(range(cfg.n_heads)), default=[head],
                                    key="attn_line_heads")
             st.plotly_chart(head_lines(trace.attentions[layer].numpy(), labels, heads),
-                            key="attn_lines", config=chart_config())
+                            key="attn_lines", config=chart_config("token-lines", layer=layer))
 
     elif view == "Where a row comes from (Q·K)":
         query = st.selectbox("Query token", list(range(len(tokens))), key="attn_query",
                              format_func=lambda i: plain_text(labels[i]))
         breakdown = qk_breakdown(trace, layer, head, query)
-        st.plotly_chart(qk_figure(breakdown, labels), key="attn_qk", config=chart_config())
+        st.plotly_chart(qk_figure(breakdown, labels), key="attn_qk",
+                        config=chart_config("qk", layer=layer, head=head, query=query))
         st.caption(f"Head {head} of layer {layer}: the query vector of the chosen token is "
                    f"dotted with every key vector (q·k), divided by √d_head = "
                    f"√{cfg.d_head}, masked where needed, and the softmax of that row gives the "
@@ -190,7 +191,7 @@ def page() -> None:
                    "open that head above.")
         st.plotly_chart(_overview(trace, key), key="attn_overview",
                         on_select=pick_head("attn_overview", cfg.n_heads),
-                        selection_mode="points", config=chart_config())
+                        selection_mode="points", config=chart_config("all-heads"))
 
 
 page()
