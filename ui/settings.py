@@ -14,7 +14,10 @@ import os
 # this bound only keeps tokenization and the URL reasonable.
 MAX_CHARS_LOCAL = 200_000
 MAX_CHARS_HOSTED = 5_000
-MAX_URL_TEXT = 1_500  # longer texts are not put in the shareable link
+MAX_URL_TEXT = 1_500  # longer texts go in the shareable link compressed (ui/urlstate.py)
+# The compressed texts of one link, in characters: the whole link stays under the 8 KB a
+# request line may have behind common proxies (nginx's default), so a shared link opens.
+MAX_URL_PACKED = 6_000
 LINE_VIEW_MAX_TOKENS = 60  # the token-to-token line view is unreadable beyond this
 MODEL_CACHE_ENTRIES = 3
 TRACE_CACHE_ENTRIES = 12
@@ -54,6 +57,12 @@ def hosted() -> bool:
     if _flag(os.environ.get("ATTENTION_LAB_HOSTED", "")):
         return True
     return _flag(_secret("hosted", False))
+
+
+def online_requested() -> bool:
+    """ATTENTION_LAB_ONLINE=1: this app may fetch models from the Hugging Face hub (app.py
+    otherwise sets HF_HUB_OFFLINE=1 before anything is imported; any value counts there)."""
+    return bool(os.environ.get("ATTENTION_LAB_ONLINE"))
 
 
 def max_chars() -> int:
