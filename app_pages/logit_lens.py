@@ -5,10 +5,11 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from analysis.logit_lens import Lens, lens_unavailable, logit_lens
+from analysis.logit_lens import Lens, logit_lens
 from ui.cache import get_model, shared
 from ui.charts import chart_config
 from ui.sidebar import require_trace
+from ui.switch import needs_lm_head, offer_decoder
 from ui.text import md_escape
 from viz.labels import axis_labels, looks_byte_level, visible_text, plain_text
 from viz.lens import CELL_TEXT_LIMIT, lens_table
@@ -36,9 +37,9 @@ selection = st.session_state["selection"]
 st.title("Logit lens")
 trace = require_trace(selection)
 cfg = trace.cfg
-reason = lens_unavailable(cfg, selection.model_name)
+reason = needs_lm_head(selection, "The logit lens")
 if reason is not None:
-    st.info(md_escape(reason))
+    offer_decoder(reason, key="lens_switch")
     st.stop()
 
 key = (selection.model_name, selection.text, selection.pair)
@@ -79,7 +80,8 @@ fig = lens_table(lens.row_names, [tokens[p] for p in span], top_tokens,
                  lens.next_prob[:, start:end + 1], colour=colour,
                  title=f"Top token after each layer, positions {start}–{end}",
                  first_position=start)
-st.plotly_chart(fig, key="lens_table", config=chart_config("logit_lens"))
+st.plotly_chart(fig, key="lens_table",
+                config=chart_config("logit-lens", fig, positions=f"{start}-{end}"))
 
 st.subheader("One position in detail")
 if st.session_state.get("lens_pos") not in range(n):

@@ -8,13 +8,13 @@ from pathlib import Path
 import streamlit as st
 
 from model import BUNDLED, LoadedModel, ModelLoadError, Trace
-from model.registry import BUNDLED_DESCRIPTIONS
+from model.registry import BUNDLED_DESCRIPTIONS, HubOffline
 
 from . import charts, settings
 from .cache import get_model, get_trace
 from .examples import EXAMPLES, SHORT
 from .text import md_escape
-from .urlstate import url_default, write_to_url
+from .urlstate import link_was_unreadable, url_default, write_to_url
 
 OTHER = "Other: local directory or hub id"
 
@@ -31,12 +31,18 @@ class Selection:
     model: LoadedModel | None = None  # shared by every session, never mutated
     cut_chars: int = 0
     ran: bool = False  # the text ran without an error
+    load_error: str | None = None  # why the model could not be loaded (Markdown, escaped)
 
     @property
     def trace(self) -> Trace | None:
         if self.model is None or not self.ran:
             return None
         return get_trace(self.model_name, self.text, self.pair)
+
+
+def _use_model(name: str) -> None:
+    """on_click: choose this model in the picker before it is drawn again."""
+    st.session_state["sb_model_choice"] = name
 
 
 def _apply_example() -> None:
@@ -86,6 +92,46 @@ def _model_choice() -> tuple[str, str]:
     return other, other
 
 
+HEADLESS_NOTE = ("This decoder was saved without its language-model head (no `lm_head` "
+                 "weights), so it cannot score next tokens: the logit lens and generation "
+                 "are off for it. Everything else works.")
+
+
+def hub_offline_message(name: str) -> str:
+    """A hub id typed while the app is offline: why it cannot load, and what to set."""
+    start = (f"“{md_escape(name)}” is not a bundled model or a folder on this computer, so it "
+             "would come from the Hugging Face hub, and hub models need a network connection. ")
+    if settings.online_requested():  # asked for, but HF_HUB_OFFLINE=1 came from elsewhere
+        return start + ("This app was started with ATTENTION_LAB_ONLINE=1, but HF_HUB_OFFLINE=1 "
+                        "is also set where it was started: remove that setting and restart.")
+    return start + ("This app starts offline. To load hub models, start it on a computer with "
+                    "internet as `ATTENTION_LAB_ONLINE=1 streamlit run app.py`, or type the "
+                    "folder of a model you have downloaded.")
+
+
+def _selection(name: str, text: str, pair: str) -> Selection:
+    """The choice, with texts cut to the server's limit (the page says so)."""
+    selection = Selection(model_name=name, text=text, pair=pair)
+    limit = settings.max_chars()
+    for field in ("text", "pair"):
+        value = getattr(selection, field)
+        if len(value) > limit:
+            selection.cut_chars += len(value) - limit
+            setattr(selection, field, value[:limit])
+    return selection
+
+
+def _link(label: str, selection: Selection) -> None:
+    """Put the choice in the page's link, and say when a text is too long to go in it."""
+    left_out = write_to_url(model=label, text=selection.text, pair=selection.pair)
+    if left_out:
+        st.caption("This text is too long for the page's link, even compressed: a link to "
+                   "this page opens with the example text. Share the text itself instead.")
+    if link_was_unreadable():
+        st.warning("The text in the link you opened could not be read (it may have been "
+                   "cut when it was copied), so the example text is shown instead.")
+
+
 def render() -> Selection:
     """Draw the sidebar and run the model on the text. Shows errors instead of raising."""
     sb = st.sidebar
@@ -101,28 +147,26 @@ def render() -> Selection:
                             "many.")
         pair = st.text_input("Second sentence (optional)", key="sb_pair",
                              help="For a sentence pair: BERT marks it with token type 1.")
+        selection = _selection(name, text, pair)
+        _link(label, selection)
         st.radio("Figure downloads", charts.FORMATS, key=charts.FORMAT_KEY, horizontal=True,
                  help="What the camera button in each figure's toolbar saves: PNG, or SVG "
                  "(vector) for slides and papers.")
-    selection = Selection(model_name=name, text=text, pair=pair)
-    limit = settings.max_chars()
-    for field in ("text", "pair"):
-        value = getattr(selection, field)
-        if len(value) > limit:
-            selection.cut_chars += len(value) - limit
-            setattr(selection, field, value[:limit])
-    write_to_url(model=label, text=selection.text, pair=selection.pair)
     if not name:
         sb.info("Type a model directory or hub id.")
         return selection
     try:
         selection.model = get_model(name)
     except ModelLoadError as exc:
-        sb.error(f"Could not load this model: {md_escape(str(exc))}")
+        selection.load_error = (hub_offline_message(exc.name) if isinstance(exc, HubOffline)
+                                else f"Could not load this model: {md_escape(str(exc))}")
+        sb.error(selection.load_error)
         return selection
     sb.caption(f"Device: {selection.model.device}")
     if selection.model.notice:
         sb.warning(md_escape(selection.model.notice))
+    if selection.model.headless:
+        sb.info(HEADLESS_NOTE)
     if not selection.text.strip():
         return selection
     try:
@@ -136,7 +180,15 @@ def render() -> Selection:
 def require_trace(selection: Selection) -> Trace:
     """Stop the page with a friendly message unless there is a trace to show."""
     if selection.model is None:
-        st.info("Pick a model in the sidebar to begin. The bundled MiniLM works offline.")
+        if selection.load_error:  # where the eye is, not only in the sidebar
+            st.error(selection.load_error)
+            default = next(iter(BUNDLED))
+            if default != selection.model_name and settings.model_refusal(default) is None:
+                st.button(f"Use the bundled {default} instead", key="sb_back_to_default",
+                          on_click=_use_model, args=(default,),
+                          help="It comes with the app and works offline.")
+        else:
+            st.info("Pick a model in the sidebar to begin. The bundled MiniLM works offline.")
         st.stop()
     if not selection.text.strip():
         st.info("Type some text in the sidebar (or pick an example) to see its attention.")
@@ -157,4 +209,13 @@ def require_trace(selection: Selection) -> Trace:
         notes.append(md_escape(trace.notice))
     for note in notes:
         st.warning(note)
+    typed = trace.typed_special[0] if trace.typed_special else []
+    if typed:
+        names = list(dict.fromkeys(f"“{md_escape(trace.batch_tokens[0][i])}”" for i in typed))
+        names = ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
+        it = "them" if len(typed) > 1 else "it"
+        st.caption(f"The text itself contains the special token{'s' * (len(typed) > 1)} "
+                   f"{names}. The model reads {it} as the real thing, so every page counts "
+                   f"{it} as special, like the ones the tokenizer adds: hidden by “Hide "
+                   "special tokens”, counted in “To special tokens”.")
     return trace

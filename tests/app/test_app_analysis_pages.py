@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -79,6 +80,13 @@ def test_minilm_heads_page_shows_the_statistics_and_opens_a_head(minilm):
     assert not at.exception
     assert at.slider(key="attn_layer").value == 4 and at.slider(key="attn_head").value == 9
     assert "layer 4, head 9" in _charts(at)["attn_heatmap"]["layout"]["title"]["text"].lower()
+    # its picture saves as what it shows, cropped to the figure
+    (heatmap,) = [el for el in at.get("plotly_chart") if el.key == "attn_heatmap"]
+    saved = json.loads(heatmap.proto.config)["toImageButtonOptions"]
+    assert saved["filename"] == "minilm_attention_layer-4-head-9"
+    layout = _charts(at)["attn_heatmap"]["layout"]
+    assert saved["height"] == layout["height"] and saved["width"] < 1000  # not the page's width
+    assert saved["width"] == layout.get("width", saved["width"])
 
 
 def test_minilm_ablation_logit_lens_and_compare():
@@ -98,7 +106,8 @@ def test_minilm_ablation_logit_lens_and_compare():
 
     at.switch_page(PAGES[2]).run()
     assert not at.exception
-    assert "language\\-model head" in _texts(at.info) and "lens_table" not in _charts(at)
+    assert "minilm is an encoder" in _texts(at.info) and "lens_table" not in _charts(at)
+    assert at.button(key="lens_switch_tiny-chars")  # the way out is one click (test below)
 
     at.switch_page(PAGES[3]).run()
     assert not at.exception
@@ -147,6 +156,76 @@ def test_tiny_gpt2_decoder_on_every_page(tiny_dirs, tiny_models_loaded):
     assert not at.exception
     diff = _array(_charts(at)["cmp_diff"]["data"][0]["z"])
     assert np.nanmax(np.abs(diff)) == 0
+
+
+def test_the_logit_lens_switches_an_encoder_to_a_bundled_decoder_in_one_click():
+    from model import load_model
+
+    tiny_chars = load_model("tiny-chars")
+    at = _app()
+    at.text_input(key="sb_pair").input("A second sentence.").run()
+    at.switch_page(PAGES[2]).run()
+    assert "lens_table" not in _charts(at)
+    assert "second sentence" in _texts(at.caption)  # says that switching clears it
+    at.button(key="lens_switch_tiny-chars").click().run()
+    assert not at.exception
+    assert at.selectbox(key="sb_model_choice").value == "tiny-chars"
+    assert at.text_input(key="sb_pair").value == ""  # a character model reads one text
+    lens = _charts(at)["lens_table"]
+    trace = tiny_chars.run(SHORT)
+    start, end = at.slider(key="lens_window").value
+    top = trace.logits[0].softmax(-1).max(-1).values.numpy()  # [pos]
+    np.testing.assert_allclose(_array(lens["data"][0]["z"])[-1], top[start:end + 1], atol=1e-5)
+
+
+def test_the_switch_offers_only_what_a_hosted_server_lists(hosted):
+    hosted.setenv("ATTENTION_LAB_MODELS", "minilm,tiny-induction")
+    at = _app()
+    at.switch_page(PAGES[2]).run()
+    assert not at.exception
+    assert at.button(key="lens_switch_tiny-induction")
+    assert not [b for b in at.button if b.key == "lens_switch_tiny-chars"]
+    at.button(key="lens_switch_tiny-induction").click().run()
+    assert not at.exception and "lens_table" in _charts(at)
+
+
+def test_a_decoder_without_lm_head_runs_everywhere_but_the_lens(tiny_dirs, tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    directory = tmp_path / "bare-llama"  # the tiny Llama (untied) with its lm_head taken out
+    shutil.copytree(tiny_dirs["llama"], directory)
+    state = load_file(str(directory / "model.safetensors"))
+    del state["lm_head.weight"]
+    save_file(state, str(directory / "model.safetensors"))
+    at = _app(directory)
+    assert "without its language\-model head" not in _texts(at.sidebar.info)  # Markdown kept
+    assert "saved without its language-model head" in _texts(at.sidebar.info)
+    at.switch_page(PAGES[2]).run()
+    assert not at.exception and "lens_table" not in _charts(at)
+    assert "bare\\-llama was saved without one" in _texts(at.info)
+    assert at.button(key="lens_switch_tiny-chars")
+    for page in (PAGES[0], PAGES[1], PAGES[3], "app_pages/attention.py"):
+        at.switch_page(page).run()
+        assert not at.exception and _charts(at)  # attention and the rest still work
+    at.switch_page(PAGES[1]).run()
+    at.multiselect(key="abl_heads").set_value([(1, 0)]).run()
+    assert not at.exception
+    assert not any("Loss" in m.label for m in at.metric)  # no head: no loss, cosines instead
+    assert any("cosine" in m.label.lower() for m in at.metric)
+
+
+def test_a_hub_id_offline_says_what_to_set_on_the_page():
+    at = _app()
+    at.selectbox(key="sb_model_choice").set_value("Other: local directory or hub id").run()
+    at.text_input(key="sb_model_other").input("gpt2").run()
+    at.switch_page("app_pages/attention.py").run()
+    assert not at.exception
+    shown = _texts(at.main.error)
+    assert "need a network connection" in shown and "ATTENTION_LAB_ONLINE=1" in shown
+    assert "LocalEntryNotFoundError" not in shown + _texts(at.sidebar.error)
+    at.button(key="sb_back_to_default").click().run()
+    assert not at.exception and at.selectbox(key="sb_model_choice").value == "minilm"
+    assert _charts(at)
 
 
 # ------------------------------------------------------------ figures used by the pages

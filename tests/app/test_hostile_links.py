@@ -91,3 +91,71 @@ def test_the_query_token_box_shows_the_token_as_typed():
     options = at.selectbox(key="attn_query").options
     assert any("<" in o for o in options) and not any("&lt;" in o or "&amp;" in o
                                                       for o in options)
+
+
+# ------------------------------------------------------------ long texts in a link (textz=)
+def _long_text(n_chars: int) -> str:
+    from ui.examples import LONG
+
+    return ((LONG + " ") * (n_chars // len(LONG) + 1))[:n_chars]
+
+
+def test_a_long_text_goes_in_the_link_compressed_and_comes_back():
+    text = _long_text(4_000)
+    at = _app()
+    at.text_area(key="sb_text").input(text).run()
+    assert not at.exception
+    params = dict(at.query_params)
+    assert "text" not in params and "textz" in params
+    packed = params["textz"] if isinstance(params["textz"], str) else params["textz"][0]
+    again = _app("app_pages/attention.py", textz=packed, model="minilm")
+    assert not again.exception
+    assert again.text_area(key="sb_text").value == text
+    assert _heatmap(again)["data"][0]["type"] == "heatmap"
+    assert "too long for the page's link" not in " ".join(c.value for c in again.caption)
+
+
+def test_a_short_text_stays_readable_in_the_link():
+    at = _app()
+    at.text_area(key="sb_text").input("A short text.").run()
+    assert at.query_params["text"] in ("A short text.", ["A short text."])
+    assert "textz" not in at.query_params
+
+
+def test_a_text_too_long_even_compressed_is_left_out_and_the_page_says_so():
+    import random
+
+    rng = random.Random(0)  # random letters hardly compress
+    text = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz ") for _ in range(20_000))
+    at = _app()
+    at.text_area(key="sb_text").input(text).run()
+    assert not at.exception
+    assert "text" not in at.query_params and "textz" not in at.query_params
+    assert any("too long for the page's link" in c.value for c in at.sidebar.caption)
+
+
+@pytest.mark.parametrize("value", [
+    "%%%not base64%%%", "A", "eJzLSM3JyVcozy/KSQEAGgQEXQ"[:-4],  # junk, one char, cut short
+    "eJwrSS0uMTQwAAAL7wJ2" * 400,  # far too long
+    "eNrtwTEBAAAAwqD1T20LL6AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA" + "A" * 3000,
+])
+def test_a_hostile_compressed_text_opens_the_page_with_the_example(value):
+    from ui.examples import SHORT
+
+    at = _app("app_pages/attention.py", textz=value)
+    assert not at.exception
+    assert at.text_area(key="sb_text").value == SHORT
+    assert any("could not be read" in w.value for w in at.sidebar.warning)
+    assert _heatmap(at)["data"][0]["type"] == "heatmap"
+
+
+def test_a_zip_bomb_in_a_link_opens_the_page_with_the_example():
+    import base64
+    import zlib
+
+    from ui.examples import SHORT
+
+    bomb = base64.urlsafe_b64encode(zlib.compress(b"a" * 4_000_000, 9)).rstrip(b"=").decode()
+    at = _app("app_pages/attention.py", textz=bomb)
+    assert not at.exception
+    assert at.text_area(key="sb_text").value == SHORT

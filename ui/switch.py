@@ -1,0 +1,83 @@
+"""No dead ends: when a page does not apply to the model in the sidebar, say why in a line and
+offer a bundled model it does apply to, switched with one click.
+
+    reason = needs_lm_head(selection, "The logit lens")
+    if reason:
+        offer_decoder(reason, key="lens_switch")
+        st.stop()
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from model.registry import BUNDLED_DESCRIPTIONS
+
+from . import settings
+from .sidebar import model_label
+from .text import md_escape
+
+MODEL_KEY = "sb_model_choice"  # the sidebar's model picker (ui/sidebar.py)
+PAIR_KEY = "sb_pair"
+# Bundled decoders with a language-model head, best first for a learner's English text.
+DECODERS = ("tiny-chars", "tiny-induction")
+WHAT_THEY_ARE = {
+    "tiny-chars": "reads English one character at a time",
+    "tiny-induction": "continues repeated letters (a-z and digits)",
+}
+
+
+def bundled_decoders() -> list[str]:
+    """The bundled decoders this server offers (a hosted server may list fewer)."""
+    allowed = settings.allowed_models()
+    return [name for name in DECODERS if allowed is None or name in allowed]
+
+
+def _switch_to(name: str) -> None:
+    """on_click: set the sidebar's picker before it is drawn on the next run."""
+    st.session_state[MODEL_KEY] = name
+    st.session_state[PAIR_KEY] = ""  # character models read one text, not a sentence pair
+
+
+def needs_lm_head(selection, what: str) -> str | None:
+    """Why `what` ("The logit lens") does not apply to the sidebar's model, in one or two
+    plain sentences (Markdown, user text escaped); None when the model has a language-model
+    head (the last layer, that turns each vector into a score for every token of the
+    vocabulary)."""
+    loaded = selection.model
+    if loaded is None or loaded.cfg.has_lm_head:
+        return None
+    name = md_escape(model_label(selection.model_name))
+    if getattr(loaded, "headless", False):
+        return (f"{what} needs the model's language-model head, and {name} was saved without "
+                "one: its folder holds the decoder's layers but no `lm_head` weights, so "
+                "nothing turns a vector into next-token scores. Attention and the other pages "
+                "work as usual.")
+    if hasattr(loaded.model, "dec_cfg"):  # tiny-reverse: the encoder reads the text
+        return (f"{what} follows one stack of layers that predicts the next token of your "
+                f"text. In {name} the encoder reads your text and a separate decoder writes "
+                "the answer, so there is no next token of your text to predict.")
+    return (f"{what} needs a decoder, a model trained to predict the next token. {name} is an "
+            "encoder: it turns a text into vectors and has no layer that scores next tokens.")
+
+
+def offer_decoder(reason: str, key: str = "switch") -> None:
+    """Show `reason` and a button per bundled decoder that switches the sidebar's model."""
+    st.info(reason)
+    names = bundled_decoders()
+    if not names:
+        st.caption("This server offers no decoder; whoever runs it can add one to its list of "
+                   "models.")
+        return
+    pair = str(st.session_state.get(PAIR_KEY, "")).strip()
+    row = st.container(horizontal=True)  # wraps on a narrow screen instead of squeezing
+    for i, name in enumerate(names):
+        row.button(f"Switch to {name}", key=f"{key}_{name}", on_click=_switch_to, args=(name,),
+                   type="primary" if i == 0 else "secondary",
+                   help=BUNDLED_DESCRIPTIONS.get(name))
+    told = "; ".join(f"{n} {WHAT_THEY_ARE[n]}" for n in names)
+    st.caption(f"Both come with the app and work offline: {told}." if len(names) > 1 else
+               f"It comes with the app and works offline: {told}.")
+    if pair:
+        st.caption("Switching clears the second sentence: these models read one text at a "
+                   "time.")
