@@ -4,51 +4,96 @@ and see their place in the queue instead of a page that hangs with no word.
 A 2-core server gains nothing from ten forward passes at once: they share the cores, all
 finish late, and each holds its trace in memory meanwhile. A queue keeps the cores busy with
 a few runs, bounds the memory held by runs in flight, and tells everyone else how long.
+
+How long: the runs that hold a slot are of two very different kinds, a new text (seconds)
+and a rerun that finds its run in the cache (a fraction of a second), and the queue cannot
+tell which is which. A mean of all of them is pulled down by the cheap reruns, and a user at
+place 1 behind two long runs was told "about 1 s" and waited 20. So the estimate schedules
+the line ahead of the caller: a run that is holding a slot ends after what runs that lasted
+at least as long as it has so far went on to take (from the last HISTORY runs); each run
+waiting ahead takes a high percentile (AHEAD_QUANTILE) of the recent runs.
 """
 
 from __future__ import annotations
 
 import contextlib
+import heapq
 import itertools
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
+
+HISTORY = 64  # recent slot holds the estimate learns from
+AHEAD_QUANTILE = 0.9  # what each run waiting ahead of the caller is expected to take
+FIRST_GUESS_SECONDS = 2.0  # before any run has finished
 
 
 class RunQueue:
     """First come, first served slots. `slot(on_wait)` blocks until this caller's turn and
     calls on_wait(place, seconds) about twice a second while it waits (place 1 = next)."""
 
-    def __init__(self, slots: int) -> None:
+    def __init__(self, slots: int, clock: Callable[[], float] = time.monotonic) -> None:
         if slots < 1:
             raise ValueError(f"a run queue needs at least one slot, got {slots}")
-        self.slots = slots
+        self.slots, self._clock = slots, clock
         self._cond = threading.Condition()
         self._tickets = itertools.count()
         self._waiting: list[int] = []  # tickets in arrival order
-        self._running = 0
-        self._mean_seconds = 1.0  # a running mean of how long a slot is held
+        self._started: dict[int, float] = {}  # ticket → when it took its slot
+        self.holds: deque[float] = deque(maxlen=HISTORY)  # seconds each recent run held a slot
+        # (first place, first estimate, seconds actually waited) of recent waiters: how honest
+        # the estimate was (bench/bench_memory_probe.py reports it)
+        self.waits: deque[tuple[int, float, float]] = deque(maxlen=256)
 
     @property
     def waiting(self) -> int:
         return len(self._waiting)
 
+    @property
+    def _running(self) -> int:
+        return len(self._started)
+
+    def _remaining(self, elapsed: float) -> float:
+        """Expected seconds left of a run that has held its slot for `elapsed` seconds: the mean
+        excess of the recent runs that lasted longer; half its age again when none did."""
+        longer = [h - elapsed for h in self.holds if h > elapsed]
+        if longer:
+            return sum(longer) / len(longer)
+        return max(elapsed, FIRST_GUESS_SECONDS) / 2 if self.holds else FIRST_GUESS_SECONDS
+
+    def _per_run(self) -> float:
+        if not self.holds:
+            return FIRST_GUESS_SECONDS
+        ordered = sorted(self.holds)
+        return ordered[min(len(ordered) - 1, round(AHEAD_QUANTILE * (len(ordered) - 1)))]
+
     def estimate(self, place: int) -> float:
-        """Seconds until the caller at `place` starts, from how long recent runs took."""
-        return self._mean_seconds * (place + self._running - 1) / self.slots
+        """Seconds until the caller at `place` (1 = next) starts: the slots free up as the
+        running runs end, and each of the place - 1 runs ahead takes the next free slot."""
+        now = self._clock()
+        free_at = [self._remaining(now - t) for t in self._started.values()]
+        free_at += [0.0] * max(0, self.slots - len(free_at))
+        heapq.heapify(free_at)
+        per_run = self._per_run()
+        for _ in range(place - 1):
+            heapq.heappush(free_at, heapq.heappop(free_at) + per_run)
+        return free_at[0]
 
     @contextlib.contextmanager
     def slot(self, on_wait: Callable[[int, float], None] | None = None) -> Iterator[None]:
-        ticket = next(self._tickets)
+        ticket, arrived, first = next(self._tickets), self._clock(), None
         with self._cond:
             self._waiting.append(ticket)
             try:
                 while self._waiting[0] != ticket or self._running >= self.slots:
                     place = self._waiting.index(ticket) + 1
+                    seconds = self.estimate(place)
+                    first = first or (place, seconds)
                     if on_wait is not None:
                         self._cond.release()
                         try:  # may raise (Streamlit stops a script that is being rerun)
-                            on_wait(place, self.estimate(place))
+                            on_wait(place, seconds)
                         finally:
                             self._cond.acquire()
                     self._cond.wait(timeout=0.5)
@@ -57,14 +102,14 @@ class RunQueue:
                 self._cond.notify_all()
                 raise
             self._waiting.pop(0)
-            self._running += 1
+            self._started[ticket] = start = self._clock()
+            if first is not None:
+                self.waits.append((first[0], first[1], start - arrived))
             self._cond.notify_all()  # the next in line may take a slot that is still free
-        start = time.monotonic()
         try:
             yield
         finally:
             with self._cond:
-                self._running -= 1
-                held = time.monotonic() - start
-                self._mean_seconds = 0.8 * self._mean_seconds + 0.2 * held
+                del self._started[ticket]
+                self.holds.append(self._clock() - start)
                 self._cond.notify_all()

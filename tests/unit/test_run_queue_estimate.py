@@ -1,0 +1,74 @@
+"""The queue's "should start in about N s" (ui/gate.py) is honest when cheap reruns and long
+runs share the slots (issue 18: place 1 behind two long runs was told "about 1 s")."""
+
+from __future__ import annotations
+
+import contextlib
+
+from ui.gate import FIRST_GUESS_SECONDS, RunQueue
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _history(queue: RunQueue, clock: Clock, seconds: list[float]) -> None:
+    """Runs that held a slot for these many seconds, one after another."""
+    for held in seconds:
+        with queue.slot():
+            clock.now += held
+
+
+# Under a class's load: every new text is a long run; between them, reruns that find their run
+# in the cache hold a slot for a tenth of a second.
+MIXED = ([0.1] * 4 + [10.0]) * 3
+
+
+def test_place_one_behind_two_long_runs_is_told_what_is_left_of_them():
+    clock = Clock()
+    queue = RunQueue(slots=2, clock=clock)
+    _history(queue, clock, MIXED)
+    mean = sum(MIXED) / len(MIXED)  # 2.1 s: what a mean of the holds would promise
+    with contextlib.ExitStack() as running:
+        running.enter_context(queue.slot())
+        running.enter_context(queue.slot())
+        clock.now += 2.0  # both have run 2 s, longer than any cheap rerun: they are long ones
+        first = queue.estimate(1)
+        assert 7.0 <= first <= 9.0  # 8 s left of a 10 s run
+        assert first > 3 * mean
+        later = [queue.estimate(place) for place in (2, 3, 4)]
+        assert first <= later[0] <= later[1] <= later[2]
+        clock.now += 7.5  # nearly done: the estimate falls as they go on
+        assert queue.estimate(1) < first
+
+
+def test_a_run_longer_than_any_seen_is_not_assumed_to_end_now():
+    clock = Clock()
+    queue = RunQueue(slots=1, clock=clock)
+    _history(queue, clock, [1.0, 1.0, 1.0])
+    with queue.slot():
+        clock.now += 6.0  # longer than every run in the history
+        assert queue.estimate(1) >= 2.0  # not 0: it is still running
+
+
+def test_with_free_slots_or_no_history_the_estimate_is_small_and_defined():
+    clock = Clock()
+    queue = RunQueue(slots=2, clock=clock)
+    assert queue.estimate(1) == 0.0  # a free slot: no wait at all
+    with queue.slot(), queue.slot():
+        assert queue.estimate(1) == FIRST_GUESS_SECONDS  # nothing learnt yet: a first guess
+    _history(queue, clock, [0.2] * 10)
+    assert queue.estimate(1) == 0.0
+
+
+def test_runs_waiting_ahead_are_counted_at_a_long_run_not_the_average():
+    clock = Clock()
+    queue = RunQueue(slots=1, clock=clock)
+    _history(queue, clock, [0.1] * 8 + [10.0] * 4)
+    with queue.slot():
+        # one long run just started; three more wait ahead of the caller at place 4
+        assert queue.estimate(4) >= 3 * 10.0
