@@ -52,50 +52,16 @@ from pathlib import Path
 
 from load_report import report_duration, report_rounds, summarize, write_csvs
 from load_tools import (CHROME_ARGS, VIEWPORT, MemorySampler, RssRecorder, Tab, page_script,
-                        percentile, rss_mb, session_text)
+                        percentile, rss_mb, session_text, slider_move, slider_positions,
+                        text_for)
 from serve import start_app, stop_app, wait_healthy  # bench/serve.py: run as bench/bench_load.py
 
 ROOT = Path(__file__).resolve().parent.parent
-ROUND_WORDS = ["apple", "river", "mountain", "garden", "window", "pencil", "guitar", "rocket",
-               "castle", "forest", "island", "button"]
-FILLER = ("Students type their own sentences to see how each head of the model attends to the "
-          "other tokens in the text. ")
-SLIDERS = {"head": ("Head", 12), "layer": ("Layer", 6)}  # MiniLM: 12 heads, 6 layers
 MODE_DEFAULTS = {  # flags left unset take these
     "rounds": {"moves": 4, "timeout": 30.0},
     "long": {"sessions": 10, "chars": 5000, "moves": 0, "duration": 180.0, "timeout": 60.0},
     "short": {"sessions": 30, "chars": 240, "moves": 4, "duration": 180.0, "timeout": 30.0},
 }
-
-
-def text_for(round_n: int, session: int) -> tuple[str, str]:
-    """Rounds mode: a text of 10 to ~200 tokens with a word that marks it, unique per round
-    and session."""
-    word = ROUND_WORDS[session % len(ROUND_WORDS)]
-    repeats = [0, 1, 3, 6, 9][session % 5]
-    return f"The {word} in round {round_n} session {session}. " + FILLER * repeats, word
-
-
-def _slider_move(page, pos: dict, key: str):
-    """Move slider `key` one step (back to 0 from the end); returns the act and the title."""
-    label, size = SLIDERS[key]
-    pos[key] = (pos[key] + 1) % size
-    slider = page.get_by_role("slider", name=label)
-
-    async def act():
-        await slider.focus()
-        await slider.press("ArrowRight" if pos[key] else "Home")
-
-    return act, f"layer {pos['layer']}, head {pos['head']}"
-
-
-async def _slider_positions(page) -> dict:
-    pos = {}
-    for key, (label, _) in SLIDERS.items():
-        value = await page.get_by_role("slider", name=label).get_attribute("aria-valuenow",
-                                                                             timeout=5000)
-        pos[key] = int(float(value or 0))
-    return pos
 
 
 async def _new_page(browser, busy_pattern: str):
@@ -111,7 +77,7 @@ async def session(browser, url: str, round_n: int, index: int, moves: int, timeo
     context, page = await _new_page(browser, busy_pattern)
     tab = Tab(page, every_frame)
     try:
-        out.append(await tab.timed("open", lambda: page.goto(url, wait_until="domcontentloaded"),
+        out.append(await tab.timed("open", lambda: page.goto(url + "/attention", wait_until="domcontentloaded"),
                                    [None, None], timeout))
         if all_open is not None:  # every browser has booted the page: now all act at once
             await all_open.wait()
@@ -125,7 +91,7 @@ async def session(browser, url: str, round_n: int, index: int, moves: int, timeo
         out.append(await tab.timed("type", type_text, [word, None], timeout))
         pos = {"head": 0, "layer": 0}
         for move in range(moves):
-            act, title = _slider_move(page, pos, "layer" if move % 3 == 2 else "head")
+            act, title = slider_move(page, pos, "layer" if move % 3 == 2 else "head")
             out.append(await tab.timed("slider", act, [None, title], timeout))
     finally:
         await context.close()
@@ -201,7 +167,7 @@ async def endless_session(browser, url: str, index: int, args, out: list[dict],
         return result
 
     try:
-        keep(await tab.timed("open", lambda: page.goto(url, wait_until="domcontentloaded"),
+        keep(await tab.timed("open", lambda: page.goto(url + "/attention", wait_until="domcontentloaded"),
                              [None, None], args.open_timeout), 0)
         await all_open.wait()
         if "deadline" not in clock:  # the first session through the barrier starts the clock
@@ -223,12 +189,12 @@ async def endless_session(browser, url: str, index: int, args, out: list[dict],
             for move in range(args.moves):
                 if time.perf_counter() >= clock["deadline"] or fails >= args.max_fails:
                     break
-                act, title = _slider_move(page, pos, "layer" if move % 3 == 2 else "head")
+                act, title = slider_move(page, pos, "layer" if move % 3 == 2 else "head")
                 ok = keep(await tab.timed("slider", act, [None, title], args.timeout), cycle)["ok"]
                 fails = 0 if ok else fails + 1
                 if not ok:  # the key may not have arrived: read where the sliders are
                     with contextlib.suppress(Exception):
-                        pos = await _slider_positions(page)
+                        pos = await slider_positions(page)
             if args.think:
                 await asyncio.sleep(args.think)
         if fails >= args.max_fails:
@@ -259,13 +225,24 @@ async def run_sessions(url: str, args, rec: RssRecorder, out: list[dict], clock:
                     await browser.close()
 
 
+def _probe(args, name: str, command: str = "stats") -> dict | None:
+    """With --probe: the server's memory breakdown now (bench/bench_memory_probe.py)."""
+    if not args.probe:
+        return None
+    from bench_memory_probe import ask, brief
+
+    return {"at": name, "command": command, **brief(ask(Path(args.probe), command, name))}
+
+
 def run_duration(args, server, url: str, began: float, warm_up) -> dict:
     out: list[dict] = []
     clock = {"browsers": min(args.browsers or args.sessions, args.sessions)}
+    probes = []
     with RssRecorder(server.pid, args.rss_every) as rec:  # phase "idle": no model yet
         rec.mark("warm-up")
         warm_up()
         start_mb = rec.mark("launch")  # model loaded, no session open
+        probes.append(_probe(args, "launch"))
         left = args.budget - (time.perf_counter() - began)
         try:
             asyncio.run(asyncio.wait_for(run_sessions(url, args, rec, out, clock),
@@ -275,8 +252,11 @@ def run_duration(args, server, url: str, began: float, warm_up) -> dict:
                         "busy": 0, "error_boxes": 0, "session": -1})
         ended = time.perf_counter()
         at_close = rec.mark("quiet")  # every context and browser is closed
+        probes.append(_probe(args, "close"))
         time.sleep(args.quiet)
         after_quiet = rec.mark()
+        probes += [_probe(args, "quiet"), _probe(args, "quiet-gc", "gc"),
+                   _probe(args, "quiet-gc-trim", "gc+trim")]
     peak_mb, peak_t = rec.peak({"launch", "open", "run", "close"})
     quiet = [mb for _, mb, phase, _ in rec.samples if phase == "quiet"]
     return {
@@ -288,7 +268,7 @@ def run_duration(args, server, url: str, began: float, warm_up) -> dict:
                 "quiet_s": args.quiet, "quiet_min_mb": min(quiet),
                 "min_available_mb": min(s[3] for s in rec.samples),
                 "columns": ["t_s", "rss_mb", "phase", "available_mb"], "series": rec.samples},
-        "summary": summarize(out), "actions": out,
+        "summary": summarize(out), "probe": [p for p in probes if p], "actions": out,
     }
 
 
@@ -324,6 +304,14 @@ def parse_args() -> argparse.Namespace:
                         help="JavaScript regular expression (case-insensitive) of a busy message")
     parser.add_argument("--budget", type=float, default=900.0, help="whole run, seconds")
     parser.add_argument("--local", action="store_true", help="not hosted mode")
+    parser.add_argument("--port", type=int, help="of the server on 127.0.0.1 (default: free)")
+    parser.add_argument("--env", nargs="*", default=[], metavar="NAME=VALUE",
+                        help="extra environment of the server (MALLOC_ARENA_MAX= unsets the "
+                        "hosted default, MALLOC_ARENA_MAX=1)")
+    parser.add_argument("--probe", metavar="DIR", help="long/short mode: serve through "
+                        "bench/bench_memory_probe.py and record the server's memory breakdown "
+                        "after the warm-up, at close, after the quiet time, and then after "
+                        "gc.collect() and malloc_trim(0)")
     parser.add_argument("--no-barrier", action="store_true",
                         help="rounds mode: do not wait for every page to finish loading before "
                         "the timed actions (the browsers' page boot then competes with them)")
@@ -346,7 +334,11 @@ def main() -> None:
     log = out.with_name(out.stem + "_server.log")
 
     began = time.perf_counter()
-    server, url = start_app(log=log, **({} if args.local else {"ATTENTION_LAB_HOSTED": "1"}))
+    # hosted: started as README's "Deploying for a class" says (one malloc arena)
+    env = {} if args.local else {"ATTENTION_LAB_HOSTED": "1", "MALLOC_ARENA_MAX": "1"}
+    env.update(item.split("=", 1) for item in args.env)
+    env = {k: v for k, v in env.items() if v}  # NAME= unsets NAME
+    server, url = start_app(log=log, port=args.port, probe=args.probe, **env)
     load_before = os.getloadavg()[0]
     try:
         wait_healthy(url, began, poll_s=0.2)

@@ -118,6 +118,23 @@ def report_duration(result: dict, args) -> None:
           f"with every browser closed, lowest {rss['quiet_min_mb']:,.0f} and last "
           f"{rss['after_quiet_mb']:,.0f} MB over the {rss['quiet_s']:g} s after. Machine memory "
           f"available, lowest: {rss['min_available_mb']:,.0f} MB.")
+    if result.get("probe"):
+        report_probe(result["probe"])
+
+
+PROBE_COLUMNS = ["rss", "anon", "file", "heap", "thread_arenas", "other_anon", "arenas",
+                 "malloc_in_use", "malloc_free", "mmapped", "tensors", "numpy", "traces",
+                 "budget", "budget_now", "sessions"]
+
+
+def report_probe(probes: list[dict]) -> None:
+    """The server's memory from inside (bench/bench_memory_probe.py), MB unless a count."""
+    print("\nInside the server (MB; arenas, traces and sessions are counts):\n")
+    print("| at | " + " | ".join(PROBE_COLUMNS) + " |")
+    print("| --- |" + " ---: |" * len(PROBE_COLUMNS))
+    for row in probes:
+        cells = ["—" if row.get(c) is None else f"{row[c]:,.0f}" for c in PROBE_COLUMNS]
+        print(f"| {row['at']} | " + " | ".join(cells) + " |")
 
 
 def report_rounds(result: dict, args) -> None:

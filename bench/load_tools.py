@@ -173,6 +173,43 @@ def session_text(seed: int, session: int, n: int, chars: int, exact: bool) -> tu
     return text, squash(heading)
 
 
+ROUND_WORDS = ["apple", "river", "mountain", "garden", "window", "pencil", "guitar", "rocket",
+               "castle", "forest", "island", "button"]
+FILLER = ("Students type their own sentences to see how each head of the model attends to the "
+          "other tokens in the text. ")
+SLIDERS = {"head": ("Head", 12), "layer": ("Layer", 6)}  # MiniLM: 12 heads, 6 layers
+
+
+def text_for(round_n: int, session: int) -> tuple[str, str]:
+    """Rounds mode: a text of 10 to ~200 tokens with a word that marks it, unique per round
+    and session."""
+    word = ROUND_WORDS[session % len(ROUND_WORDS)]
+    repeats = [0, 1, 3, 6, 9][session % 5]
+    return f"The {word} in round {round_n} session {session}. " + FILLER * repeats, word
+
+
+def slider_move(page, pos: dict, key: str):
+    """Move slider `key` one step (back to 0 from the end); returns the act and the title."""
+    label, size = SLIDERS[key]
+    pos[key] = (pos[key] + 1) % size
+    slider = page.get_by_role("slider", name=label)
+
+    async def act():
+        await slider.focus()
+        await slider.press("ArrowRight" if pos[key] else "Home")
+
+    return act, f"layer {pos['layer']}, head {pos['head']}"
+
+
+async def slider_positions(page) -> dict:
+    pos = {}
+    for key, (label, _) in SLIDERS.items():
+        value = await page.get_by_role("slider", name=label).get_attribute("aria-valuenow",
+                                                                             timeout=5000)
+        pos[key] = int(float(value or 0))
+    return pos
+
+
 def _descendants(pid: int) -> list[int]:
     """pid and every process below it (children of any of its threads), from /proc."""
     found, todo = [], [pid]

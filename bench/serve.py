@@ -19,20 +19,28 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_app(log: str | Path | None = None, **env) -> tuple[subprocess.Popen, str]:
-    """`streamlit run app.py` offline on a free local port; extra environment variables from
-    `env`. The server's output goes to the file `log` (e.g. its tracebacks, for a bench that
-    counts errors), or is discarded. Returns the process and the app's URL (ending in /)."""
-    port = free_port()
+def start_app(log: str | Path | None = None, port: int | None = None,
+              probe: str | Path | None = None, **env) -> tuple[subprocess.Popen, str]:
+    """`streamlit run app.py` offline on `port` (default: a free local port); extra environment
+    variables from `env`. The server's output goes to the file `log` (e.g. its tracebacks, for
+    a bench that counts errors), or is discarded. With `probe` (a directory) the server runs
+    under bench/bench_memory_probe.py, which answers memory questions asked there. Returns the
+    process and the app's URL (ending in /)."""
+    port = port or free_port()
+    command = [sys.executable, "-m", "streamlit", "run", "app.py"]
+    if probe is not None:
+        command = [sys.executable, str(ROOT / "bench" / "bench_memory_probe.py"), "serve",
+                   "--dir", str(probe), "--"]
     out = subprocess.DEVNULL
     if log is not None:
         Path(log).parent.mkdir(parents=True, exist_ok=True)
         out = open(log, "wb")  # noqa: SIM115 - the child keeps its own copy of the descriptor
     try:
         server = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1",
-             "--server.port", str(port), "--server.headless", "true",
-             "--browser.gatherUsageStats", "false"],
+            [*command, "--server.address", "127.0.0.1", "--server.port", str(port),
+             "--server.headless", "true", "--browser.gatherUsageStats", "false",
+             # others may edit the tree during a bench: never reload modules mid-run
+             "--server.fileWatcherType", "none"],
             cwd=ROOT, env=dict(os.environ, HF_HUB_OFFLINE="1", **env),
             stdout=out, stderr=subprocess.STDOUT if log is not None else subprocess.DEVNULL)
     finally:
