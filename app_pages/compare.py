@@ -70,7 +70,7 @@ for col, trace, name, tokens in ((cols[0], trace_a, "A", tokens_a),
                             causal=cfg.causal)
     if len(tokens_a) == len(tokens_b):
         fig.update_traces(zmin=0, zmax=shared_max)  # one colour scale, so cells compare
-    col.plotly_chart(fig, key=f"cmp_{name.lower()}", config=chart_config(f"compare_{name}"))
+    col.plotly_chart(fig, key=f"cmp_{name.lower()}", config=chart_config("compare", fig))
 
 st.subheader("Difference map")
 if len(tokens_a) != len(tokens_b):

@@ -80,7 +80,7 @@ fig = head_grid(stats[stat], title=f"{label}, every head", value_name=label,
                 "attention page")
 st.plotly_chart(fig, key="hs_grid",
                 on_select=pick_head("hs_grid", cfg.n_heads, goto_flag="_hs_goto"),
-                selection_mode="points", config=chart_config(f"head_{stat}"))
+                selection_mode="points", config=chart_config("head-statistics", fig))
 
 st.subheader("All statistics, sortable")
 st.caption("Click a column header to sort; select a row to open that head.")

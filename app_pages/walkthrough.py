@@ -133,7 +133,7 @@ def _figure(step: Step, trace: Trace, pick: dict, labels: list[str], model) -> N
     for column, figure, key in zip(st.columns(2) if side_by_side else [st.container()] * 2,
                                    (fig, fig2), ("wk_fig", "wk_fig2")):
         if figure is not None:
-            column.plotly_chart(figure, key=key, config=chart_config("walkthrough"))
+            column.plotly_chart(figure, key=key, config=chart_config("walkthrough", figure))
 
 
 selection = st.session_state["selection"]

@@ -54,6 +54,12 @@ def export_name(view: str, *details: str, **where) -> str:
     return name[:NAME_CHARS].rstrip("-_")
 
 
+def _title(layout) -> str:
+    """A figure's title as plain text ("" without one)."""
+    title = getattr(layout, "title", None)
+    return re.sub(r"<[^>]+>", " ", title.text or "") if title is not None else ""
+
+
 def _margin(layout) -> dict:
     margin = layout.margin
     return {side: getattr(margin, side) if getattr(margin, side) is not None else px
@@ -62,7 +68,7 @@ def _margin(layout) -> dict:
 
 def _text_px(layout) -> float:
     """How wide the title and subtitle need the figure to be."""
-    title = re.sub(r"<[^>]+>", "", layout.title.text or "") if layout.title else ""
+    title = _title(layout)
     sub = layout.title.subtitle.text if layout.title and layout.title.subtitle else ""
     sub_px = max((len(re.sub(r"<[^>]+>", "", line)) for line in (sub or "").split("<br>")),
                  default=0) * SUBTITLE_CHAR_PX
@@ -97,8 +103,11 @@ def chart_config(view: str = "figure", fig=None, *details: str, **where) -> dict
     """The `config=` for st.plotly_chart: the camera button saves the format chosen in the
     sidebar (PNG at twice the screen resolution, or SVG), named by `export_name`:
     chart_config("qk", fig, layer=2, head=5) -> minilm_qk_L2_H5.png, and
-    chart_config("attention", fig, "Layer 2, head 5") -> minilm_attention_layer-2-head-5.png.
-    With `fig`, the saved picture is cropped to the figure (see export_size)."""
+    chart_config("attention", fig, "Layer 2, head 5") -> minilm_attention_layer-2-head-5.png;
+    with a figure and nothing else, its title is the detail. With `fig`, the saved picture is
+    cropped to the figure (see export_size)."""
+    if fig is not None and not details and not where:  # the figure's title says what it shows
+        details = tuple(t for t in (_title(getattr(fig, "layout", None)),) if t)
     fmt = st.session_state.get(FORMAT_KEY, FORMATS[0])
     config = plotly_config(fmt.lower() if fmt in FORMATS else "png",
                            export_name(view, *details, **where))

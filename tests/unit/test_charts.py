@@ -61,3 +61,14 @@ def test_a_model_folder_is_named_by_its_folder_never_its_path(monkeypatch):
     monkeypatch.setattr(charts.st, "session_state", {
         "selection": Selection(), "trained_models": {"trained: induction": Selection.model_name}})
     assert charts.export_name("lens") == "trained-induction_lens"
+
+
+def test_a_figure_alone_is_named_by_its_title(monkeypatch):
+    monkeypatch.setattr(charts.st, "session_state", {})
+    monkeypatch.setattr(charts, "_model_part", lambda: "tiny-chars")
+    fig = _square_heatmap(3, 3, title="Attention pattern, layer 1, head 3<br><sup>x</sup>")
+    saved = charts.chart_config("walkthrough", fig)["toImageButtonOptions"]
+    assert saved["filename"] == "tiny-chars_walkthrough_attention-pattern-layer-1-head-3-x"
+    assert saved["format"] == "png" and (saved["width"], saved["height"]) == (550, 500)
+    named = charts.chart_config("walkthrough", fig, layer=1)["toImageButtonOptions"]
+    assert named["filename"] == "tiny-chars_walkthrough_L1"  # what the caller says wins
