@@ -16,7 +16,7 @@ from teaching.format import Lesson, LessonError
 from teaching.pages import PAGES
 from teaching.render import safe_markdown
 from ui.lesson_library import catalogue
-from ui.lesson_question import ask
+from ui.lesson_question import answer_of, ask
 from ui.lesson_step import AT_KEY, go_to, lesson_from_url, run_page, step_texts
 from ui.text import md_escape
 
@@ -33,7 +33,8 @@ def _lesson_list() -> None:
             if lesson.summary:
                 st.markdown(safe_markdown(lesson.summary))
             models = ", ".join(sorted(lesson.models()))
-            st.caption(f"{len(lesson.steps)} steps · model: {md_escape(models)}"
+            n = len(lesson.steps)
+            st.caption(f"{n} step{'s' * (n != 1)} · model: {md_escape(models)}"
                        + (" · uploaded in this browser" if lesson.source == "upload" else ""))
             st.button("Start", key=f"lesson_start_{lesson.id}", type="primary",
                       on_click=partial(go_to, lesson.id, 1))
@@ -46,7 +47,9 @@ def _lesson_list() -> None:
 
 def _navigation(lesson: Lesson, number: int, where: str) -> None:
     n = len(lesson.steps)
-    back, middle, forward = st.columns([1, 2, 1], vertical_alignment="center")
+    if where == "top":
+        st.progress(number / n, text=f"Step {number} of {n}")
+    back, forward = st.columns(2)
     back.button("◀ Previous", key=f"lesson_prev_{where}", disabled=number <= 1,
                 on_click=partial(go_to, lesson.id, number - 1), width="stretch")
     if number < n:
@@ -55,8 +58,6 @@ def _navigation(lesson: Lesson, number: int, where: str) -> None:
     else:
         forward.button("Finish", key=f"lesson_finish_{where}", width="stretch",
                        on_click=_leave)
-    if where == "top":
-        middle.progress(number / n, text=f"Step {number} of {n}")
 
 
 def _leave() -> None:
@@ -75,6 +76,15 @@ def _explore_link(step, settings: dict) -> str:
     return f"{PAGES[step.page][0]}?{urlencode(params)}"
 
 
+def _step_link(lesson_id: str, number: int) -> str:
+    """The address of this step: the server's own address when the browser told it."""
+    path = f"/lessons?{urlencode({'lesson': lesson_id, 'step': number})}"
+    base = (st.context.url or "").split("?")[0].rstrip("/")
+    if base.endswith("/lessons"):
+        return base[: -len("/lessons")] + path
+    return path
+
+
 def _drifted(step) -> bool:
     """The learner changed the sidebar's text or model away from the step's."""
     state = st.session_state
@@ -86,7 +96,7 @@ def _step(lesson: Lesson, number: int) -> None:
     st.caption(f"Lesson: {md_escape(lesson.title)}")
     _navigation(lesson, number, "top")
     try:
-        settings, texts = step_texts(step)
+        settings, texts = step_texts(step, with_answer=answer_of(lesson.id, number) is not None)
     except (FactError, LessonError, ValueError) as exc:
         st.error(f"This step cannot be shown with this model and text: {md_escape(str(exc))}")
         _navigation(lesson, number, "bottom")
@@ -106,7 +116,8 @@ def _step(lesson: Lesson, number: int) -> None:
         st.divider()
         run_page(step.page)
     _navigation(lesson, number, "bottom")
-    st.caption(f"Link to this step: /lessons?lesson={lesson.id}&step={number}")
+    st.caption("Send a class to this step with this link:")
+    st.code(_step_link(lesson.id, number), language=None)
 
 
 def page() -> None:

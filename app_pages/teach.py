@@ -79,14 +79,19 @@ def _edit_step(i: int, step: dict) -> None:
                     width="stretch")
 
 
+def _open_lesson(lesson_id: str) -> None:
+    """Start a lesson at step 1 and go to the lessons page (a callback)."""
+    go_to(lesson_id, 1)
+    st.session_state["_teach_open"] = True
+
+
 def _try_draft(text: str) -> None:
     try:
         lesson = add_upload(text.encode("utf-8"), (draft()["title"] or "my-lesson") + ".toml")
     except LessonError as exc:
         st.session_state["_teach_error"] = str(exc)
         return
-    go_to(lesson.id, 1)
-    st.session_state["_teach_open"] = True
+    _open_lesson(lesson.id)
 
 
 def _draft_editor() -> None:
@@ -112,7 +117,7 @@ def _draft_editor() -> None:
         st.error(f"The draft is not a valid lesson yet: "
                  f"{md_escape(st.session_state.pop('_teach_error'))}")
     with st.expander("See the lesson file"):
-        st.code(text, language="toml")
+        st.code(text, language="toml", wrap_lines=True)
 
 
 def _open_file() -> None:
@@ -129,7 +134,7 @@ def _open_file() -> None:
         else:
             st.success(f"Opened “{md_escape(lesson.title)}” ({len(lesson.steps)} steps).")
             st.button("Start it", key="teach_start_upload", type="primary",
-                      on_click=partial(go_to, lesson.id, 1))
+                      on_click=partial(_open_lesson, lesson.id))
     if settings.hosted():
         st.caption("On this shared server, the lessons folder is chosen by whoever runs it.")
     else:
@@ -145,13 +150,15 @@ def _reference() -> None:
                 "`{prev.share:.0%}`: the app fills them in from the run, so a lesson stays true "
                 "for the model it names.")
     with open(EXAMPLE_FILE, encoding="utf-8") as f:
-        st.code(f.read(), language="toml")
+        st.code(f.read(), language="toml", wrap_lines=True)
     rows = [{"page": name, "settings a step may set": ", ".join(specs) or "—"}
             for name, (_, _, specs) in PAGES.items()]
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    with st.expander("Pages a step can open, and what it can set on each"):
+        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
     facts = [{"fact": name, "fields": ", ".join(f.fields), "what": f.describe}
              for name, f in FACTS.items()]
-    st.dataframe(pd.DataFrame(facts), hide_index=True, width="stretch")
+    with st.expander("Facts a lesson can use"):
+        st.dataframe(pd.DataFrame(facts), hide_index=True, width="stretch")
 
 
 def page() -> None:

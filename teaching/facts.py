@@ -246,9 +246,11 @@ def induction_run(settings) -> dict:
     scores = [(snap.step, snap.metrics["induction score"]) for snap in result.snapshots]
     jump = next((step for step, score in scores if score >= JUMP_SCORE), None)
     steps = len(result.losses)
+    rises = [(b - a, step) for (_, a), (step, b) in zip(scores, scores[1:])]
+    rise, rise_step = max(rises) if rises else (0.0, 0)
     return {"step": jump if jump is not None else steps, "steps": steps,
             "score": scores[-1][1], "when": when_phrase(jump, steps), "jumped": jump is not None,
-            "threshold": JUMP_SCORE}
+            "threshold": JUMP_SCORE, "rise": rise, "rise_step": rise_step}
 
 
 def _induction_head(f: FactInputs) -> dict:
@@ -266,7 +268,8 @@ def _induction_head(f: FactInputs) -> dict:
     layer, head = divmod(int(scores.argmax()), scores.shape[1])
     prev = a[0].diagonal(offset=-1, dim1=-2, dim2=-1).mean(-1)  # [head]
     return {"layer": layer, "head": head, "score": float(scores[layer, head]),
-            "prev_head": int(prev.argmax()), "prev_share": float(prev.max()), "length": n // 2}
+            "prev_head": int(prev.argmax()), "prev_share": float(prev.max()), "length": n // 2,
+            "a": plain(tokens[0]), "b": plain(tokens[1])}
 
 
 def _induction(f: FactInputs) -> dict:
@@ -304,9 +307,10 @@ FACTS: dict[str, Fact] = {
                  uses_settings=True, describe="the statistics of the step's head"),
     "walk": Fact(WALK_KEYS + ("count",), _walk,
                  describe="the number of each step of the forward-pass walkthrough"),
-    "indhead": Fact(("layer", "head", "score", "prev_head", "prev_share", "length"),
+    "indhead": Fact(("layer", "head", "score", "prev_head", "prev_share", "length", "a", "b"),
                     _induction_head, describe="the induction head on a stretch typed twice"),
-    "induction": Fact(("step", "steps", "score", "when", "threshold"), _induction,
+    "induction": Fact(("step", "steps", "score", "when", "threshold", "rise", "rise_step"),
+                      _induction,
                       describe="when induction heads form in the training page's default run"),
 }
 

@@ -204,6 +204,11 @@ def _step(raw, index: int, lesson: dict, where: _Lines) -> Step:
         question=None if question is None else _question(question, index, where))
 
 
+def slug(name: str) -> str:
+    """A lesson id from a file name: "My_Lesson 2" -> "my-lesson-2"."""
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:64] or "lesson"
+
+
 def parse_lesson(source: str | bytes, lesson_id: str, origin: str = "") -> Lesson:
     """A lesson from the text of its file. Raises LessonError naming the line and problem."""
     if isinstance(source, bytes):
@@ -229,7 +234,7 @@ def parse_lesson(source: str | bytes, lesson_id: str, origin: str = "") -> Lesso
     if unknown:
         raise LessonError(where.of(unknown[0]), f"unknown key “{unknown[0]}”. A lesson has: "
                           f"{', '.join(sorted(LESSON_KEYS))}")
-    lesson_id = data.get("id", lesson_id)
+    lesson_id = data.get("id", slug(lesson_id))
     if not isinstance(lesson_id, str) or not ID_PATTERN.fullmatch(lesson_id):
         raise LessonError(where.of("id"), "id must be lowercase letters, digits and dashes")
     steps = data.get("steps")

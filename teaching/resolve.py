@@ -49,10 +49,18 @@ def step_parts(step: Step) -> dict[str, str]:
     return parts
 
 
-def step_texts(step: Step, runner: Runner, train=None) -> tuple[dict, dict[str, str], dict]:
-    """(resolved settings, filled texts, every fact used) for one step."""
+ANSWER_PARTS = ("answer", "reveal")
+
+
+def step_texts(step: Step, runner: Runner, train=None,
+               with_answer: bool = True) -> tuple[dict, dict[str, str], dict]:
+    """(resolved settings, filled texts, every fact used) for one step. Without the answer,
+    the answer and reveal are left out (and so are the facts only they need, which may be slow
+    to compute: the app asks first and works out the answer once the learner has guessed)."""
     resolved, facts = step_settings(step, runner, train)
     parts = step_parts(step)
+    if not with_answer:
+        parts = {k: v for k, v in parts.items() if k not in ANSWER_PARTS}
     names = set().union(*(placeholders(t) for t in parts.values())) - set(facts)
     if names:
         inputs = _inputs(step, runner, resolved, train)

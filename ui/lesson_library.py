@@ -39,8 +39,7 @@ def model_shape(name: str) -> ModelShape:
 def read_lesson(data: bytes, name: str, origin: str, check: bool = True) -> Lesson:
     """Parse and check a lesson file; LessonError names the line and the problem. `check`
     loads each model the lesson names to check it and its layer and head ranges."""
-    lesson = parse_lesson(data, Path(name).stem.lower().replace("_", "-")[:64] or "lesson",
-                          origin)
+    lesson = parse_lesson(data, Path(name).stem, origin)
     if check:
         check_models(lesson, model_shape, settings.allowed_models())
     return lesson

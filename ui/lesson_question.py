@@ -28,10 +28,13 @@ def _record(where: tuple, picked: str, right: bool) -> None:
     st.session_state.setdefault(ANSWERS_KEY, {})[where] = {"picked": picked, "right": right}
 
 
-def _check_choice(where: tuple, box_key: str, answer: str) -> None:
+def _check_choice(where: tuple, box_key: str, step: Step) -> None:
+    """Check the guess; the answer is worked out only now (it may need a training run)."""
     picked = st.session_state.get(box_key)
     if picked is not None:
-        _record(where, picked, picked == answer)
+        from .lesson_step import step_texts
+
+        _record(where, picked, picked == step_texts(step)[1]["answer"])
 
 
 def _pick_cell(where: tuple, step: Step, settings: dict, row_text: str, source: str) -> None:
@@ -61,13 +64,14 @@ def ask(lesson_id: str, number: int, step: Step, settings: dict, texts: dict) ->
         box = f"lesson_choice_{lesson_id}_{number}"
         st.radio("Your answer", options, index=None, key=box, label_visibility="collapsed")
         st.button("Check my answer", key="lesson_check", type="primary",
-                  on_click=partial(_check_choice, where, box, texts["answer"]))
+                  on_click=partial(_check_choice, where, box, step))
     else:
         trace = cached_run(step.model, step.text, step.pair)
         row = find_row(trace.tokens, texts["row"])
         st.plotly_chart(blind_heatmap(trace.tokens, row, f"Row of “{plain(trace.tokens[row])}”: "
                                       "which key gets the most attention?"),
-                        key="lesson_cell_chart", selection_mode="points", config=chart_config(),
+                        key="lesson_cell_chart", selection_mode="points",
+                        config=chart_config("lesson-question"),
                         on_select=partial(_pick_cell, where, step, settings, texts["row"],
                                           "chart"))
         st.selectbox("Or choose the key token", list(range(len(trace.tokens))), index=None,
@@ -78,6 +82,10 @@ def ask(lesson_id: str, number: int, step: Step, settings: dict, texts: dict) ->
     if got is None:
         st.info("Make your guess first: the figure and the answer appear once you have.")
         return False
+    if "reveal" not in texts:  # answered in a callback of this run: fill in the answer now
+        from .lesson_step import step_texts
+
+        texts.update(step_texts(step)[1])
     if got["right"]:
         st.success(f"Right: {md_escape(got['picked'])}. {safe_markdown(texts['reveal'])}")
     else:

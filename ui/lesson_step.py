@@ -48,10 +48,11 @@ def resolved_settings(step: Step) -> dict:
     return step_settings(step, _runner, _train)[0]
 
 
-def step_texts(step: Step) -> tuple[dict, dict[str, str]]:
-    """(resolved settings, {title, explain, prompt, reveal, answer, row, option0...})."""
+def step_texts(step: Step, with_answer: bool = True) -> tuple[dict, dict[str, str]]:
+    """(resolved settings, {title, explain, prompt, row, option0..., and with the answer:
+    answer, reveal})."""
     with st.spinner("Working out this step's numbers from the model…"):
-        settings_, texts, _ = resolve.step_texts(step, _runner, _train)
+        settings_, texts, _ = resolve.step_texts(step, _runner, _train, with_answer)
     return settings_, texts
 
 

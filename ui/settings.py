@@ -113,3 +113,11 @@ def use_hosted_threads() -> None:
 
     if torch.get_num_threads() != HOSTED_TORCH_THREADS:
         torch.set_num_threads(HOSTED_TORCH_THREADS)
+
+
+def lessons_dir() -> str | None:
+    """A folder of lesson files (*.toml) the operator offers: ATTENTION_LAB_LESSONS, or
+    `lessons_dir` in secrets.toml. In hosted mode it is the only folder read; no path a user
+    types is ever opened there."""
+    value = os.environ.get("ATTENTION_LAB_LESSONS") or _secret("lessons_dir", None)
+    return str(value).strip() or None if value else None

@@ -39,7 +39,7 @@ def blind_heatmap(tokens, row: int, title: str) -> go.Figure:
                                  "click to answer<extra></extra>"),
     ])
     fig.update_layout(
-        template=TEMPLATE, height=figure_height(n), clickmode="event+select", dragmode=False,
+        template=TEMPLATE, height=figure_height(n, low=560, high=900), clickmode="event+select", dragmode=False,
         hovermode="closest", margin=dict(r=30, t=70, **label_margins(labels, labels, 60)),
         title=dict(text=html.escape(title, quote=False),
                    subtitle=dict(text="values hidden until you answer")),

@@ -150,8 +150,9 @@ def test_every_page_figure_saves_the_format_chosen_in_the_sidebar(page):
     formats = [json.loads(el.proto.config).get("toImageButtonOptions", {}).get("format")
                for el in at.get("plotly_chart")]
     assert all(f == "svg" for f in formats), (page, formats)
-    # the logit lens has nothing to draw for an encoder; training draws once a run starts
-    assert formats or page in ("logit_lens.py", "training.py"), page
+    # the logit lens has nothing to draw for an encoder; training draws once a run starts; the
+    # lessons list and the teach page are words and buttons
+    assert formats or page in ("logit_lens.py", "training.py", "lessons.py", "teach.py"), page
 
 
 def test_encoder_decoder_shows_its_cross_attention():

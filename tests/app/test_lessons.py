@@ -1,0 +1,215 @@
+"""AppTest: every bundled lesson walked end to end, each question answered wrongly and then
+rightly; the start page; the teacher's recorder and lessons folder."""
+
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from model import load_model  # noqa: E402
+from teaching.facts import find_row  # noqa: E402
+from teaching.format import parse_lesson  # noqa: E402
+from teaching.pages import PAGES  # noqa: E402
+from teaching.resolve import step_texts  # noqa: E402
+
+pytestmark = pytest.mark.app
+
+ROOT = Path(__file__).resolve().parents[2]
+APP = str(ROOT / "app.py")
+BUNDLED = sorted((ROOT / "teaching" / "bundled").glob("*.toml"))
+LESSONS = [parse_lesson(p.read_bytes(), p.stem, "bundled") for p in BUNDLED]
+# Charts each page draws for a short text (the step's page really ran under the lesson).
+PAGE_CHARTS = {"attention": "attn_heatmap", "walkthrough": "wk_fig", "heads": "hs_grid"}
+
+
+@functools.cache
+def _model(name):
+    return load_model(name)
+
+
+def _runner(name, text, pair):
+    return _model(name), _model(name).run(text, pair or None)
+
+
+def _open(lesson_id: str, step: int = 1) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=600)
+    at.query_params["lesson"] = lesson_id
+    at.query_params["step"] = str(step)
+    at.switch_page("app_pages/lessons.py")
+    return at.run()
+
+
+def _said(at: AppTest, kind: str) -> str:
+    return " ".join(str(el.value) for el in at.get(kind))
+
+
+def _answer_wrong_then_right(at: AppTest, lesson, number: int, step, texts: dict) -> AppTest:
+    if step.question.kind == "choice":
+        box = at.radio(key=f"lesson_choice_{lesson.id}_{number}")
+        wrong = next(o for o in box.options if o != texts["answer"])
+        box.set_value(wrong).run()
+        at.button(key="lesson_check").click().run()
+        assert "Not quite" in _said(at, "warning"), _said(at, "warning")
+        at.radio(key=f"lesson_choice_{lesson.id}_{number}").set_value(texts["answer"]).run()
+        at.button(key="lesson_check").click().run()
+    else:
+        trace = _runner(step.model, step.text, step.pair)[1]
+        settings = texts["_settings"]
+        row = trace.attentions[settings["layer"], settings["head"], find_row(trace.tokens,
+                                                                             texts["row"])]
+        at.selectbox(key="lesson_cell_box").set_value(int(row.argmin())).run()
+        assert "Not quite" in _said(at, "warning"), _said(at, "warning")
+        at.selectbox(key="lesson_cell_box").set_value(int(row.argmax())).run()
+    assert not at.exception, at.exception
+    assert "Right" in _said(at, "success"), _said(at, "success")
+    return at
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=lambda lesson: lesson.id)
+def test_every_bundled_lesson_walks_end_to_end(lesson):
+    at = _open(lesson.id)
+    for number, step in enumerate(lesson.steps, 1):
+        assert not at.exception, (lesson.id, number, at.exception)
+        settings, texts, _ = step_texts(step, _runner)
+        texts["_settings"] = settings
+        assert texts["title"] in _said(at, "header"), (number, _said(at, "header"))
+        if step.question is not None:
+            assert not at.get("plotly_chart") or step.question.kind == "cell"  # hidden first
+            at = _answer_wrong_then_right(at, lesson, number, step, texts)
+        specs = PAGES[step.page][2]
+        for name, value in settings.items():  # the page opened in the step's state
+            assert at.session_state[specs[name].key] == value, (number, name)
+        assert at.session_state["sb_text"] == step.text
+        chart = PAGE_CHARTS.get(step.page)
+        if chart:
+            assert chart in {c.key for c in at.get("plotly_chart")}, (number, step.page)
+        assert at.query_params["step"] in (str(number), [str(number)])
+        if number < len(lesson.steps):
+            at.button(key="lesson_next_bottom").click().run()
+    assert at.button(key="lesson_finish_bottom") is not None
+
+
+def test_a_link_to_a_later_step_opens_that_step_with_its_state():
+    lesson = next(lesson for lesson in LESSONS if lesson.id == "minilm-heads")
+    at = _open(lesson.id, 3)
+    assert not at.exception
+    settings, texts, _ = step_texts(lesson.steps[2], _runner)
+    assert texts["title"] in _said(at, "header")
+    assert (at.session_state["attn_layer"], at.session_state["attn_head"]) == (
+        settings["layer"], settings["head"])
+    at.button(key="lesson_prev_top").click().run()
+    assert at.query_params["step"] in ("2", ["2"])
+
+
+@pytest.mark.parametrize("params, words", [
+    ({"lesson": "no-such-lesson"}, "There is no lesson called"),
+    ({"lesson": "reading-heatmaps", "step": "99"}, "This lesson has steps 1 to"),
+    ({"lesson": "reading-heatmaps", "step": "²"}, "This lesson has steps 1 to"),
+])
+def test_a_bad_lesson_link_gets_a_message(params, words):
+    at = AppTest.from_file(APP, default_timeout=300)
+    for k, v in params.items():
+        at.query_params[k] = v
+    at.switch_page("app_pages/lessons.py").run()
+    assert not at.exception
+    assert words in _said(at, "error")
+
+
+def test_the_start_page_shows_a_real_head_and_three_ways_in():
+    at = AppTest.from_file(APP, default_timeout=300).run()  # the default page
+    assert not at.exception
+    title = [c for c in at.get("plotly_chart") if c.key == "start_example"]
+    assert title, "the live example is drawn"
+    trace = load_model("minilm").run("The cat sat on the mat because it was warm.")
+    a = trace.attentions.double()
+    prev = a.diagonal(offset=-1, dim1=-2, dim2=-1).mean(-1)  # [layer, head]
+    layer, head = divmod(int(prev.argmax()), prev.shape[1])
+    text = " ".join(m.value for m in at.markdown)
+    assert f"{prev.max():.0%} of each row" in text
+    import json
+    spec = json.loads(title[0].proto.spec)
+    assert spec["layout"]["title"]["text"].endswith(f"layer {layer}, head {head}")
+    links = [str(el.proto.page) for el in at.get("page_link")]
+    assert any("lessons" in p for p in links) and any("attention" in p for p in links)
+    assert any("teach" in p for p in links)
+
+
+def test_record_a_view_then_edit_and_try_the_draft():
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.switch_page("app_pages/attention.py").run()
+    at.slider(key="attn_head").set_value(3).run()
+    at.button(key="teach_record").click().run()
+    assert not at.exception
+    assert "Draft lesson: 1 step" in _said(at, "caption")
+    at.switch_page("app_pages/teach.py").run()
+    assert not at.exception
+    uid = at.session_state["lesson_draft"]["steps"][0]["uid"]
+    at.text_input(key="teach_title").input("Heads I like").run()
+    at.text_area(key=f"teach_e_{uid}").input("Look at **head three**.").run()
+    code = " ".join(c.value for c in at.code)
+    assert 'title = "Heads I like"' in code and "head = 3" in code and 'page = "attention"' in code
+    at.button(key="teach_try").click().run()
+    assert not at.exception
+    assert at.query_params["lesson"] in ("heads-i-like", ["heads-i-like"])
+    assert "Look at" in " ".join(m.value for m in at.markdown)
+
+
+def test_a_lessons_folder_lists_good_files_and_names_the_line_of_broken_ones(tmp_path,
+                                                                             monkeypatch):
+    good = (ROOT / "teaching" / "example_lesson.toml").read_text()
+    (tmp_path / "good.toml").write_text(good)
+    (tmp_path / "broken.toml").write_text(good.replace('page = "attention"',
+                                                       'page = "nowhere"', 1))
+    (tmp_path / "range.toml").write_text(good.replace('layer = "{prev.layer}"', "layer = 40", 1))
+    monkeypatch.setenv("ATTENTION_LAB_LESSONS", str(tmp_path))
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.switch_page("app_pages/lessons.py").run()
+    assert not at.exception
+    assert "The word before" in " ".join(m.value for m in at.markdown)
+    errors = _said(at, "error")
+    assert "broken.toml" in errors and "unknown page 'nowhere'" in errors and "line 11" in errors
+    assert "range.toml" in errors and "layer 40 is out of range" in errors
+
+
+def test_hosted_lessons_refuse_models_off_the_allowlist(tmp_path, hosted):
+    good = (ROOT / "teaching" / "example_lesson.toml").read_text()
+    (tmp_path / "mine.toml").write_text(good)
+    hosted.setenv("ATTENTION_LAB_LESSONS", str(tmp_path))
+    hosted.setenv("ATTENTION_LAB_MODELS", "tiny-chars")
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.switch_page("app_pages/lessons.py").run()
+    assert not at.exception
+    assert "not on this server's list" in _said(at, "error")
+    # bundled lessons whose models are not allowed are not offered either
+    assert "Reading an attention heatmap" not in " ".join(m.value for m in at.markdown)
+    assert "The causal mask in a decoder" in " ".join(m.value for m in at.markdown)
+
+
+def test_projector_mode_from_a_link_enlarges_text_and_figures():
+    import json
+
+    plain = AppTest.from_file(APP, default_timeout=300)
+    plain.switch_page("app_pages/attention.py").run()
+    big = AppTest.from_file(APP, default_timeout=300)
+    big.query_params["projector"] = "1"
+    big.switch_page("app_pages/attention.py").run()
+    assert not big.exception and big.toggle(key="projector").value is True
+    styles = [el.proto.body for el in big.get("html")]
+    assert any("font-size" in body for body in styles)
+    assert not any("font-size" in el.proto.body for el in plain.get("html"))
+
+    def heatmap(at):
+        return next(json.loads(c.proto.spec) for c in at.get("plotly_chart")
+                    if c.key == "attn_heatmap")
+
+    assert heatmap(big)["layout"]["height"] > heatmap(plain)["layout"]["height"]
+    assert heatmap(big)["layout"]["font"]["size"] > heatmap(plain)["layout"].get(
+        "font", {}).get("size", 12)
+    big.toggle(key="projector").set_value(False).run()
+    assert "projector" not in big.query_params

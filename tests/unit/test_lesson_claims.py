@@ -1,0 +1,200 @@
+"""Every claim of every bundled lesson is computed from the bundled models, and checked here
+against a second, independent computation: a retrained or changed model cannot silently make a
+lesson false. Lesson prose holds no typed numbers at all."""
+
+from __future__ import annotations
+
+import functools
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from model import load_model
+from teaching.facts import JUMP_SCORE, amount, plain, when_phrase
+from teaching.format import PLACEHOLDER, parse_lesson
+from teaching.resolve import step_parts, step_texts
+
+pytestmark = pytest.mark.unit
+
+BUNDLED = sorted((Path(__file__).resolve().parents[2] / "teaching" / "bundled").glob("*.toml"))
+LESSONS = [parse_lesson(p.read_bytes(), p.stem, "bundled") for p in BUNDLED]
+STEPS = [(lesson, i) for lesson in LESSONS for i in range(len(lesson.steps))]
+
+
+@functools.cache
+def _model(name: str):
+    return load_model(name)
+
+
+def _runner(name: str, text: str, pair: str):
+    return _model(name), _model(name).run(text, pair or None)
+
+
+@pytest.fixture(scope="module")
+def induction():
+    from ui.training_runs import default_settings
+    from teaching.facts import induction_run
+
+    return induction_run(default_settings("induction"))
+
+
+def test_there_are_at_least_six_bundled_lessons_covering_the_topics():
+    ids = {lesson.id for lesson in LESSONS}
+    assert len(ids) >= 6
+    pages = {step.page for lesson in LESSONS for step in lesson.steps}
+    assert {"attention", "heads", "walkthrough", "positions", "training"} <= pages
+    models = set().union(*(lesson.models() for lesson in LESSONS))
+    assert {"minilm", "tiny-chars", "tiny-reverse", "tiny-induction"} <= models
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=lambda lesson: lesson.id)
+def test_lesson_prose_types_no_numbers(lesson):
+    """Numbers come only from facts: strip the placeholders, and no digit is left."""
+    texts = [lesson.title, lesson.summary]
+    for step in lesson.steps:
+        texts += list(step_parts(step).values())
+    for text in texts:
+        bare = PLACEHOLDER.sub("", text)
+        assert not re.search(r"\d", bare), f"{lesson.id}: a typed number in {text[:120]!r}"
+
+
+# ---------------------------------------------------------------- independent computations
+def _mean_offset(a: np.ndarray, offset: int) -> np.ndarray:
+    """[n_layers, head]: the mean of A[i, i + offset] over the rows that have that key."""
+    n = a.shape[-1]
+    rows = [i for i in range(n) if 0 <= i + offset < n]
+    return np.mean([a[..., i, i + offset] for i in rows], axis=0)
+
+
+def _special(trace) -> np.ndarray:
+    ids = set(_model(trace.model_name).tokenizer.special_ids)
+    return np.array([int(i) in ids for i in trace.input_ids[0]])
+
+
+def _check_best(fact: dict, values: np.ndarray) -> None:
+    layer, head = np.unravel_index(values.argmax(), values.shape)
+    assert (fact["layer"], fact["head"]) == (layer, head)
+    assert fact["share"] == pytest.approx(values[layer, head], abs=1e-6)
+
+
+def _verify(name: str, fact: dict, trace, settings: dict, row: str, induction: dict) -> None:
+    a = trace.attentions.double().numpy() if trace.kind != "encoder_decoder" or name != "cross" \
+        else None
+    cfg = trace.cfg
+    if name == "run":
+        assert fact["tokens"] == len(trace.tokens) == trace.input_ids.shape[1]
+        assert (fact["layers"], fact["heads"], fact["d_model"]) == (
+            cfg.n_layers, cfg.n_heads, cfg.d_model)
+        assert fact["heads_total"] == cfg.n_layers * cfg.n_heads
+        assert fact["d_head"] * cfg.n_heads == cfg.d_model
+        assert fact["vocab"] == _model(trace.model_name).model.embed.W_E.weight.shape[0]
+    elif name in ("prev", "next", "selfish"):
+        offset = {"prev": -1, "next": 1, "selfish": 0}[name]
+        _check_best(fact, _mean_offset(a, offset))
+        assert fact["amount"] == amount(fact["share"])
+        if name != "selfish":  # the lessons call these heads a bright stripe beside the diagonal
+            assert fact["share"] > 0.5
+    elif name == "sink":
+        special = _special(trace)
+        _check_best(fact, a[..., special].sum(-1).mean(-1))
+        assert fact["token"] in [t for t, s in zip(trace.tokens, special) if s]
+    elif name == "samew":
+        words = [plain(t).lower() for t in trace.tokens]
+        special = _special(trace)
+        shares = []
+        for i, w in enumerate(words):
+            copies = [j for j, u in enumerate(words) if u == w and j != i and not special[j]]
+            if copies and not special[i] and w.isalpha():
+                shares.append(a[..., i, copies].sum(-1))
+        _check_best(fact, np.mean(shares, axis=0))
+        assert fact["word"].lower() in words and words.count(fact["word"].lower()) > 1
+    elif name == "rows":
+        sums = a.sum(-1)
+        assert fact["min"] == pytest.approx(sums.min()) and fact["max"] == pytest.approx(sums.max())
+        assert fact["total"] == "exactly one" and np.allclose(sums, 1, atol=1e-4)
+    elif name == "mask":
+        n = a.shape[-1]
+        above = max(a[..., i, j].max() for i in range(n) for j in range(i + 1, n))
+        assert fact["above"] == pytest.approx(above) and cfg.causal and above == 0
+        assert fact["where"].startswith("above") and fact["first"] == pytest.approx(1.0)
+    elif name == "pos":
+        _verify_positions(fact, trace)
+    elif name == "cross":
+        _verify_cross(fact, trace)
+    elif name == "cell":
+        i = next(k for k, t in enumerate(trace.tokens) if plain(t).lower() == row.lower())
+        weights = a[settings["layer"], settings["head"], i]
+        assert fact["brightest"] == plain(trace.tokens[int(weights.argmax())])
+        assert fact["share"] == pytest.approx(weights.max(), abs=1e-6)
+    elif name == "walk":
+        from analysis.walkthrough import walkthrough
+
+        steps = walkthrough(_model(trace.model_name).run(trace.texts[0], keep=None), 0)
+        for key, number in fact.items():
+            if key != "count" and number is not None:
+                assert steps[number - 1].key == key
+        assert fact["count"] == len(steps)
+    elif name == "indhead":
+        n = fact["length"]
+        scores = np.mean([a[..., n + i, i + 1] for i in range(n)], axis=0)  # [layer, head]
+        _check_best({"layer": fact["layer"], "head": fact["head"], "share": fact["score"]},
+                    scores)
+        assert fact["prev_head"] == int(_mean_offset(a, -1)[0].argmax())
+        assert (fact["a"], fact["b"]) == tuple(plain(t) for t in trace.tokens[:2])
+        assert trace.tokens[:n] == trace.tokens[n:2 * n]
+    elif name == "induction":
+        assert fact == induction  # the same settings, the same run: deterministic
+    else:
+        raise AssertionError(f"fact {name!r} has no independent check: add one")
+
+
+def _verify_positions(fact: dict, trace) -> None:
+    model = _model(trace.model_name).model
+    n = fact["count"]
+    table = (model.embed.W_pos.weight[:n] if fact["kind"] == "learned" else model.embed.pe[:n])
+    x = torch.nn.functional.normalize(table.double(), dim=-1)
+    cos = lambda d: float(np.mean([float(x[i] @ x[i + d]) for i in range(n - d)]))  # noqa: E731
+    assert fact["near"] == pytest.approx(cos(1), abs=1e-6)
+    assert fact["far"] == pytest.approx(cos(fact["far_distance"]), abs=1e-6)
+    assert fact["pattern"].startswith("yes") == (fact["near"] > fact["far"] + 0.1)
+
+
+def _verify_cross(fact: dict, trace) -> None:
+    cross = trace.cross_attentions.double().numpy()  # [layer, head, out, src]
+    word = trace.tokens[:-1]
+    assert fact["input"] == "".join(word) and fact["output"] == "".join(reversed(word))
+    layer = cross.shape[0] - 1
+    shares = [np.mean([cross[layer, h, i].argmax() == len(word) - 1 - i
+                       for i in range(len(word))]) for h in range(cross.shape[1])]
+    assert fact["share"] == pytest.approx(max(shares)) and fact["head"] == int(np.argmax(shares))
+    assert fact["share"] >= 0.75  # the lesson says the bright squares run along the anti-diagonal
+    first = cross[layer, fact["head"], 0].argmax()
+    assert fact["first_looks"] == ("the last letter" if first == len(word) - 1 else
+                                   "the first letter" if first == 0 else "another letter")
+
+
+@pytest.mark.parametrize("lesson, index", STEPS,
+                         ids=[f"{lesson.id}-{i + 1}" for lesson, i in STEPS])
+def test_every_claim_of_every_step_holds(lesson, index, induction):
+    step = lesson.steps[index]
+    settings, texts, facts = step_texts(step, _runner, train=lambda: induction)
+    assert not PLACEHOLDER.search(" ".join(texts.values())), "a fact was left unfilled"
+    trace = _runner(step.model, step.text, step.pair)[1]
+    for name, fact in facts.items():
+        _verify(name, fact, trace, settings, texts.get("row", ""), induction)
+    if step.question is not None and step.question.kind == "choice":
+        options = [texts[f"option{i}"] for i in range(len(step.question.options))]
+        assert texts["answer"] in options and len(set(options)) == len(options)
+
+
+def test_the_induction_prediction_is_read_from_the_run(induction):
+    """The training page's default run: the jump step is a snapshot step, and the words of
+    the answer follow from it."""
+    from ui.training_runs import DEFAULT_SNAPSHOT_EVERY
+
+    assert induction["jumped"] and induction["score"] >= JUMP_SCORE
+    assert induction["step"] % DEFAULT_SNAPSHOT_EVERY == 0 < induction["step"]
+    assert induction["when"] == when_phrase(induction["step"], induction["steps"])
