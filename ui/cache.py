@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import functools
 import inspect
+import logging
+import os
 import threading
 import time
 
 import streamlit as st
 
 from model import LoadedModel, ModelLoadError, Trace, load_model
-from model.allocator import release_free_memory
+from model.allocator import arena_count, keep_freed_memory, release_free_memory
 
 from . import settings
 from .budget import MemoryBudget
@@ -21,6 +23,11 @@ from .settings import MODEL_CACHE_ENTRIES
 # after an eviction or a closed session it keeps doing so.
 RELEASE_EVERY_SECONDS = 5
 RELEASE_WINDOW_SECONDS = 60
+
+# As early as the app can: glibc's tuning, and no more malloc arenas than model/allocator.py
+# allows from now on (the arenas made before stay: a server sets MALLOC_ARENA_MAX, see README).
+keep_freed_memory()
+_LOG = logging.getLogger(__name__)
 
 # The app shows patterns, q/k (for the Q·K view), the residual stream and the embeddings;
 # scores and q·k are recomputed from q and k when needed, so they are not kept. Names match
@@ -78,6 +85,11 @@ def start_memory_keeper() -> threading.Thread:
     trying for a minute because an evicted run is freed only when the last page that was
     drawing it finishes."""
     store, state = _run_cache(), _KEEPER
+    if settings.hosted() and not os.environ.get("MALLOC_ARENA_MAX"):
+        _LOG.warning("MALLOC_ARENA_MAX is not set: glibc made %s malloc arenas before the app "
+                     "could limit them, and memory freed in them may not go back to the system. "
+                     "Start the server with MALLOC_ARENA_MAX=1 (README, hosted mode).",
+                     arena_count())
 
     def keep() -> None:
         while True:
@@ -103,7 +115,10 @@ def shared(kind: str):
         @functools.wraps(fn)
         def wrapper(*args):
             key = (kind,) + tuple(a for p, a in zip(params, args) if not p.startswith("_"))
-            return _run_cache().get_or_compute(key, lambda: fn(*args))
+            store = _run_cache()
+            if key not in store:
+                run_queue().mark_computing()  # the queue's wait estimate: a long run
+            return store.get_or_compute(key, lambda: fn(*args))
         return wrapper
     return decorate
 
@@ -119,6 +134,8 @@ def cached_run(name: str, text: str, pair: str = "", keep=keep_for_app, kind: st
     trace = store.get(key)
     if trace is not None:
         return trace
+
+    run_queue().mark_computing()  # the queue's wait estimate: a long run
 
     def run() -> Trace:
         model = get_model(name)

@@ -6,12 +6,13 @@ finish late, and each holds its trace in memory meanwhile. A queue keeps the cor
 a few runs, bounds the memory held by runs in flight, and tells everyone else how long.
 
 How long: the runs that hold a slot are of two very different kinds, a new text (seconds)
-and a rerun that finds its run in the cache (a fraction of a second), and the queue cannot
-tell which is which. A mean of all of them is pulled down by the cheap reruns, and a user at
-place 1 behind two long runs was told "about 1 s" and waited 20. So the estimate schedules
-the line ahead of the caller: a run that is holding a slot ends after what runs that lasted
-at least as long as it has so far went on to take (from the last HISTORY runs); each run
-waiting ahead takes a high percentile (AHEAD_QUANTILE) of the recent runs.
+and a rerun that finds its run in the cache (a fraction of a second). A mean of all of them
+is pulled down by the cheap reruns, and a user at place 1 behind two long runs was told
+"about 1 s" and waited 20. So the estimate schedules the line ahead of the caller. A run that
+holds a slot and said it computes (`mark_computing`, called by ui/cache.py on a cache miss)
+is expected to take what recent computing runs took; any run ends after what runs that lasted
+at least as long as it has so far went on to take (from the last HISTORY runs of its kind).
+Each run waiting ahead, of a kind not known yet, takes the mean of the recent runs.
 """
 
 from __future__ import annotations
@@ -24,9 +25,11 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator
 
-HISTORY = 64  # recent slot holds the estimate learns from
-AHEAD_QUANTILE = 0.9  # what each run waiting ahead of the caller is expected to take
+HISTORY = 64  # recent slot holds the estimate learns from, of each kind
 FIRST_GUESS_SECONDS = 2.0  # before any run has finished
+# before any computing run has finished: a 5,000-character text on a busy 2-core server
+# (BENCHMARKS.md, "Memory under a class's load")
+FIRST_GUESS_COMPUTING_SECONDS = 8.0
 
 
 class RunQueue:
@@ -41,7 +44,10 @@ class RunQueue:
         self._tickets = itertools.count()
         self._waiting: list[int] = []  # tickets in arrival order
         self._started: dict[int, float] = {}  # ticket → when it took its slot
+        self._computing: set[int] = set()  # tickets whose run said it computes
+        self._local = threading.local()  # the ticket this thread holds a slot with
         self.holds: deque[float] = deque(maxlen=HISTORY)  # seconds each recent run held a slot
+        self.computing_holds: deque[float] = deque(maxlen=HISTORY)  # those that computed
         # (first place, first estimate, seconds actually waited) of recent waiters: how honest
         # the estimate was (bench/bench_memory_probe.py reports it)
         self.waits: deque[tuple[int, float, float]] = deque(maxlen=256)
@@ -54,25 +60,33 @@ class RunQueue:
     def _running(self) -> int:
         return len(self._started)
 
-    def _remaining(self, elapsed: float) -> float:
+    def mark_computing(self) -> None:
+        """The run holding this thread's slot computes (a cache miss): it is a long one."""
+        ticket = getattr(self._local, "ticket", None)
+        with self._cond:
+            if ticket in self._started:
+                self._computing.add(ticket)
+
+    def _remaining(self, elapsed: float, computing: bool) -> float:
         """Expected seconds left of a run that has held its slot for `elapsed` seconds: the mean
-        excess of the recent runs that lasted longer; half its age again when none did."""
-        longer = [h - elapsed for h in self.holds if h > elapsed]
-        if longer:
-            return sum(longer) / len(longer)
-        return max(elapsed, FIRST_GUESS_SECONDS) / 2 if self.holds else FIRST_GUESS_SECONDS
+        excess of the recent runs of its kind that lasted longer; half its age again when none
+        did."""
+        holds = self.computing_holds if computing else self.holds
+        guess = FIRST_GUESS_COMPUTING_SECONDS if computing else FIRST_GUESS_SECONDS
+        if not holds:
+            return max(guess - elapsed, elapsed / 2)
+        longer = [h - elapsed for h in holds if h > elapsed]
+        return sum(longer) / len(longer) if longer else max(elapsed, FIRST_GUESS_SECONDS) / 2
 
     def _per_run(self) -> float:
-        if not self.holds:
-            return FIRST_GUESS_SECONDS
-        ordered = sorted(self.holds)
-        return ordered[min(len(ordered) - 1, round(AHEAD_QUANTILE * (len(ordered) - 1)))]
+        return sum(self.holds) / len(self.holds) if self.holds else FIRST_GUESS_SECONDS
 
     def estimate(self, place: int) -> float:
         """Seconds until the caller at `place` (1 = next) starts: the slots free up as the
         running runs end, and each of the place - 1 runs ahead takes the next free slot."""
         now = self._clock()
-        free_at = [self._remaining(now - t) for t in self._started.values()]
+        free_at = [self._remaining(now - t, ticket in self._computing)
+                   for ticket, t in self._started.items()]
         free_at += [0.0] * max(0, self.slots - len(free_at))
         heapq.heapify(free_at)
         per_run = self._per_run()
@@ -103,6 +117,7 @@ class RunQueue:
                 raise
             self._waiting.pop(0)
             self._started[ticket] = start = self._clock()
+            self._local.ticket = ticket
             if first is not None:
                 self.waits.append((first[0], first[1], start - arrived))
             self._cond.notify_all()  # the next in line may take a slot that is still free
@@ -111,5 +126,9 @@ class RunQueue:
         finally:
             with self._cond:
                 del self._started[ticket]
+                self._local.ticket = None
                 self.holds.append(self._clock() - start)
+                if ticket in self._computing:
+                    self._computing.discard(ticket)
+                    self.computing_holds.append(self.holds[-1])
                 self._cond.notify_all()

@@ -65,10 +65,34 @@ def test_with_free_slots_or_no_history_the_estimate_is_small_and_defined():
     assert queue.estimate(1) == 0.0
 
 
-def test_runs_waiting_ahead_are_counted_at_a_long_run_not_the_average():
+def test_a_run_that_computes_is_expected_to_take_what_computing_runs_took():
     clock = Clock()
     queue = RunQueue(slots=1, clock=clock)
-    _history(queue, clock, [0.1] * 8 + [10.0] * 4)
+    for held, computes in [(0.1, False)] * 12 + [(9.0, True), (11.0, True)]:
+        with queue.slot():
+            if computes:
+                queue.mark_computing()
+            clock.now += held
     with queue.slot():
-        # one long run just started; three more wait ahead of the caller at place 4
-        assert queue.estimate(4) >= 3 * 10.0
+        cheap = queue.estimate(1)  # just started, kind not known: mostly cheap reruns
+        queue.mark_computing()  # a cache miss: the page computes a new text
+        assert cheap < 2.0 <= 8.0 <= queue.estimate(1) <= 11.0  # 10 s, the computing mean
+    assert queue.estimate(1) == 0.0  # a free slot
+
+
+def test_the_first_computing_run_gets_a_guess_not_the_cheap_history():
+    clock = Clock()
+    queue = RunQueue(slots=1, clock=clock)
+    _history(queue, clock, [0.2] * 10)  # the pages opening: all cheap
+    with queue.slot():
+        queue.mark_computing()
+        clock.now += 1.0
+        assert queue.estimate(1) >= 5.0  # not 0.2 s: no computing run has finished yet
+
+
+def test_runs_waiting_ahead_add_the_mean_of_recent_runs():
+    clock = Clock()
+    queue = RunQueue(slots=1, clock=clock)
+    _history(queue, clock, [2.0, 4.0, 6.0])
+    with queue.slot():
+        assert queue.estimate(4) == queue.estimate(1) + 3 * 4.0
