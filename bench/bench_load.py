@@ -304,6 +304,7 @@ def parse_args() -> argparse.Namespace:
                         help="JavaScript regular expression (case-insensitive) of a busy message")
     parser.add_argument("--budget", type=float, default=900.0, help="whole run, seconds")
     parser.add_argument("--local", action="store_true", help="not hosted mode")
+    parser.add_argument("--page", default="attention", help="url path of the page opened")
     parser.add_argument("--port", type=int, help="of the server on 127.0.0.1 (default: free)")
     parser.add_argument("--env", nargs="*", default=[], metavar="NAME=VALUE",
                         help="extra environment of the server (MALLOC_ARENA_MAX= unsets the "
@@ -342,10 +343,12 @@ def main() -> None:
     load_before = os.getloadavg()[0]
     try:
         wait_healthy(url, began, poll_s=0.2)
+        url += args.page  # the page the sessions open
         idle_mb = rss_mb(server.pid)
 
         def warm_up() -> None:  # one session loads the model, as a teacher would
-            warm = asyncio.run(run_round(url, 1, 0, 1, 120.0, busy_pattern=args.busy_pattern))
+            warm = asyncio.run(run_round(url, 1, 0, 1, args.open_timeout,
+                                         busy_pattern=args.busy_pattern))
             if not all(r["ok"] and not r["error_boxes"] for r in warm):
                 raise RuntimeError(f"the warm-up session failed: {warm}")
 
