@@ -156,7 +156,7 @@ def _detail_view(view: str, selection, trace, layer: int, head: int, matrix,
                    f"√{cfg.d_head}, masked where needed, and the softmax of that row gives the "
                    "heatmap row above.")
 
-    else:
+    elif view == "Download":  # "All heads" is drawn by the page, outside the fragment
         st.download_button("Attention matrix (CSV)", matrix_csv(matrix, shown_labels, shown_labels),
                            file_name=f"attention_L{layer}_H{head}.csv", mime="text/csv",
                            key="attn_csv")

@@ -123,6 +123,9 @@ def test_svg_download_switch_reaches_every_figure_toolbar():
 def test_each_detail_view_draws_its_own_figure_for_the_selected_head():
     at = _app()
     assert "attn_overview" in _charts(at) and "attn_qk" not in _charts(at)
+    # "All heads" shows the overview only: the downloads belong to the Download view (before
+    # the restructure they did; the restructure's dead-code cut let them show here too)
+    assert not at.get("download_button")
 
     at.segmented_control(key="attn_view").set_value("Token lines").run()
     assert not at.exception
