@@ -17,7 +17,9 @@ from teaching.pages import PAGES
 from teaching.render import safe_markdown
 from ui.lesson_library import catalogue
 from ui.lesson_question import answer_of, ask
-from ui.lesson_step import AT_KEY, go_to, lesson_from_url, run_page, step_texts
+from ui.lesson_step import (
+    AT_KEY, go_to, keep_settings, lesson_from_url, run_page, step_texts,
+)
 from ui.text import md_escape
 
 
@@ -114,6 +116,7 @@ def _step(lesson: Lesson, number: int) -> None:
                        help="The same page with the same model, text and settings, in a new "
                        "tab, to explore freely.")
         st.divider()
+        keep_settings(step, settings)
         run_page(step.page)
     _navigation(lesson, number, "bottom")
     st.caption("Send a class to this step with this link:")

@@ -89,6 +89,15 @@ def apply_step(lesson: Lesson, number: int) -> None:
         st.session_state[specs[name].key] = value
 
 
+def keep_settings(step: Step, settings_: dict) -> None:
+    """Before the step's page is drawn: Streamlit forgets a widget's value after a run that did
+    not draw it (the page stays hidden until the learner answers), so the step's settings are
+    put back where they are missing. A value the learner changed is kept."""
+    specs = PAGES[step.page][2]
+    for name, value in settings_.items():
+        st.session_state.setdefault(specs[name].key, value)
+
+
 def lesson_from_url() -> tuple[str | None, int | None]:
     params = st.query_params
     return params.get("lesson"), url_int(params.get("step", "1"))

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _wait_text(page, words: str, timeout: int = 120_000) -> None:
+def _wait_text(page, words: str, timeout: int = 240_000) -> None:
     page.get_by_text(words).first.wait_for(timeout=timeout)
 
 
