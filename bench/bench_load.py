@@ -77,7 +77,8 @@ async def session(browser, url: str, round_n: int, index: int, moves: int, timeo
     context, page = await _new_page(browser, busy_pattern)
     tab = Tab(page, every_frame)
     try:
-        out.append(await tab.timed("open", lambda: page.goto(url, wait_until="domcontentloaded"),
+        out.append(await tab.timed("open", lambda: page.goto(url, wait_until="domcontentloaded",
+                                                             timeout=timeout * 1000),
                                    [None, None], timeout))
         if all_open is not None:  # every browser has booted the page: now all act at once
             await all_open.wait()
@@ -167,7 +168,8 @@ async def endless_session(browser, url: str, index: int, args, out: list[dict],
         return result
 
     try:
-        keep(await tab.timed("open", lambda: page.goto(url, wait_until="domcontentloaded"),
+        keep(await tab.timed("open", lambda: page.goto(url, wait_until="domcontentloaded",
+                                                       timeout=args.open_timeout * 1000),
                              [None, None], args.open_timeout), 0)
         await all_open.wait()
         if "deadline" not in clock:  # the first session through the barrier starts the clock
