@@ -14,7 +14,7 @@ from ui.callbacks import pick_head
 from ui.text import md_escape
 from ui.sidebar import require_trace
 from ui.urlstate import url_default, write_to_url
-from ui.widgets import index_slider
+from ui.widgets import index_slider, shown_model_name
 from viz.attention import (
     attention_heatmap, cross_attention_heatmap, head_lines, head_overview, qk_figure,
 )
@@ -60,7 +60,8 @@ def _cross_attention(trace, cross, head: int) -> None:
     st.plotly_chart(cross_attention_heatmap(
         cross[d_layer, d_head], trace.decoder_tokens[0], trace.output_tokens[0], trace.tokens,
         title=f"Cross-attention, decoder layer {d_layer}, head {d_head}"),
-        key="attn_cross", config=chart_config("cross-attention", layer=d_layer, head=d_head))
+        key="attn_cross", config=chart_config("cross-attention", layer=d_layer, head=d_head),
+        width="content")
 
 
 @st.fragment
@@ -109,13 +110,14 @@ def explorer(selection) -> None:
         st.caption("Causal model: a token may only attend to itself and earlier tokens, so the "
                    "upper triangle (keys after the query) is masked before the softmax and shown "
                    "grey. Convention: rows = queries, columns = keys, softmax over keys. (Some "
-                   "notes, like seed 004, draw the transpose.)")
+                   "books and papers draw it the other way round, with keys as rows.)")
     if mode == "Attention rollout":
         st.markdown(ROLLOUT_DEFINITION)
 
     fig = attention_heatmap(matrix, shown_labels, shown_labels, title=title,
                             causal=cfg.causal and mode == "Raw attention")
-    st.plotly_chart(fig, key="attn_heatmap", config=chart_config("attention", fig, title))
+    st.plotly_chart(fig, key="attn_heatmap", config=chart_config("attention", fig, title),
+                    width="content")
     if trace.kind == "encoder_decoder":  # tiny-reverse: the decoder reads the source too
         _cross_attention(trace, trace.cross_attentions, head)
 
@@ -176,10 +178,10 @@ def page() -> None:
     cfg = trace.cfg
     key = (selection.model_name, selection.text, selection.pair)
     st.caption(
-        f"{selection.model_name}: {cfg.n_layers} layers × {cfg.n_heads} heads, d_model "
-        f"{cfg.d_model}, {trace.n_tokens} tokens. Rows are queries (the token doing the "
-        "looking), columns are keys (the tokens looked at); each row is a softmax over keys and "
-        "sums to 1."
+        f"{shown_model_name(selection.model_name)}: {cfg.n_layers} layers × {cfg.n_heads} "
+        f"heads, d_model {cfg.d_model}, {trace.n_tokens} tokens. Rows are queries (the token "
+        "doing the looking), columns are keys (the tokens looked at); each row is a softmax "
+        "over keys and sums to 1."
     )
 
     st.session_state.setdefault("attn_layer", url_default("attn_layer", 0))

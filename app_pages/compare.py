@@ -18,6 +18,7 @@ from viz.compare import difference_heatmap
 from viz.heads import head_grid
 
 DEFAULT_B = "The dog sat on the rug because it was cold."
+HALF_PAGE_PX = 460  # a column of two on a 1400 px screen with the sidebar open
 
 
 def _stats(trace):
@@ -61,16 +62,18 @@ if trace_b.dropped[0]:
                "were dropped.")
 
 tokens_a, tokens_b = trace_a.tokens, trace_b.tokens
-cols = st.columns(2)
+with st.container(key="wide_cmp_pair"):  # side by side; one under the other when narrow
+    cols = st.columns(2)
 shared_max = max(float(t.attentions[layer, head].max()) for t in (trace_a, trace_b))
 for col, trace, name, tokens in ((cols[0], trace_a, "A", tokens_a),
                                  (cols[1], trace_b, "B", tokens_b)):
     fig = attention_heatmap(trace.attentions[layer, head].numpy(), tokens, tokens,
                             title=f"{name}: layer {layer}, head {head} ({len(tokens)} tokens)",
-                            causal=cfg.causal)
+                            causal=cfg.causal, max_width=HALF_PAGE_PX)
     if len(tokens_a) == len(tokens_b):
         fig.update_traces(zmin=0, zmax=shared_max)  # one colour scale, so cells compare
-    col.plotly_chart(fig, key=f"cmp_{name.lower()}", config=chart_config("compare", fig))
+    col.plotly_chart(fig, key=f"cmp_{name.lower()}", config=chart_config("compare", fig),
+                     width="content")
 
 st.subheader("Difference map")
 if len(tokens_a) != len(tokens_b):
@@ -91,7 +94,7 @@ else:
         difference_heatmap(trace_a.attentions[layer, head].numpy(),
                            trace_b.attentions[layer, head].numpy(), tokens_a, tokens_b,
                            title=f"B − A, layer {layer}, head {head}", causal=cfg.causal),
-        key="cmp_diff", config=chart_config("compare_difference"))
+        key="cmp_diff", config=chart_config("compare_difference"), width="content")
     # Mean over query rows of the L1 distance between the two rows (each row sums to 1).
     per_head = diff_heads.sum(-1).mean(-1)  # [n_layers, head], in [0, 2]
     st.plotly_chart(

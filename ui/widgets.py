@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
+from .sidebar import model_label
+
 
 def index_slider(container, label: str, n: int, key: str, **kwargs) -> int:
     """A slider over 0..n-1 (a layer, a head). A value already in the session (from a link,
@@ -16,3 +18,12 @@ def index_slider(container, label: str, n: int, key: str, **kwargs) -> int:
         container.caption(f"{label}: 0 (this model has only one)")
         return 0
     return container.slider(label, 0, n - 1, key=key, **kwargs)
+
+
+def shown_model_name(model_name: str) -> str:
+    """How a page names the model in its text: a model trained on the training page by its
+    label there ("trained: induction"), a model folder by its folder name, never a server path."""
+    for label, directory in st.session_state.get("trained_models", {}).items():
+        if directory == model_name:
+            return label
+    return model_label(model_name)

@@ -16,7 +16,7 @@ from .lines import LINE_MAX_TOKENS, head_lines
 from .overview import head_overview
 from .qk import qk_figure
 from .style import (COLORBAR_MARGIN, COLORSCALE, MASKED_GREY, ROWS_ARE_QUERIES, TEMPLATE,
-                    figure_height, label_margins, to_numpy)
+                    heatmap_size, label_margins, subtitle_block, to_numpy)
 
 __all__ = ["LINE_MAX_TOKENS", "TICK_LABEL_LIMIT", "attention_heatmap", "head_lines",
            "head_overview", "qk_figure"]
@@ -44,13 +44,18 @@ def masked_cells(shape: tuple[int, int], causal: bool = False, masked=None) -> n
 
 
 def attention_heatmap(matrix, q_tokens, k_tokens, title: str = "Attention",
-                      causal: bool = False, masked=None) -> go.Figure:
+                      causal: bool = False, masked=None, max_width: int | None = None
+                      ) -> go.Figure:
     """One attention matrix [q_pos, k_pos] as a heatmap (Viridis, 0 to the matrix's maximum).
 
     q_tokens / k_tokens: one string per row / column; raw tokens or `axis_labels` output.
     causal=True greys out the keys after each query (the model masked them before the softmax);
     `masked` adds any other bool [q_pos, k_pos] mask. Masked cells are NaN in z, drawn in grey,
     and have no hover. Hover reads "query 3·cat → key 1·the: 0.412". `title` is plain text.
+
+    Sized to the matrix (`heatmap_size`): square cells, a plot of at least 420 px for short
+    inputs, the colour bar right beside it. Show it with `st.plotly_chart(..., width="content")`.
+    `max_width` caps the figure's width (e.g. for half a page).
 
     z is float32 (plotly sends it as a binary array). Above TICK_LABEL_LIMIT tokens the tick
     labels are hidden but hover still names both tokens.
@@ -77,18 +82,17 @@ def attention_heatmap(matrix, q_tokens, k_tokens, title: str = "Attention",
     subtitle = ROWS_ARE_QUERIES
     if hidden.any():
         subtitle += "; grey = masked (causal)" if causal else "; grey = masked"
+    subtitle, top = subtitle_block(subtitle)
+    margin = dict(r=COLORBAR_MARGIN, t=top, pad=0,  # pad: no grey frame round the cells
+                  **label_margins(q_labels, k_labels, 60, not long_q, not long_k))
     fig.update_layout(
-        template=TEMPLATE, plot_bgcolor=MASKED_GREY,
-        margin=dict(r=COLORBAR_MARGIN, t=80, **label_margins(q_labels, k_labels, 60,
-                                                               not long_q, not long_k)),
+        template=TEMPLATE, plot_bgcolor=MASKED_GREY, margin=margin,
         title=dict(text=html.escape(title, quote=False), subtitle=dict(text=subtitle)),
-        height=figure_height(len(q_labels)),
+        **heatmap_size(len(q_labels), len(k_labels), margin, max_width),
         xaxis=dict(title=dict(text="key (attended to)" + (", hover for tokens" if long_k else "")),
-                   showticklabels=not long_k, tickangle=-60, constrain="domain",
-                   type="category"),
+                   showticklabels=not long_k, tickangle=-60, type="category"),
         yaxis=dict(title=dict(text="query (attending)" + (", hover for tokens" if long_q else "")),
-                   showticklabels=not long_q, autorange="reversed", scaleanchor="x",
-                   constrain="domain", type="category"),
+                   showticklabels=not long_q, autorange="reversed", type="category"),
     )
     if causal and hidden.any():
         fig.add_annotation(text="masked (causal)", xref="x domain", yref="y domain", x=0.98,
@@ -98,7 +102,8 @@ def attention_heatmap(matrix, q_tokens, k_tokens, title: str = "Attention",
 
 
 def cross_attention_heatmap(matrix, decoder_tokens, output_tokens, source_tokens,
-                            title: str = "Cross-attention") -> go.Figure:
+                            title: str = "Cross-attention", max_width: int | None = None
+                            ) -> go.Figure:
     """One cross-attention matrix [out_pos, src_pos] of an encoder-decoder.
 
     Row t is the decoder step that reads decoder_tokens[t] and writes output_tokens[t]; its
@@ -108,7 +113,7 @@ def cross_attention_heatmap(matrix, decoder_tokens, output_tokens, source_tokens
     if len(decoder_tokens) != len(output_tokens):
         raise ValueError("decoder_tokens and output_tokens must have one entry per row")
     rows = [f"{read}→{wrote}" for read, wrote in zip(decoder_tokens, output_tokens)]
-    fig = attention_heatmap(z, rows, list(source_tokens), title=title)
+    fig = attention_heatmap(z, rows, list(source_tokens), title=title, max_width=max_width)
     fig.update_layout(
         xaxis_title_text="source token (encoder, key)",
         yaxis_title_text="decoder step: reads → writes (query)",

@@ -10,8 +10,8 @@ import plotly.graph_objects as go
 
 from .attention import masked_cells
 from .labels import SEPARATOR, looks_byte_level, token_label
-from .style import DIVERGING, MASKED_GREY, ROWS_ARE_QUERIES, TEMPLATE, check_tokens, \
-    figure_height, to_numpy
+from .style import (COLORBAR_MARGIN, DIVERGING, MASKED_GREY, ROWS_ARE_QUERIES, TEMPLATE,
+                    check_tokens, heatmap_size, label_margins, subtitle_block, to_numpy)
 
 TICK_LABEL_LIMIT = 150
 
@@ -33,10 +33,11 @@ def paired_labels(tokens_a, tokens_b) -> list[str]:
 
 
 def difference_heatmap(matrix_a, matrix_b, tokens_a, tokens_b, title: str = "B − A",
-                       causal: bool = False) -> go.Figure:
+                       causal: bool = False, max_width: int | None = None) -> go.Figure:
     """B − A for two attention matrices [q_pos, k_pos] of the same shape, on a red/blue scale
     centred on 0 (red: B attends more, blue: A attends more). Axis labels show both tokens
-    where they differ ("3·cat|dog"). causal=True greys the masked upper triangle."""
+    where they differ ("3·cat|dog"). causal=True greys the masked upper triangle. Sized like
+    `attention_heatmap` (show it with width="content"); `max_width` caps its width."""
     a = to_numpy(matrix_a, "matrix_a", ndim=2)
     b = to_numpy(matrix_b, "matrix_b", ndim=2)
     labels = paired_labels(tokens_a, tokens_b)
@@ -54,14 +55,17 @@ def difference_heatmap(matrix_a, matrix_b, tokens_a, tokens_b, title: str = "B �
         hoverongaps=False, colorbar=dict(title=dict(text="B − A"), thickness=14),
         hovertemplate="query %{y} → key %{x}: %{z:+.3f}<extra></extra>",
     ))
+    subtitle, top_px = subtitle_block(ROWS_ARE_QUERIES + "; red: B attends more, blue: A "
+                                      "attends more")
+    margin = dict(r=COLORBAR_MARGIN, t=top_px, pad=0,
+                  **label_margins(labels, labels, 60, not long, not long))
     fig.update_layout(
-        template=TEMPLATE, plot_bgcolor=MASKED_GREY,
-        title=dict(text=html.escape(title, quote=False), subtitle=dict(
-            text=ROWS_ARE_QUERIES + "; red: B attends more, blue: A attends more")),
-        height=figure_height(n, low=540),
+        template=TEMPLATE, plot_bgcolor=MASKED_GREY, margin=margin,
+        title=dict(text=html.escape(title, quote=False), subtitle=dict(text=subtitle)),
+        **heatmap_size(n, n, margin, max_width),
         xaxis=dict(title=dict(text="key"), type="category", tickangle=-60,
-                   showticklabels=not long, constrain="domain"),
+                   showticklabels=not long),
         yaxis=dict(title=dict(text="query"), type="category", autorange="reversed",
-                   scaleanchor="x", showticklabels=not long, constrain="domain"),
+                   showticklabels=not long),
     )
     return fig

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import math
+import textwrap
 import unicodedata
 
 import numpy as np
@@ -24,6 +25,13 @@ COLORBAR_MARGIN = 100
 CHAR_PX, WIDE_CHAR_PX = 7.5, 14.0  # generous widths of a 12-13 px sans-serif character
 AXIS_TITLE_PX = 50  # the axis title, its standoff and the gap to the tick labels
 ROWS_ARE_QUERIES = "rows = queries (attending), columns = keys (attended to); softmax over keys"
+# A square heatmap's plot (inside the margins) is CELL_PX per token, at least PLOT_PX_LOW (short
+# inputs get cells big enough to read) and at most PLOT_PX_HIGH (long inputs, as before).
+PLOT_PX_LOW, PLOT_PX_HIGH, CELL_PX = 420, 720, 28
+# Plotly never wraps a title: a subtitle is broken into lines of at most this many characters
+# (about 400 px of 11-12 px text), so it fits a figure in half a page or on an 800 px screen.
+SUBTITLE_CHARS = 60
+TITLE_PX, SUBTITLE_LINE_PX = 42, 29  # the top margin: the title, then a step per line
 
 # Kept small on purpose: plotly's default template adds ~8 KB to every figure's JSON.
 TEMPLATE = go.layout.Template(layout=dict(
@@ -75,6 +83,56 @@ def figure_height(n_rows: int, per_row: float = 18, low: int = 420, high: int = 
     return int(min(high, max(low, 160 + per_row * n_rows)))
 
 
+def square_plot_px(n: int, low: int = PLOT_PX_LOW, high: int = PLOT_PX_HIGH,
+                   per_cell: float = CELL_PX) -> int:
+    """The side (px) of the plot of an n × n heatmap: `per_cell` per token within [low, high]."""
+    return int(min(high, max(low, per_cell * n)))
+
+
+def heatmap_size(n_rows: int, n_cols: int, margin: dict, max_width: int | None = None,
+                 min_plot: int = 160) -> dict:
+    """`width` and `height` of a figure whose plot has square cells and is sized to the
+    matrix (see `square_plot_px`), the margins around it. The figure is exactly that wide, so
+    a colour bar drawn at the plot's right edge sits beside it. `max_width` caps the whole
+    figure (a half-page column), shrinking the cells. Shown with `width="content"`, Streamlit
+    also shrinks a figure to a narrower screen; its cells then become taller than wide."""
+    n = max(n_rows, n_cols, 1)
+    side = square_plot_px(n)
+    if max_width is not None:
+        side = min(side, max(min_plot, max_width - margin["l"] - margin["r"]))
+    cell = side / n
+    return dict(width=int(margin["l"] + margin["r"] + max(min_plot, cell * n_cols)),
+                height=int(margin["t"] + margin["b"] + max(min_plot, cell * n_rows)))
+
+
+def wrap_lines(text: str, width: int = SUBTITLE_CHARS) -> list[str]:
+    """Plain text in lines of at most `width` characters, broken after "; " where possible
+    (so a clause stays on one line), else between words."""
+    lines: list[str] = []
+    for clause in text.split("; "):
+        clause_lines = textwrap.wrap(clause, width) or [""]
+        if lines and len(lines[-1]) + 2 + len(clause_lines[0]) <= width:
+            lines[-1] += "; " + clause_lines.pop(0)
+        elif lines:
+            lines[-1] += ";"
+        lines += clause_lines
+    return lines
+
+
+def subtitle_block(text: str, width: int = SUBTITLE_CHARS) -> tuple[str, int]:
+    """A subtitle as escaped lines joined by <br>, and the top margin (px) that fits the title
+    above it and every line."""
+    lines = wrap_lines(text, width) if text else []
+    return "<br>".join(escape(line) for line in lines), top_margin(len(lines))
+
+
+def top_margin(subtitle_lines: int) -> int:
+    """A top margin that fits the title and `subtitle_lines` lines under it. Plotly centres
+    the title block in the margin (measured in Chromium: the title starts near t/2 - 16 px and
+    each subtitle line takes 14.5 px), so each line costs two of its heights."""
+    return max(80, TITLE_PX + SUBTITLE_LINE_PX * max(1, subtitle_lines))
+
+
 def escape(text) -> str:
     """Text for a figure title or label: plotly renders a little HTML, so user text is escaped."""
     return html.escape(str(text), quote=False)
@@ -82,8 +140,12 @@ def escape(text) -> str:
 
 def titled_layout(fig: go.Figure, title: str, subtitle: str = "", height: int = 420,
                   margin: dict | None = None, **rest) -> go.Figure:
-    """The shared look with an escaped title and subtitle, a height and margins."""
+    """The shared look with an escaped title, a subtitle wrapped to fit, a height and margins
+    (the top margin grows with the subtitle's lines)."""
+    sub, top = subtitle_block(subtitle)
+    margin = dict(margin or dict(l=70, r=30, t=90, b=90))
+    margin["t"] = max(margin.get("t", 0), top)
     fig.update_layout(template=TEMPLATE, height=height,
-                      title=dict(text=escape(title), subtitle=dict(text=escape(subtitle))),
-                      margin=margin or dict(l=70, r=30, t=90, b=90), **rest)
+                      title=dict(text=escape(title), subtitle=dict(text=sub)),
+                      margin=margin, **rest)
     return fig
