@@ -9,7 +9,7 @@ import streamlit as st
 
 from analysis.projection import (
     MAX_POINTS, ProjectionRefused, check_size, embedding_parts, joint_qk, project_layers,
-    query_key_vectors, token_points, umap_available,
+    query_key_vectors, token_points,
 )
 from ui.cache import get_model, shared
 from ui.sidebar import require_trace
@@ -145,8 +145,8 @@ else:
     points = token_points(trace)
     data_key = (selection.model_name, "text", selection.text, selection.pair)
 n_layers, n_points = points.states.shape[:2]
-layer = index_slider(st, "Layer (0 = the embeddings, l = after block l)", n_layers,
-                  key="emb_layer")
+layer = index_slider(st, "Layer: 0 is the embeddings, 1 the output of the first block, 2 of "
+                     "the second, and so on", n_layers, key="emb_layer")
 color_modes = ["position", "token"] + (["sentence"] if lines else [])
 if st.session_state.get("emb_color") not in color_modes:
     st.session_state["emb_color"] = "position"
@@ -170,17 +170,13 @@ else:
 k = 3 if dims == "3D" else 2
 n_fit = n_points * (n_layers if fit_all else 1)
 coords = explained = None
-if method == "UMAP" and not umap_available():
-    st.warning("UMAP needs the optional package umap-learn (`pip install umap-learn`). "
-               "PCA and t-SNE work without it.")
-else:
-    try:
-        check_size(method, n_fit)
-        with st.spinner(f"Running {method} on {n_fit:,} points…"):
-            coords, explained = _projection(points.states, data_key, method, k,
-                                            None if fit_all else layer)
-    except ProjectionRefused as exc:
-        st.warning(str(exc))
+try:
+    check_size(method, n_fit)
+    with st.spinner(f"Running {method} on {n_fit:,} points…"):
+        coords, explained = _projection(points.states, data_key, method, k,
+                                        None if fit_all else layer)
+except ProjectionRefused as exc:
+    st.warning(str(exc))
 st.caption(f"Bounds: t-SNE up to {MAX_POINTS['t-SNE']:,} points, UMAP up to "
            f"{MAX_POINTS['UMAP']:,} points (this view: {n_points:,} tokens × "
            f"{n_layers if fit_all else 1} layer(s) = {n_fit:,}); several sentences up to "

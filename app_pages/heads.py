@@ -16,6 +16,11 @@ from viz.heads import head_grid
 
 MAX_EXTRA_TEXTS = 8
 FORMATS = {"entropy": ".2f", "distance": ".1f"}  # the shares use ".2f" too
+# Short column headers, so every column fits a 1400 px screen (the header's tooltip and the
+# caption above the table say the full name): the shares are "share of attention to ...".
+HEADERS = {"entropy": "Entropy (bits)", "special": "Special", "first": "First",
+           "punctuation": "Punctuation", "previous": "Previous", "self": "Itself",
+           "next": "Next", "distance": "Distance"}
 
 
 @shared("head_totals")
@@ -83,7 +88,11 @@ st.plotly_chart(fig, key="hs_grid",
                 selection_mode="points", config=chart_config("head-statistics", fig))
 
 st.subheader("All statistics, sortable")
-st.caption("Click a column header to sort; select a row to open that head.")
+shares = [n for n in names if n not in ("entropy", "distance")]
+targets = ", ".join(STATISTICS[n][0].removeprefix("To ") for n in shares)
+st.caption(", ".join(HEADERS[n] for n in shares) + ": the share of each row's attention that "
+           f"goes to, in order: {targets}. Distance: the mean distance in tokens. Click a column "
+           "header to sort; select a row to open that head.")
 table = pd.DataFrame({"layer": [lay for lay in range(cfg.n_layers) for _ in range(cfg.n_heads)],
                       "head": [h for _ in range(cfg.n_layers) for h in range(cfg.n_heads)]})
 for name in names:
@@ -93,8 +102,9 @@ st.session_state["_hs_rows"] = list(zip(table["layer"].tolist(), table["head"].t
 st.dataframe(
     table, key="hs_table", on_select=pick_row("hs_table", "_hs_rows", goto_flag="_hs_goto"),
     selection_mode="single-row", hide_index=True, width="stretch",
-    column_config={STATISTICS[n][0]: st.column_config.NumberColumn(format="%.3f")
-                   for n in names},
+    column_config={STATISTICS[n][0]: st.column_config.NumberColumn(
+        HEADERS.get(n, STATISTICS[n][0]), help=STATISTICS[n][0], format="%.3f")
+        for n in names},
 )
 
 box, button = st.columns([3, 1], vertical_alignment="bottom")

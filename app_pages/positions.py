@@ -16,7 +16,7 @@ from analysis.projection import pca
 from ui.sidebar import require_trace
 from ui.text import md_escape
 from ui.charts import chart_config
-from ui.widgets import index_slider
+from ui.widgets import index_slider, shown_model_name
 from viz.labels import axis_labels, plain_text
 from viz.positions import (
     MAX_CURVES, dimension_curves, distance_curves, position_heatmap, position_pca_figure,
@@ -26,10 +26,14 @@ from viz.positions import (
 MAX_POSITIONS = 512  # positions drawn at most (a 512 x 768 heatmap is ~1.5 MB in the page)
 MAX_D_MODEL = 768
 CONFIG = chart_config("positions")
-FORMULA = (r"PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{model}}}\right), \qquad "
-           r"PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d_{model}}}\right)")
-ROTARY_FORMULA = (r"\theta_i = \text{base}^{-2i/d_{head}},\qquad "
-                  r"\langle R_m q,\; R_n k\rangle = \langle R_{m-n}\, q,\; k\rangle")
+# One equation per line, so each fits an 800 px screen; no negative space (\!), which
+# makes KaTeX's box narrower than what it draws (a 2 px scroll bar).
+FORMULA = (r"\begin{aligned} PE_{(pos,\,2i)} &= \sin\left(\frac{pos}{10000^{2i/d_{model}}}"
+           r"\right) \\ PE_{(pos,\,2i+1)} &= \cos\left(\frac{pos}{10000^{2i/d_{model}}}"
+           r"\right) \end{aligned}")
+ROTARY_FORMULA = (r"\begin{aligned} \theta_i &= \text{base}^{-2i/d_{head}} \\ "
+                  r"\langle R_m q,\; R_n k\rangle &= \langle R_{m-n}\, q,\; k\rangle "
+                  r"\end{aligned}")
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -68,7 +72,8 @@ st.title("Positional encodings")
 trace = require_trace(selection)
 lm, cfg = selection.model, trace.cfg
 model_key = selection.model_name
-name = md_escape(selection.model_name)
+model_name = shown_model_name(selection.model_name)  # a trained model by its label, no path
+name = md_escape(model_name)
 st.markdown(
     "Attention on its own ignores order: shuffle the tokens and every token gets the same "
     "mix back. A transformer therefore adds **where** each token is to **what** it is. The "
@@ -115,7 +120,8 @@ grouped = st.toggle("Sines first, then cosines", key="pos_grouped",
                     "side by side, hundreds of thin columns blur. Grouping them shows each "
                     "half as one smooth picture. Hover still names the real dimension.")
 order = np.r_[0:d_model:2, 1:d_model:2] if grouped else np.arange(d_model)  # [d_model]
-left, right = st.columns(2)
+# each pair side by side, one under the other on a narrow screen (ui/page_style.py)
+left, right = st.container(key="wide_pos_tables").columns(2)
 left.plotly_chart(position_heatmap(
     sin_table[:, order], f"Sinusoidal encoding: {n_pos} positions × d_model {d_model}",
     "computed from the formula; no parameters" + ("; sin columns, then cos" if grouped
@@ -129,12 +135,12 @@ else:
     sub = f"{own_source}, rows 0–{own_n - 1}: the model's weights"
     if own_n < n_pos:
         sub += f" (the table has only {cfg.n_ctx} rows)"
-right.plotly_chart(position_heatmap(own, f"{selection.model_name}: {own_label}, {own_n} × "
+right.plotly_chart(position_heatmap(own, f"{model_name}: {own_label}, {own_n} × "
                                     f"{own.shape[1]}", sub,
                                     dim_name="dimension" if own_kind != "rotary" else "column"),
                    key="pos_model_heatmap", config=CONFIG)
 
-left, right = st.columns(2)
+left, right = st.container(key="wide_pos_curves").columns(2)
 names = [f"dim {d} ({'sin' if d % 2 == 0 else 'cos'}, {2 * np.pi / freq[d // 2]:,.1f} "
          "positions per turn)" for d in dims]
 left.plotly_chart(dimension_curves(sin_table, dims, "Sinusoidal: chosen dimensions",
@@ -142,7 +148,7 @@ left.plotly_chart(dimension_curves(sin_table, dims, "Sinusoidal: chosen dimensio
                   key="pos_sin_curves", config=CONFIG)
 own_dims = [d for d in dims if d < own.shape[1]]
 if own_dims:
-    right.plotly_chart(dimension_curves(own, own_dims, f"{selection.model_name}: the same "
+    right.plotly_chart(dimension_curves(own, own_dims, f"{model_name}: the same "
                                         "dimensions", own_label), key="pos_model_curves",
                        config=CONFIG)
 else:
@@ -152,7 +158,7 @@ series = {f"sinusoidal, d_model {d_model}": (np.arange(0, d_model, 2), wavelengt
     sinusoidal_frequencies(d_model)).numpy())}
 if own_kind == "rotary":
     inv = rotary_inv_freq(lm.model)  # [d_head / 2], the model's own buffer
-    series[f"{selection.model_name}: rotary θ_i (base {cfg.rope_theta:g}, d_head "
+    series[f"{model_name}: rotary θ_i (base {cfg.rope_theta:g}, d_head "
            f"{cfg.d_head})"] = (np.arange(0, cfg.d_head, 2), wavelengths(inv).numpy())
 st.plotly_chart(wavelength_figure(
     series, "Frequencies fall along the dimension",
@@ -184,13 +190,13 @@ skip_first = cols[1].toggle("Leave out position 0", key="pos_skip_first",
                             "whole axis on its own.")
 k = 3 if pca_3d else 2
 first = 1 if skip_first else 0
-left, right = st.columns(2)
+left, right = st.container(key="wide_pos_pca").columns(2)
 fit = pca(sin_table[first:], k)
 left.plotly_chart(position_pca_figure(fit.coords, fit.explained, "Sinusoidal", f"positions "
                                       f"{first}–{n_pos - 1}", first=first),
                   key="pos_sin_pca", config=CONFIG)
 fit = pca(own[first:], k)
-right.plotly_chart(position_pca_figure(fit.coords, fit.explained, f"{selection.model_name}: "
+right.plotly_chart(position_pca_figure(fit.coords, fit.explained, f"{model_name}: "
                                        f"{own_label}", f"positions {first}–{own_n - 1}",
                                        first=first), key="pos_model_pca", config=CONFIG)
 
@@ -201,14 +207,14 @@ kind = st.radio("Similarity", ["cosine", "dot"], horizontal=True, key="pos_simil
                                        "dot": "dot product"}[s])
 sin_sim, sin_decay = _similarities(sin_table, ("sin", n_pos, d_model), kind)
 own_sim, own_decay = _similarities(own, (model_key, own_kind, own_n), kind)
-left, right = st.columns(2)
+left, right = st.container(key="wide_pos_similarity").columns(2)
 left.plotly_chart(similarity_heatmap(sin_sim, f"Sinusoidal: position × position {kind}",
                                      cosine=kind == "cosine"), key="pos_sin_sim", config=CONFIG)
-right.plotly_chart(similarity_heatmap(own_sim, f"{selection.model_name}: position × position "
+right.plotly_chart(similarity_heatmap(own_sim, f"{model_name}: position × position "
                                       f"{kind}", own_label, cosine=kind == "cosine"),
                    key="pos_model_sim", config=CONFIG)
 st.plotly_chart(distance_curves(
-    {"sinusoidal": sin_decay, f"{selection.model_name} ({own_label})": own_decay},
+    {"sinusoidal": sin_decay, f"{model_name} ({own_label})": own_decay},
     f"Average {kind} similarity against distance",
     "the mean over all pairs of positions that far apart"), key="pos_decay", config=CONFIG)
 st.caption("The diagonal is each position with itself. Near it, positions are most alike; "
@@ -270,7 +276,7 @@ st.table(pd.DataFrame({
     "sinusoidal encoding (formula)": [
         "0: computed from a formula", "any length: the formula works for every position",
         "added to the token embedding, once, before block 0", "fixed"],
-    f"{selection.model_name} ({own_label})": [
+    f"{model_name} ({own_label})": [
         own_cost, own_limit, own_where, "trained with the model" if own_kind == "learned"
         else "fixed"],
 }, index=["parameters", "longest input", "where it enters", "learned?"]))
