@@ -6,9 +6,10 @@ positions. Everything goes through `hooks(...)`: the shared model object is neve
 and nothing stays attached once a run returns.
 
 An importance sweep removes one head at a time, for every head. Copies of the text run as
-one batch where each batch item removes a different head of the same layer (item b's hook
-only touches item b), starting from the clean run's input to that layer: the same numbers
-as separate full runs, with less work.
+one batch where each batch item removes a different head of the same layer, starting from
+the clean run's input to that layer. That layer's attention runs once: removing head h
+changes its output by exactly (replacement − z_h) @ W_O[h], added per copy; the MLP and
+the later blocks run per copy. The same numbers as separate full runs, with less work.
 """
 
 from __future__ import annotations
@@ -215,9 +216,27 @@ def _forward_from(loaded, layer: int, resid: torch.Tensor, attention_mask: torch
                        pooled=None, logits=None if out.logits is None else out.logits.float().cpu())
 
 
+def head_deltas(z: torch.Tensor, w_o: torch.Tensor, heads: torch.Tensor, mode: str,
+                attention_mask: torch.Tensor) -> torch.Tensor:
+    """What replacing head h's z (alone) adds to its layer's attention output, for each h in
+    `heads`: (replacement − z_h) @ W_O[h], [len(heads), pos, d_model].
+
+    The attention output is Σ_h z_h W_O[h] + b_O, so removing one head changes it by exactly
+    this term. z: [1, head, pos, d_head] from the clean run; w_o: [head, d_head, d_model];
+    attention_mask: [1, pos]. The replacement is that of `ablation_hooks`."""
+    zh = z[0, heads]  # [b, pos, d_head]
+    if mode == "zero":
+        replacement = torch.zeros_like(zh)
+    else:
+        m = attention_mask[0].to(zh.device, zh.dtype)[None, :, None]  # [1, pos, 1]
+        replacement = ((zh * m).sum(1, keepdim=True) / m.sum(1, keepdim=True)).expand_as(zh)
+    return torch.bmm(replacement - zh, w_o[heads].to(zh.dtype))  # [b, pos, d_model]
+
+
 def importance_sweep(loaded, inputs: Inputs, mode: str = "zero", pooling: str | None = None,
                      chunk: int | None = None,
-                     progress: Callable[[int, int], None] | None = None) -> dict[str, np.ndarray]:
+                     progress: Callable[[int, int], None] | None = None,
+                     reuse_attention: bool = True) -> dict[str, np.ndarray]:
     """Remove each head on its own and measure the effect: metric -> [n_layers, head].
 
     Metrics are those of `effects` (tokens always; sentence with `pooling`; loss for decoders).
@@ -225,32 +244,69 @@ def importance_sweep(loaded, inputs: Inputs, mode: str = "zero", pooling: str | 
     input to that layer is reused and only the blocks from there on run again. Up to `chunk`
     heads of one layer run per forward pass as a batch (default: `sweep_chunk`); chunk=1
     runs one pass per head. `progress(done, total)` is called after each pass.
+
+    reuse_attention (default): the head's own layer computes its attention once, for the
+    clean text, and each copy's attention output is the clean one plus `head_deltas` (a
+    hook on hook_attn_out widens the batch of 1 to one row per removed head); only the MLP
+    and the later blocks run per copy. False: every copy recomputes that layer's attention
+    with its z replaced (`ablation_hooks`), as before. Both give the same numbers up to
+    float32 rounding (~1e-7).
     """
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     cfg = loaded.cfg
     n_layers, n_heads = cfg.n_layers, cfg.n_heads
     chunk = chunk or sweep_chunk(cfg, inputs.input_ids.shape[1])
-    resid_pre: dict[str, torch.Tensor] = {}  # "blocks.L.hook_resid_pre" -> [1, pos, d_model]
-    clean = forward(loaded, inputs, [(lambda n: n.startswith("blocks.")
-                                      and n.endswith(".hook_resid_pre"), caching_hook(resid_pre))])
+    cache: dict[str, torch.Tensor] = {}  # resid_pre [1, pos, d_model], z [1, head, pos, d_head]
+    clean = forward(loaded, inputs, [(lambda n: n.startswith("blocks.") and n.endswith(
+        (".hook_resid_pre", ".attn.hook_z")), caching_hook(cache))])
     results: dict[str, list[torch.Tensor]] = {}
     done = 0
     for layer in range(n_layers):
+        x = cache[f"blocks.{layer}.hook_resid_pre"]  # [1, pos, d_model]
         for start in range(0, n_heads, chunk):
             heads = torch.arange(start, min(start + chunk, n_heads))  # [b]
-            batch = heads.numel()
-            chosen = torch.zeros(batch, n_heads, dtype=torch.bool)  # [b, head]
-            chosen[torch.arange(batch), heads] = True  # copy i loses head heads[i]
-            copies = inputs.repeat(batch)
-            x = resid_pre[f"blocks.{layer}.hook_resid_pre"].expand(batch, -1, -1)
-            out = _forward_from(loaded, layer, x, copies.attention_mask,
-                                ablation_hooks({layer: chosen}, mode, copies.attention_mask))
+            if reuse_attention:
+                out = _sweep_pass_reused(loaded, layer, x, cache, heads, mode, inputs)
+            else:
+                out = _sweep_pass_full(loaded, layer, x, heads, mode, inputs)
             for name, value in effects(clean, out, inputs, pooling).items():
                 results.setdefault(name, []).append(value)
-            done += batch
+            done += heads.numel()
             if progress is not None:
                 progress(done, n_layers * n_heads)
     return {name: torch.cat(parts).reshape(n_layers, n_heads).double().numpy()
             for name, parts in results.items()}
+
+
+def _sweep_pass_reused(loaded, layer: int, x: torch.Tensor, cache: dict, heads: torch.Tensor,
+                       mode: str, inputs: Inputs) -> ModelOutput:
+    """One copy per head in `heads`, each without that head, from block `layer` on: the
+    block's attention runs once on the clean input x [1, pos, d_model], then its output
+    becomes [len(heads), pos, d_model] (clean + each head's delta) and the rest runs batched."""
+    w_o = loaded.model.blocks[layer].attn.W_O.detach()  # [head, d_head, d_model], read only
+    z = cache[f"blocks.{layer}.attn.hook_z"]  # [1, head, pos, d_head]
+    deltas = head_deltas(z, w_o, heads, mode, inputs.attention_mask)  # [b, pos, d_model]
+
+    def widen(attn_out: torch.Tensor, name: str) -> torch.Tensor:  # [1, ...] -> [b, ...]
+        return attn_out + deltas.to(attn_out.device, attn_out.dtype)
+
+    out = _forward_from(loaded, layer, x, inputs.attention_mask,
+                        [(f"blocks.{layer}.hook_attn_out", widen)])
+    if out.final.shape[0] != heads.numel():  # the block broadcast the widened output
+        raise RuntimeError("the attention output did not widen the batch")
+    return out
+
+
+def _sweep_pass_full(loaded, layer: int, x: torch.Tensor, heads: torch.Tensor, mode: str,
+                     inputs: Inputs) -> ModelOutput:
+    """The same copies, each recomputing block `layer` with its z replaced by the hook."""
+    batch = heads.numel()
+    chosen = torch.zeros(batch, loaded.cfg.n_heads, dtype=torch.bool)  # [b, head]
+    chosen[torch.arange(batch), heads] = True  # copy i loses head heads[i]
+    copies = inputs.repeat(batch)
+    return _forward_from(loaded, layer, x.expand(batch, -1, -1), copies.attention_mask,
+                         ablation_hooks({layer: chosen}, mode, copies.attention_mask))
 
 
 def model_directory(name: str) -> Path | None:

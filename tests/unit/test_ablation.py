@@ -120,6 +120,28 @@ def test_sweep_matches_a_full_run_per_head_on_a_decoder(tiny_models_loaded, fami
     assert np.abs(batched["loss"]).max() > 1e-4  # some head matters
 
 
+@pytest.mark.parametrize("family", ["bert", "llama"])
+@pytest.mark.parametrize("mode", ["zero", "mean"])
+def test_sweep_reusing_the_layers_attention_matches_full_runs(tiny_models_loaded, family, mode):
+    # The sweep computes a head's own layer once and adds (replacement − z_h) @ W_O[h] per
+    # copy; the previous way recomputes that layer per copy, and separate full runs are the
+    # reference for both. Post-LN (bert) and pre-LN with grouped-query attention (llama).
+    loaded = tiny_models_loaded[family]
+    inputs = Inputs.encode(loaded, TEXT)
+    reused = importance_sweep(loaded, inputs, mode, chunk=3)
+    full = importance_sweep(loaded, inputs, mode, reuse_attention=False)
+    clean = forward(loaded, inputs)
+    for layer in range(loaded.cfg.n_layers):
+        for head in range(loaded.cfg.n_heads):
+            single = effects(clean, run_ablated(loaded, inputs, [(layer, head)], mode), inputs)
+            for name in single:
+                assert reused[name][layer, head] == pytest.approx(
+                    float(single[name][0]), abs=1e-5), (name, layer, head)
+                assert full[name][layer, head] == pytest.approx(
+                    float(single[name][0]), abs=1e-5), (name, layer, head)
+    assert reused["tokens"].max() > 1e-4  # removing a head changes something
+
+
 def test_text_loss_equals_hugging_face(tiny_dirs, tiny_models_loaded):
     from transformers import AutoModelForCausalLM
 
