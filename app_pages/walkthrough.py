@@ -16,20 +16,23 @@ from viz.attention import attention_heatmap
 from ui.callbacks import step_state
 from ui.charts import chart_config
 from ui.widgets import index_slider
-from viz.labels import axis_labels, plain_text
+from viz.labels import axis_labels, plain_text, visible_text
 from viz.walkthrough import (
-    activation_scatter, layer_stack_heatmap, mask_matrix, scores_heatmap, token_table,
-    top_tokens_bar, values_heatmap,
+    activation_scatter, allowed_matrix, layer_stack_heatmap, mask_matrix, scores_heatmap,
+    token_table, top_tokens_bar, values_heatmap,
 )
 
 PREVIEW_ROWS, PREVIEW_COLS = 6, 8
 POS_DIMS = ("pos", "q_pos", "k_pos")
 SIDE_BY_SIDE_TOKENS = 40  # two figures share a row up to this many tokens, else stack
+HALF_PAGE_PX = 460  # each of two figures side by side
+SQUARE = ("allowed", "scores", "mask", "pattern")  # [q_pos, k_pos] figures
 EVERYTHING = 10**9  # preview() with this many rows and columns returns the whole 2-D slice
 PAIR_VS_BATCH = (
     "**Sentence pair** (the default): one sequence `[CLS] A [SEP] B [SEP]`, with token type 0 "
     "for the first sentence and 1 for the second; this is how BERT reads a question with its "
-    "answer. **Padded batch of two**: two separate sequences side by side, as in seed 001. "
+    "answer. **Padded batch of two**: two separate texts in one batch, as a model reads "
+    "several at once. "
     "The shorter one is filled with padding so both fit one `[2, pos]` tensor, and the "
     "attention mask hides the padding from every query."
 )
@@ -59,17 +62,20 @@ def _clamp(key: str, low: int, high: int) -> None:
     st.session_state[key] = min(max(int(st.session_state.get(key, low)), low), high)
 
 
-def _axis(dim: str, n: int, labels: list[str], n_layers: int) -> list[str]:
+def _axis(dim: str, n: int, labels: list[str], n_layers: int, vocab=None) -> list[str]:
     if dim in POS_DIMS:
         return [plain_text(label) for label in labels[:n]]
     if dim == "layer":
         return (["embeddings"] + [f"after layer {i}" for i in range(n_layers)])[:n]
     if dim == "batch":
         return [f"text {i + 1}" for i in range(n)]
+    if dim == "vocab" and vocab is not None:  # a logit column is a token: "the (id 1996)"
+        return [f"{visible_text(t)} (id {i})" for i, t in enumerate(vocab(list(range(n))))]
     return [str(i) for i in range(n)]
 
 
-def _show_tensor(shown: Shown, pick: dict, labels: list[str], n_layers: int) -> None:
+def _show_tensor(shown: Shown, pick: dict, labels: list[str], n_layers: int,
+                 vocab=None) -> None:
     st.markdown(f"**{shown.label}** · shape `{list(shown.shape)}` · `[{', '.join(shown.dims)}]`")
     where = f"from `{shown.source}`" + (f", derived: {shown.how}" if shown.how else
                                         " (the hook's own tensor)")
@@ -79,8 +85,8 @@ def _show_tensor(shown: Shown, pick: dict, labels: list[str], n_layers: int) -> 
     values = pv.values.round(4) if pv.values.dtype.kind == "f" else pv.values
     if np.isneginf(values).any():  # the model's blocked cells, written as the learner knows them
         values = np.where(np.isneginf(values), "−∞", values.astype(str)).astype(object)
-    frame = pd.DataFrame(values, index=_axis(pv.row_dim, rows, labels, n_layers),
-                         columns=_axis(pv.col_dim, cols, labels, n_layers))
+    frame = pd.DataFrame(values, index=_axis(pv.row_dim, rows, labels, n_layers, vocab),
+                         columns=_axis(pv.col_dim, cols, labels, n_layers, vocab))
     st.dataframe(frame, width="stretch")
     fixed = ", ".join(f"{dim} {i}" + (f" ({_axis(dim, i + 1, labels, n_layers)[i]})"
                                        if dim == "layer" else "") for dim, i in pv.fixed.items())
@@ -105,13 +111,18 @@ def _figure(step: Step, trace: Trace, pick: dict, labels: list[str], model) -> N
         title = ", ".join(x for x in (f"{step.title}: {last.label}", where, f"head {head}"
                                       if "heads" in last.dims else "") if x)
         fig = values_heatmap(_slice(last, pick), labels, title, last.dims[-1])
+    elif step.figure == "allowed":
+        fig = allowed_matrix(trace.attention_mask[item], labels, causal=cfg.causal,
+                             title="Who may attend: both masks" + (f", {where}" if where else ""))
     elif step.figure == "scores":
         fig = scores_heatmap(_slice(last, pick), labels, f"{last.label}, {in_head}")
     elif step.figure == "mask":
         n = len(labels)
         bias = np.broadcast_to(_slice(step.shown[0], pick), (n, n))  # [q_pos, k_pos]
-        fig = mask_matrix(bias, labels, "The mask M" + (f", {where}" if where else ""))
-        fig2 = scores_heatmap(_slice(last, pick), labels, f"{last.label}, {in_head}")
+        fig = mask_matrix(bias, labels, "The mask M" + (f", {where}" if where else ""),
+                          max_width=HALF_PAGE_PX)
+        fig2 = scores_heatmap(_slice(last, pick), labels, f"{last.label}, {in_head}",
+                              max_width=HALF_PAGE_PX)
     elif step.figure == "pattern":
         padding = np.broadcast_to(~trace.attention_mask[item].bool().numpy(), (len(labels),) * 2)
         fig = attention_heatmap(_slice(last, pick), labels, labels, causal=cfg.causal,
@@ -130,10 +141,13 @@ def _figure(step: Step, trace: Trace, pick: dict, labels: list[str], model) -> N
                              f"Most likely next tokens after {plain_text(labels[position])}"
                              + (f", {where}" if where else ""))
     side_by_side = fig2 is not None and len(labels) <= SIDE_BY_SIDE_TOKENS
-    for column, figure, key in zip(st.columns(2) if side_by_side else [st.container()] * 2,
-                                   (fig, fig2), ("wk_fig", "wk_fig2")):
-        if figure is not None:
-            column.plotly_chart(figure, key=key, config=chart_config("walkthrough", figure))
+    # beside each other where both fit (a wide screen), else one under the other
+    columns = (st.container(key="wide_wk_pair").columns(2) if side_by_side
+               else [st.container()] * 2)
+    for column, figure, key in zip(columns, (fig, fig2), ("wk_fig", "wk_fig2")):
+        if figure is not None:  # square matrices are sized to their tokens; the rest stretch
+            column.plotly_chart(figure, key=key, config=chart_config("walkthrough", figure),
+                                width="content" if step.figure in SQUARE else "stretch")
 
 
 selection = st.session_state["selection"]
@@ -159,7 +173,9 @@ cfg = trace.cfg
 batch, n_pos = trace.input_ids.shape
 kind = ("causal decoder" if cfg.causal else "encoder") + (" (pre-LN)" if cfg.block == "pre_ln"
                                                            else " (post-LN)")
-st.caption(f"{cfg.family} {kind}: {cfg.n_layers} layers × {cfg.n_heads} heads, d_model "
+family = "This project's own" if cfg.family == "own" else cfg.family
+st.caption(f"{family} {kind} with {cfg.positions} positions: {cfg.n_layers} layers × "
+           f"{cfg.n_heads} heads, d_model "
            f"{cfg.d_model}, d_head {cfg.d_head}, d_mlp {cfg.d_mlp}. This input: {batch} "
            f"text(s) × {n_pos} positions. Every shape and number below is read from this run.")
 if any(name.startswith("decoder.") for name in trace.cache):
@@ -185,18 +201,21 @@ labels = axis_labels(trace.batch_tokens[item])
 pick = {"batch": item, "heads": head, "kv_heads": head // (cfg.n_heads // cfg.n_kv_heads),
         "layer": layer + 1}
 
-nav, body = st.columns([1, 3], gap="large")
+# The contents beside the step; on a narrow screen above it, in as many columns as fit
+# (ui/page_style.py: containers keyed "sidenav_" and "contents_").
+nav, body = st.container(key="sidenav_wk").columns([1, 3], gap="large")
 with nav:
-    number = st.radio("Contents", list(range(1, n_steps + 1)), key="wk_step",
-                      format_func=lambda i: f"{i}. {steps[i - 1].title}")
+    number = st.container(key="contents_wk").radio(
+        "Contents", list(range(1, n_steps + 1)), key="wk_step",
+        format_func=lambda i: f"{i}. {steps[i - 1].title}")
 step = steps[number - 1]
 with body:
-    back, where, forward = st.columns([1, 3, 1])
-    back.button("◀ Previous", key="wk_prev", on_click=step_state("wk_step", -1, 1, n_steps),
-                disabled=number == 1, width="stretch")
-    forward.button("Next ▶", key="wk_next", on_click=step_state("wk_step", 1, 1, n_steps),
-                   disabled=number == n_steps, width="stretch")
-    where.caption(f"Step {number} of {n_steps} · {step.group}")
+    bar = st.container(horizontal=True, vertical_alignment="center", gap="medium")
+    bar.button("◀ Previous", key="wk_prev", on_click=step_state("wk_step", -1, 1, n_steps),
+               disabled=number == 1)
+    bar.button("Next ▶", key="wk_next", on_click=step_state("wk_step", 1, 1, n_steps),
+               disabled=number == n_steps)
+    bar.caption(f"Step {number} of {n_steps} · {step.group}")
     st.subheader(f"{number}. {step.title}")
     st.markdown(step.summary)
     if teacher:
@@ -206,7 +225,7 @@ with body:
     columns = st.columns(2) if len(step.shown) == 2 else [st.container() for _ in step.shown]
     for column, shown in zip(columns, step.shown):
         with column:
-            _show_tensor(shown, pick, labels, cfg.n_layers)
+            _show_tensor(shown, pick, labels, cfg.n_layers, selection.model.tokenizer.tokens)
     _figure(step, trace, pick, labels, selection.model)
     if step.key == "stack" and layer + 1 < cfg.n_layers:
         first = next(i for i, s in enumerate(steps, 1) if s.layer is not None)

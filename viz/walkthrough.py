@@ -13,20 +13,42 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .labels import axis_labels
-from .style import COLORSCALE, DIVERGING, MASKED_GREY, ROWS_ARE_QUERIES, TEMPLATE, \
-    figure_height, to_numpy
+from .style import (COLORBAR_MARGIN, COLORSCALE, DIVERGING, MASKED_GREY, TEMPLATE,
+                    figure_height, heatmap_size, label_margins, subtitle_block, to_numpy,
+                    top_margin)
 
 BLOCKED = np.finfo(np.float32).min / 2  # the model writes −∞ as float32's minimum
 MAX_VALUE_COLUMNS = 128  # value heatmaps show the first features only
 MASK_TEXT_LIMIT = 16  # above this many tokens the mask cells carry no "0" / "−∞" text
 MAX_SCATTER_POINTS = 4000
+TICK_LABEL_LIMIT = 150
 
 
 def _title(text: str, subtitle: str = "") -> dict:
     out = dict(text=html.escape(text, quote=False))
     if subtitle:
-        out["subtitle"] = dict(text=html.escape(subtitle, quote=False))
+        out["subtitle"] = dict(text=subtitle_block(subtitle)[0])
     return out
+
+
+def _square_axes(fig: go.Figure, labels: list[str], subtitle: str, colorbar: bool,
+                 max_width: int | None) -> go.Figure:
+    """A [q_pos, k_pos] matrix sized to its tokens like the attention heatmap (square cells,
+    the colour bar beside the plot; show it with width="content"), grey behind masked cells."""
+    long = len(labels) > TICK_LABEL_LIMIT
+    sub, top = subtitle_block(subtitle)
+    margin = dict(r=COLORBAR_MARGIN if colorbar else 30, t=top, pad=0,
+                  **label_margins(labels, labels, 60, not long, not long))
+    fig.update_layout(
+        template=TEMPLATE, plot_bgcolor=MASKED_GREY, margin=margin,
+        **heatmap_size(len(labels), len(labels), margin, max_width),
+        xaxis=dict(title=dict(text="key"), tickangle=-60, type="category",
+                   showticklabels=not long),
+        yaxis=dict(title=dict(text="query"), autorange="reversed", type="category",
+                   showticklabels=not long),
+    )
+    fig.layout.title.subtitle = dict(text=sub)
+    return fig
 
 
 def _square(matrix, tokens, name: str) -> tuple[np.ndarray, list[str]]:
@@ -38,14 +60,16 @@ def _square(matrix, tokens, name: str) -> tuple[np.ndarray, list[str]]:
     return z, labels
 
 
-def _axes(fig: go.Figure, n_rows: int, x_title: str, y_title: str, square: bool) -> go.Figure:
+def _axes(fig: go.Figure, n_rows: int, x_title: str, y_title: str) -> go.Figure:
+    """Rows = tokens (or layers) top down, as wide as the page; the top margin fits the
+    wrapped subtitle."""
+    subtitle = fig.layout.title.subtitle.text or ""
     fig.update_layout(
         template=TEMPLATE, height=figure_height(n_rows), plot_bgcolor=MASKED_GREY,
-        xaxis=dict(title=dict(text=x_title), tickangle=-60, type="category",
-                   constrain="domain", showticklabels=n_rows <= 150 or not square),
+        margin=dict(t=top_margin(subtitle.count("<br>") + 1)),
+        xaxis=dict(title=dict(text=x_title), tickangle=-60, type="category"),
         yaxis=dict(title=dict(text=y_title), autorange="reversed", type="category",
-                   constrain="domain", scaleanchor="x" if square else None,
-                   showticklabels=n_rows <= 150),
+                   showticklabels=n_rows <= TICK_LABEL_LIMIT),
     )
     return fig
 
@@ -99,11 +123,12 @@ def values_heatmap(matrix, tokens, title: str, col_name: str = "feature") -> go.
     cut = f"first {z.shape[1]} of {n_cols}" if n_cols > z.shape[1] else f"all {n_cols}"
     fig.update_layout(title=_title(title, f"rows = tokens, columns = {cut} {col_name} "
                                    f"columns; blue < 0 < red, saturated at ±{limit:.3g}"))
-    return _axes(fig, len(labels), col_name, "token", square=False)
+    return _axes(fig, len(labels), col_name, "token")
 
 
-def scores_heatmap(matrix, tokens, title: str) -> go.Figure:
-    """Signed scores [q_pos, k_pos]; cells the model blocked (its −∞) drawn grey."""
+def scores_heatmap(matrix, tokens, title: str, max_width: int | None = None) -> go.Figure:
+    """Signed scores [q_pos, k_pos]; cells the model blocked (its −∞) drawn grey, as in every
+    figure of the app."""
     z, labels = _square(matrix, tokens, "scores")
     blocked = z <= BLOCKED
     z = np.where(blocked, np.nan, z)
@@ -113,28 +138,59 @@ def scores_heatmap(matrix, tokens, title: str) -> go.Figure:
         z=z, x=labels, y=labels, colorscale=DIVERGING, zmin=-limit, zmax=limit,
         hoverongaps=False, colorbar=dict(thickness=14),
         hovertemplate="query %{y} → key %{x}: %{z:.3f}<extra></extra>"))
-    sub = ROWS_ARE_QUERIES.split(";")[0] + ("; grey = −∞ (masked)" if blocked.any() else "")
-    fig.update_layout(title=_title(title, sub))
-    return _axes(fig, len(labels), "key", "query", square=True)
+    fig.update_layout(title=_title(title))
+    return _square_axes(fig, labels, "rows = queries, columns = keys"
+                        + ("; grey = −∞ (masked)" if blocked.any() else ""), True, max_width)
 
 
-def mask_matrix(bias, tokens, title: str = "The mask M") -> go.Figure:
-    """The additive mask [q_pos, k_pos] as a matrix of 0 (may attend) and −∞ (blocked)."""
+def _on_off_matrix(off, labels: list[str], title: str, subtitle: str, on_text: str,
+                   off_text: str, hover, max_width: int | None) -> go.Figure:
+    """A [q_pos, k_pos] matrix of two values: `off` cells grey (MASKED_GREY, the colour of a
+    masked cell everywhere), the others white; each cell says its value when there is room."""
+    n = len(labels)
+    small = n <= MASK_TEXT_LIMIT
+    text = np.where(off, off_text, on_text) if small else None
+    fig = go.Figure(go.Heatmap(
+        z=off.astype(np.float32), x=labels, y=labels, zmin=0, zmax=1, showscale=False,
+        colorscale=[[0, "#ffffff"], [1, MASKED_GREY]], text=text,
+        texttemplate="%{text}" if small else None, textfont=dict(size=11, color="#222"),
+        customdata=hover, hovertemplate="query %{y} → key %{x}: %{customdata}<extra></extra>",
+        xgap=1 if small else 0, ygap=1 if small else 0))
+    fig.update_layout(title=_title(title))
+    return _square_axes(fig, labels, subtitle, False, max_width)
+
+
+def mask_matrix(bias, tokens, title: str = "The mask M", max_width: int | None = None
+                ) -> go.Figure:
+    """The additive mask [q_pos, k_pos] as a matrix of 0 (may attend) and −∞ (blocked, grey)."""
     z, labels = _square(bias, tokens, "mask")
     blocked = z <= BLOCKED
+    return _on_off_matrix(
+        blocked, labels, title, "rows = queries, columns = keys; " + (
+            "grey = −∞, the key is hidden from the query" if blocked.any() else
+            "all 0: no key is hidden from any query"), "0", "−∞",
+        np.where(blocked, "−∞ (blocked)", "0 (allowed)"), max_width)
+
+
+def allowed_matrix(attention_mask, tokens, causal: bool = True, title: str = "Who may attend",
+                   max_width: int | None = None) -> go.Figure:
+    """The padding mask [pos] (1 = real token) and, for a decoder, the causal mask together:
+    1 where query i may attend to key j, 0 (grey) where it may not, and the hover says why."""
+    real = to_numpy(attention_mask, "attention_mask", 1, dtype=np.int64).astype(bool)
+    labels = axis_labels(tokens)
+    if real.size != len(labels):
+        raise ValueError(f"attention_mask needs one entry per token ({len(labels)}), got "
+                         f"{real.size}")
     n = len(labels)
-    text = np.where(blocked, "−∞", "0") if n <= MASK_TEXT_LIMIT else None
-    fig = go.Figure(go.Heatmap(
-        z=blocked.astype(np.float32), x=labels, y=labels, zmin=0, zmax=1, showscale=False,
-        colorscale=[[0, "#f7fbff"], [1, "#3b3b3b"]], text=text,
-        texttemplate="%{text}" if text is not None else None, textfont=dict(size=11),
-        customdata=np.where(blocked, "−∞ (blocked)", "0 (allowed)"),
-        hovertemplate="query %{y} → key %{x}: %{customdata}<extra></extra>",
-        xgap=1 if n <= MASK_TEXT_LIMIT else 0, ygap=1 if n <= MASK_TEXT_LIMIT else 0))
-    fig.update_layout(title=_title(title, "rows = queries, columns = keys; " + (
-        "dark = −∞, the key is hidden from the query" if blocked.any() else
-        "all 0: no key is hidden from any query")))
-    return _axes(fig, n, "key", "query", square=True)
+    later = np.triu(np.ones((n, n), dtype=bool), k=1) if causal else np.zeros((n, n), bool)
+    padding = np.broadcast_to(~real, (n, n))
+    why = np.where(later, "0: the key comes after the query (causal)",
+                   np.where(padding, "0: the key is padding", "1: may attend"))
+    return _on_off_matrix(
+        later | padding, labels, title, "rows = queries, columns = keys; 1 = may attend, "
+        "grey 0 = blocked" + ("; causal: keys after the query" if causal else "")
+        + ("; padding: keys that are padding" if padding.any() else ""), "1", "0", why,
+        max_width)
 
 
 def activation_scatter(before, after, title: str) -> go.Figure:
@@ -166,7 +222,7 @@ def layer_stack_heatmap(norms, tokens, title: str) -> go.Figure:
                                hovertemplate="%{y}, %{x}: ‖x‖ = %{z:.2f}<extra></extra>"))
     fig.update_layout(title=_title(title, "length of each token's vector in the residual "
                                    "stream"))
-    fig = _axes(fig, len(rows), "token", "", square=False)
+    fig = _axes(fig, len(rows), "token", "")
     fig.update_layout(height=int(min(600, 160 + 30 * len(rows))))
     return fig
 

@@ -131,7 +131,7 @@ def score_steps(w: Walk, layer: int) -> None:
           "−∞, so a row with every key blocked stays finite; the previews write it −∞. An "
           "encoder's mask is one row per text, [batch, 1, 1, pos], broadcast over heads and "
           "queries. Rows are queries and columns keys, so the causal mask hides the upper "
-          "triangle (seed 004 draws the transpose).",
+          "triangle (books that draw keys as rows show it as the lower one).",
           r"S''_h = S'_h + M,\quad M_{ij} = \begin{cases} 0 & \text{query } i \text{ may see key }"
           r" j \\ -\infty & \text{otherwise} \end{cases}",
           [Shown("mask M", mask, ("batch", "heads (broadcast)",

@@ -4,7 +4,9 @@ embeddings (token, position, token type) with their sum and norm.
 
 from __future__ import annotations
 
+import torch
 
+from model.transformer import attention_mask_bias
 from .steps import BTD, Shown, Walk
 
 
@@ -23,18 +25,20 @@ def input_steps(w: Walk) -> None:
           r"\text{text} \xrightarrow{\text{tokenizer}} (t_0, \dots, t_{T-1}) \mapsto "
           r"\text{ids} \in \{0, \dots, V-1\}^{B \times T}",
           [Shown("input ids", t.input_ids, ("batch", "pos"), "trace.input_ids")], "tokens")
-    w.add("attention_mask", "Input", "The attention mask",
-          "1 marks a real token, 0 a padding token that only fills a row up to the batch's "
-          "length. " + (f"Here {n_pad} position(s) are padding." if n_pad else
-                        "All ones: nothing is padded in this input."),
-          "Padding makes the tensor rectangular but must not change the result. Inside every "
-          "attention layer the mask becomes a matrix with −∞ in the padded columns, so after "
-          "the softmax no token gives any weight to padding. Padding tokens still get vectors "
-          "of their own; they are simply never looked at.",
-          r"m_{b,j} = \begin{cases} 1 & \text{token } j \text{ of text } b \text{ is real} \\ "
-          r"0 & \text{padding} \end{cases}",
-          [Shown("attention mask", t.attention_mask, ("batch", "pos"), "trace.attention_mask")],
-          "tokens")
+    padding = ("1 marks a real token, 0 a padding token that only fills a row up to the "
+               "batch's length. " + (f"Here {n_pad} position(s) are padding." if n_pad else
+                                     "All ones: nothing is padded in this input."))
+    shown = [Shown("attention mask", t.attention_mask, ("batch", "pos"), "trace.attention_mask")]
+    if cfg.causal:
+        _causal_mask_step(w, padding, shown)
+    else:
+        w.add("attention_mask", "Input", "The attention mask", padding,
+              "Padding makes the tensor rectangular but must not change the result. Inside "
+              "every attention layer the mask becomes a matrix with −∞ in the padded columns, "
+              "so after the softmax no token gives any weight to padding. Padding tokens still "
+              "get vectors of their own; they are simply never looked at.",
+              r"m_{b,j} = \begin{cases} 1 & \text{token } j \text{ of text } b \text{ is real} "
+              r"\\ 0 & \text{padding} \end{cases}", shown, "tokens")
     if cfg.n_token_types:
         w.add("token_types", "Input", "Token types (segments)",
               f"Type 0 marks the first sentence, type 1 the second; here "
@@ -44,6 +48,26 @@ def input_steps(w: Walk) -> None:
               r"\text{type}_{b,j} \in \{0, 1\}",
               [Shown("token type ids", t.token_type_ids, ("batch", "pos"),
                      "trace.token_type_ids")], "tokens")
+
+
+def _causal_mask_step(w: Walk, padding: str, shown: list[Shown]) -> None:
+    """A decoder's step 2: the padding mask and the causal mask, and the two together."""
+    allowed = attention_mask_bias(w.trace.attention_mask, True, torch.float32)[:, 0] == 0
+    shown.append(Shown("may attend (both masks)", allowed.long(), ("batch", "q_pos", "k_pos"),
+                       "trace.attention_mask", "`attention_mask_bias(attention_mask, causal="
+                       "True) == 0`: the padding mask and the causal mask together"))
+    w.add("attention_mask", "Input", "The attention masks: padding and causal",
+          "A decoder has two masks. The padding mask: " + padding[0].lower() + padding[1:]
+          + " The causal mask: token i may look only at itself and the tokens before it. "
+          "Together: query i may attend to key j when j ≤ i and j is a real token (1 in the "
+          "figure, 0 in grey).",
+          "The causal mask is what makes a decoder a language model: while it reads token i it "
+          "cannot peek at token i + 1, the token it must predict. Padding makes the tensor "
+          "rectangular but must not change the result. Inside every attention layer the "
+          "combined mask becomes a matrix with −∞ where it is 0, so after the softmax those "
+          "keys get no weight at all.",
+          r"\text{may attend}_{b,i,j} = \underbrace{[\,j \le i\,]}_{\text{causal}}\cdot"
+          r"\underbrace{m_{b,j}}_{\text{padding}}", shown, "allowed")
 
 
 def embedding_steps(w: Walk) -> None:

@@ -62,7 +62,8 @@ def end_steps(w: Walk) -> None:
         w.add("pooler", "Output", "[CLS] and the pooler",
               "BERT keeps the first token's vector ([CLS]) as a summary of the input and passes "
               "it through a dense layer and tanh: one vector per text.",
-              "A classifier (seed 001's sentiment head) reads this pooled vector. Sentence "
+              "A classifier fine-tuned on BERT (for example one that tells a positive review "
+              "from a negative one) reads this pooled vector. Sentence "
               "models like all-MiniLM-L6-v2 ignore the pooler and average the token vectors.",
               r"p = \tanh\big(W_p\, h_{[\mathrm{CLS}]} + b_p\big)",
               [Shown("[CLS] vector", w.hook(last)[:, 0], ("batch", "d_model"), last,

@@ -20,6 +20,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 from model import BUNDLED, load_model  # noqa: E402
 from analysis.walkthrough import walkthrough  # noqa: E402
 from ui.examples import SHORT  # noqa: E402
+from viz.labels import visible_text  # noqa: E402
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 PAGE = "app_pages/walkthrough.py"
@@ -94,6 +95,12 @@ def test_decoder_every_step(tiny_dirs, tiny_models_loaded):
     mask = at.main.dataframe[0].value.to_numpy()
     upper = np.triu(np.ones(mask.shape, dtype=bool), k=1)
     assert (mask[upper] == "−∞").all() and (mask[~upper] != "−∞").all()
+    # The logits' columns are named by their tokens, not by vocabulary ids alone.
+    at.radio(key="wk_step").set_value(steps.index(next(s for s in steps
+                                                      if s.key == "unembed")) + 1).run()
+    names = tiny_models_loaded["gpt2"].tokenizer.tokens(list(range(3)))  # <|endoftext|>, !, "
+    assert list(at.main.dataframe[0].value.columns)[:3] == [
+        f"{visible_text(t)} (id {i})" for i, t in enumerate(names)]
 
 
 def test_second_sentence_as_pair_or_padded_batch(minilm):

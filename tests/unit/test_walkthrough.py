@@ -15,8 +15,10 @@ import torch
 
 from model import HookedTransformer, LoadedModel, TransformerConfig
 from analysis.walkthrough import preview, walkthrough
+from viz.style import MASKED_GREY
 from viz.walkthrough import (
-    MAX_VALUE_COLUMNS, mask_matrix, scores_heatmap, token_table, top_tokens_bar, values_heatmap,
+    MAX_VALUE_COLUMNS, allowed_matrix, mask_matrix, scores_heatmap, token_table, top_tokens_bar,
+    values_heatmap,
 )
 
 PAIR = ("I love cats!", "He hates pineapple pizza.")
@@ -33,6 +35,7 @@ def expected_shapes(cfg, batch: int, pos: int) -> dict[tuple[str, str], tuple[in
     mlp = (b, t, cfg.d_mlp)
     return {
         ("tokens", "input ids"): bt, ("attention_mask", "attention mask"): bt,
+        ("attention_mask", "may attend (both masks)"): (b, t, t),
         ("token_types", "token type ids"): bt,
         ("embed_tok", "token embedding"): btd, ("embed_type", "token type embedding"): btd,
         ("embed_pos", "position embedding"): btd, ("embed_sum", "sum"): btd,
@@ -208,6 +211,31 @@ def test_preview_holds_item_and_head_and_shows_minus_infinity(tiny_models_loaded
     assert (pv.row_dim, pv.col_dim, pv.n_rows) == ("q_pos", "k_pos", trace.n_tokens)
 
 
+def test_a_decoder_shows_its_padding_and_causal_masks_together(tiny_models_loaded, minilm):
+    trace = tiny_models_loaded["gpt2"].run(list(PAIR), keep=None)  # padded: different lengths
+    step = next(s for s in walkthrough(trace, 0) if s.key == "attention_mask")
+    assert "causal" in step.title.lower() and step.figure == "allowed"
+    padding, both = step.shown
+    assert torch.equal(padding.tensor, trace.attention_mask)
+    n, lengths = trace.n_tokens, trace.attention_mask.sum(1)
+    j = torch.arange(n)
+    for b in range(2):  # 1 where key j is not after query i and is a real token
+        expected = (j[None, :] <= j[:, None]) & (j[None, :] < lengths[b])
+        assert torch.equal(both.tensor[b].bool(), expected)
+    # the encoder keeps its one padding mask, shown with the token table
+    encoder = next(s for s in walkthrough(minilm.run("Hi there.", keep=None), 0)
+                   if s.key == "attention_mask")
+    assert len(encoder.shown) == 1 and encoder.figure == "tokens"
+
+
+def test_no_step_says_our_internal_words(tiny_models_loaded, minilm):
+    for trace in (tiny_models_loaded["gpt2"].run("Hi there.", keep=None),
+                  minilm.run("Hi there.", keep=None)):
+        for step in walkthrough(trace, 0):
+            text = " ".join([step.title, step.summary, step.teacher])
+            assert "seed 0" not in text.lower(), (step.key, text)
+
+
 def test_walkthrough_refuses_a_partial_trace_and_a_bad_layer(minilm):
     partial = minilm.run("Hello there.", keep=lambda name: "hook_pattern" in name)
     with pytest.raises(ValueError, match="full trace"):
@@ -238,6 +266,26 @@ def test_mask_and_scores_figures_mark_the_blocked_cells():
     assert np.isnan(z).sum() == 6 and z[3, 0] == 12
     with pytest.raises(ValueError, match="rows = queries"):
         scores_heatmap(np.zeros((3, 4)), ["a", "b", "c"], "s")
+
+
+def test_minus_infinity_is_the_same_grey_in_the_mask_and_in_the_scores():
+    blocked = float(np.finfo(np.float32).min)
+    bias = np.triu(np.full((4, 4), blocked, dtype=np.float32), k=1)
+    mask = mask_matrix(bias, list("abcd"))
+    scores = scores_heatmap(np.ones((4, 4), np.float32) + bias, list("abcd"), "s")
+    assert mask.data[0].colorscale[-1][1] == MASKED_GREY  # the −∞ cells
+    assert scores.layout.plot_bgcolor == MASKED_GREY  # NaN cells show the background
+    assert np.isnan(np.array(scores.data[0].z, dtype=float)).sum() == 6
+
+
+def test_allowed_matrix_says_why_a_cell_is_blocked():
+    fig = allowed_matrix([1, 1, 1, 0], list("abcd"), causal=True)
+    text, why = np.array(fig.data[0].text), np.array(fig.data[0].customdata)
+    assert text[2, 1] == "1" and text[1, 2] == "0" and text[3, 3] == "0"
+    assert "causal" in why[1, 2] and "padding" in why[3, 3] and "may attend" in why[3, 2]
+    assert "padding" in fig.layout.title.subtitle.text
+    with pytest.raises(ValueError, match="one entry per token"):
+        allowed_matrix([1, 1], list("abc"))
 
 
 def test_values_heatmap_caps_columns_and_bars_are_ordered():
