@@ -28,7 +28,7 @@ LABELS = {"induction": "Induction heads", "chars": "Characters: our own text",
           "own": "Characters: your own text", "reverse": "Reversal (encoder–decoder)"}
 DEFAULT_STEPS = runs.DEFAULT_STEPS  # also what the induction lesson's prediction assumes
 D_MODELS = [16, 32, 48, 64, 96, 128]
-MIN_LAYERS = 1  # one layer with one head is seed 004's first model
+MIN_LAYERS = 1  # one layer with one head: the smallest model that still has attention
 HEADS = [1, 2, 4, 8]
 
 
@@ -185,14 +185,18 @@ def _snapshots(run, snapshots) -> None:
     what = "Cross-attention" if run.task.encoder_decoder else "Self-attention"
     fig = snapshot_grid(snap.patterns[layer].astype(np.float32), rows, keys,
                         f"{what}, layer {layer}, step {snap.step:,}", causal=causal)
-    st.plotly_chart(fig, key="train_snapshot", config=chart_config("training"))
+    st.plotly_chart(fig, key="train_snapshot", config=chart_config("training"), width="content")
+    example = md_escape("".join(run.task.probe()[1]))
     if run.task.encoder_decoder:
         st.caption("Rows are decoder steps (the character read → the character written); "
                    "columns are the source word. Reversal is right when each row looks at the "
                    "letter it writes: an anti-diagonal.")
     else:
-        st.caption("The same fixed example at every snapshot. Causal: keys after the query "
-                   "(upper right) are masked and grey.")
+        st.caption(f"The same fixed example at every snapshot: “{example}”, one character per "
+                   "row and per column. Causal: keys after the query (upper right) are masked "
+                   "and grey." + (" An induction head lights up a stripe: in the repeated half, "
+                                  "each character looks at the character that followed its "
+                                  "first copy." if run.task.key == "induction" else ""))
 
 
 def _finished(run) -> None:

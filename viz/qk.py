@@ -12,9 +12,11 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .labels import axis_labels
-from .style import COLORSCALE, DIVERGING, TEMPLATE, figure_height, to_numpy
+from .style import (COLORBAR_MARGIN, COLORSCALE, DIVERGING, TEMPLATE, label_margins,
+                    subtitle_block, to_numpy)
 
 TICK_LABEL_LIMIT = 150
+Q_ROW_PX, TITLE_GAP_PX = 26, 48  # the query vector's row; room for a 2-line title
 REQUIRED = ("q", "keys", "qk", "scaled", "softmax", "masked")
 
 
@@ -37,6 +39,12 @@ def _check(breakdown: dict, n_tokens: int) -> dict:
     return out
 
 
+def _shared(breakdown: dict) -> str:
+    """" (keys from k/v head 1)" when grouped-query attention shares one key head."""
+    head, kv_head = breakdown.get("head"), breakdown.get("kv_head")
+    return f" (keys from k/v head {kv_head})" if kv_head not in (None, head) else ""
+
+
 def qk_figure(breakdown: dict, tokens) -> go.Figure:
     """q, K, q·k, scaled score and softmax for one query, from `analysis.qk.qk_breakdown`.
 
@@ -53,13 +61,19 @@ def qk_figure(breakdown: dict, tokens) -> go.Figure:
     limit = float(max(np.abs(b["q"]).max(), np.abs(b["keys"]).max(), 1e-6))
     n_keys = len(labels)
 
+    # Laid out in pixels: the q row, a gap that holds the titles of K and of the bars, then
+    # one row per key. Each subplot's title sits above it, never on the rows of another.
+    sub, top = subtitle_block(f"q·k for every key{_shared(breakdown)}, ÷ √d_head = √{d_head}; "
+                              "masked keys → −∞; softmax over keys")
+    q_px, gap_px, k_px = Q_ROW_PX, TITLE_GAP_PX, int(min(900, max(260, 22 * n_keys)))
+    plot_px = q_px + gap_px + k_px
     fig = make_subplots(
-        rows=2, cols=4, shared_yaxes=False, horizontal_spacing=0.04, vertical_spacing=0.03,
-        row_heights=[0.06, 0.94] if n_keys > 12 else [0.15, 0.85],
+        rows=2, cols=4, shared_yaxes=False, horizontal_spacing=0.04,
+        vertical_spacing=gap_px / plot_px, row_heights=[q_px, k_px],
         column_widths=[0.34, 0.22, 0.22, 0.22],
         specs=[[{}, None, None, None], [{}, {}, {}, {}]],
-        subplot_titles=["query vector q", "key vectors K (rows = keys)", "q·k",
-                        f"÷ √{d_head}, masked", "softmax over keys"],
+        subplot_titles=["query vector q", "key vectors K<br>(a row per key)", "q·k",
+                        f"÷ √{d_head},<br>masked", "softmax<br>over keys"],  # narrow: 2 lines
     )
     dims = list(range(d_head))
     fig.add_trace(go.Heatmap(
@@ -91,17 +105,17 @@ def qk_figure(breakdown: dict, tokens) -> go.Figure:
                          showticklabels=(col == 1 and not hide), matches="y2" if col > 1 else None)
     fig.update_xaxes(row=2, col=4, range=[0, 1.02])
     fig.update_xaxes(row=1, col=1, showticklabels=False)
-    layer, head, kv_head = (breakdown.get(k) for k in ("layer", "head", "kv_head"))
+    layer, head = breakdown.get("layer"), breakdown.get("head")
     where = f"layer {layer}, head {head}" if layer is not None else "one head"
-    shared = f" (keys from k/v head {kv_head})" if kv_head not in (None, head) else ""
+    fig.update_annotations(font_size=13)  # the subplot titles
     fig.update_layout(
         template=TEMPLATE, bargap=0.15, plot_bgcolor="white",
         coloraxis=dict(colorscale=DIVERGING, cmin=-limit, cmax=limit,
                        colorbar=dict(title=dict(text="value"), thickness=12)),
         title=dict(text=f"Where the row of query {labels[query_pos]} comes from ({where})",
-                   subtitle=dict(text=f"q·k for every key{shared}, ÷ √d_head = √{d_head}, "
-                                      "masked keys → −∞, softmax over keys")),
-        height=figure_height(n_keys, per_row=20, low=460, high=1100),
-        margin=dict(l=150),
+                   subtitle=dict(text=sub)),
+        height=top + TITLE_GAP_PX + plot_px + 40,
+        margin=dict(t=top + TITLE_GAP_PX, b=40, r=COLORBAR_MARGIN,
+                    l=label_margins(labels + [labels[query_pos]], [], show_x=False)["l"]),
     )
     return fig

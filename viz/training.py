@@ -12,11 +12,16 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .labels import axis_labels
-from .style import COLORSCALE, MASKED_GREY, ROWS_ARE_QUERIES, TEMPLATE, to_numpy
+from .labels import axis_labels, token_label
+from .style import (COLORSCALE, MASKED_GREY, TEMPLATE, label_px,
+                    subtitle_block, to_numpy)
 
 MAX_CURVE_POINTS = 600  # longer loss curves are averaged down to this many points
-SNAPSHOT_COLUMNS = 4  # heads per row in the snapshot grid
+SNAPSHOT_COLUMNS = 2  # heads per row in the snapshot grid: wide enough to label every token
+# One panel per head, SNAPSHOT_CELL_PX per token within [LOW, HIGH]; above SNAPSHOT_LABEL_LIMIT
+# tokens the tick labels are left to the hover.
+SNAPSHOT_PX_LOW, SNAPSHOT_PX_HIGH, SNAPSHOT_CELL_PX, SNAPSHOT_GAP_PX = 240, 380, 15, 40
+SNAPSHOT_LABEL_LIMIT = 60
 
 
 def _downsample(values: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
@@ -80,7 +85,7 @@ def loss_curve(losses, evals: dict | None = None, scores: dict | None = None,
                       legend=dict(orientation="h", y=-0.25), margin=dict(t=50, b=90))
     fig.update_xaxes(title_text="training step",
                      range=[0, total_steps] if total_steps else None)
-    fig.update_yaxes(title_text="loss (nats per token)", rangemode="tozero", secondary_y=False)
+    fig.update_yaxes(title_text="loss (nats/token)", rangemode="tozero", secondary_y=False)
     if scores:
         fig.update_yaxes(title_text="score", range=[0, 1.02], secondary_y=True, showgrid=False,
                          tickmode="array", tickvals=[0, 0.25, 0.5, 0.75, 1])
@@ -92,7 +97,11 @@ def snapshot_grid(patterns, q_tokens, k_tokens, title: str, causal: bool = True,
     """Every head of one layer at one moment of training: patterns [head, q_pos, k_pos].
 
     One heatmap per head, all on the same 0..1 colour scale so heads can be compared and the
-    same head compared across snapshots. causal=True greys the keys after each query.
+    same head compared across snapshots. causal=True greys the keys after each query. Every
+    panel names its key tokens along the bottom, and the first panel of each row its query
+    tokens, so a stripe can be read off the example (the induction head's: each query looks at
+    the token after the previous copy of itself). Sized to the tokens; show it with
+    width="content".
     """
     z = to_numpy(patterns, "patterns", ndim=3)
     n_heads = z.shape[0]
@@ -107,23 +116,50 @@ def snapshot_grid(patterns, q_tokens, k_tokens, title: str, causal: bool = True,
         z[:, np.triu(np.ones(z.shape[1:], dtype=bool), k=1)] = np.nan
     cols = min(SNAPSHOT_COLUMNS, n_heads)
     rows = -(-n_heads // cols)
+    n = max(z.shape[1:])
+    side = int(min(SNAPSHOT_PX_HIGH, max(SNAPSHOT_PX_LOW, SNAPSHOT_CELL_PX * n)))
+    long = n > SNAPSHOT_LABEL_LIMIT
+    subtitle, top = subtitle_block("rows = queries, columns = keys: the example's tokens in "
+                                   "order; softmax over keys")
+    margin = dict(l=int(30 + max(map(label_px, _bare(q_tokens)), default=0)), r=90, t=top + 25,
+                  b=int(30 + max(map(label_px, _bare(k_tokens)), default=0)), pad=0)
+    width = margin["l"] + margin["r"] + cols * side + (cols - 1) * SNAPSHOT_GAP_PX
+    height = margin["t"] + margin["b"] + rows * side + (rows - 1) * (SNAPSHOT_GAP_PX + 30)
     names = row_names or [f"head {h}" for h in range(n_heads)]
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=[html.escape(n) for n in names],
-                        horizontal_spacing=0.04, vertical_spacing=0.12 / rows)
+                        horizontal_spacing=SNAPSHOT_GAP_PX / (width - margin["l"] - margin["r"]),
+                        vertical_spacing=(SNAPSHOT_GAP_PX + 30) / (height - margin["t"]
+                                                                  - margin["b"]))
     for h in range(n_heads):
         fig.add_trace(go.Heatmap(
-            z=z[h], x=k_labels, y=q_labels, coloraxis="coloraxis", hoverongaps=False,
-            hovertemplate=f"head {h}: query %{{y}} → key %{{x}}: %{{z:.2f}}<extra></extra>",
+            z=z[h], x=list(range(len(k_labels))), y=list(range(len(q_labels))),
+            coloraxis="coloraxis", hoverongaps=False, customdata=_hover(q_labels, k_labels),
+            hovertemplate=f"head {h}: %{{customdata}}: %{{z:.2f}}<extra></extra>",
         ), row=h // cols + 1, col=h % cols + 1)
-    fig.update_xaxes(showticklabels=False, type="category")
-    fig.update_yaxes(showticklabels=False, type="category", autorange="reversed")
+    fig.update_xaxes(tickmode="array", tickvals=list(range(len(k_labels))),
+                     ticktext=_bare(k_tokens), tickangle=0, showticklabels=not long,
+                     tickfont=dict(size=12), range=[-0.5, len(k_labels) - 0.5])
+    fig.update_yaxes(tickmode="array", tickvals=list(range(len(q_labels))),
+                     ticktext=_bare(q_tokens), showticklabels=False, tickfont=dict(size=12),
+                     range=[len(q_labels) - 0.5, -0.5])
+    for row in range(1, rows + 1):  # query tokens on the first panel of each row
+        fig.update_yaxes(showticklabels=not long, row=row, col=1)
     fig.update_annotations(font_size=12)  # the head titles
     fig.update_layout(
-        template=TEMPLATE, plot_bgcolor=MASKED_GREY if causal else "white",
-        height=90 + 250 * rows,
-        title=dict(text=html.escape(title) + f"<br><sup>{ROWS_ARE_QUERIES}</sup>"),
+        template=TEMPLATE, plot_bgcolor=MASKED_GREY if causal else "white", width=width,
+        height=height, margin=margin,
+        title=dict(text=html.escape(title), subtitle=dict(text=subtitle)),
         coloraxis=dict(colorscale=COLORSCALE, cmin=0, cmax=1,
                        colorbar=dict(title=dict(text="weight"), thickness=12)),
-        margin=dict(t=90, l=20, r=20, b=20),
     )
     return fig
+
+
+def _bare(tokens) -> list[str]:
+    """Tick text: each token on its own, made visible and safe ("␣" for a space)."""
+    return [token_label(t) for t in tokens]
+
+
+def _hover(q_labels: list[str], k_labels: list[str]) -> np.ndarray:
+    """[q_pos, k_pos] hover names: "query 3·k → key 1·3"."""
+    return np.array([[f"query {q} → key {k}" for k in k_labels] for q in q_labels])

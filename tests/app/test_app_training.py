@@ -124,7 +124,8 @@ def test_own_text_too_short_gives_a_message_then_trains():
     at.text_area(key="train_text").input("<b>Tiny</b> $x$ [link](http://x) text. " * 15).run()
     at = _train(at, "own", steps=50)
     grid = _figure(at, "train_snapshot")
-    assert not any("<b>" in str(label) for label in grid["data"][0]["x"])  # escaped labels
+    ticks = grid["layout"]["xaxis"]["ticktext"]  # the tokens, one tick per position
+    assert "&lt;" in "".join(ticks) and not any("<" in t for t in ticks)  # escaped labels
     at.button(key="train_write").click().run()
     assert not at.exception and len(at.code[0].value) > 200
 
@@ -134,8 +135,10 @@ def test_reversal_run_shows_cross_attention_and_reverses_a_word():
     assert not at.exception
     title = _title(at, "train_snapshot")
     assert title.startswith("Cross-attention")
-    rows = _figure(at, "train_snapshot")["data"][0]["y"]
-    assert rows[0] == "0·^→x"  # the probe "softmax", reversed, read from BOS
+    grid = _figure(at, "train_snapshot")
+    rows = grid["layout"]["yaxis"]["ticktext"]
+    assert rows[0] == "^→x"  # the probe "softmax", reversed, read from BOS
+    assert grid["data"][0]["customdata"][0][0].startswith("query 0·^→x → key 0·")
     at.text_input(key="train_word").input("abc").run()
     assert not at.exception and at.code[0].value.startswith("abc → ")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import csv
+import html
 import io
 import json
 
@@ -19,6 +20,7 @@ from viz.attention import (
 from viz.export import PLOTLY_CONFIG, matrix_csv, plotly_config, trace_npz
 from viz.labels import axis_labels, is_label
 from viz.overview import N_LEVELS, block_max
+from viz.training import snapshot_grid
 
 RNG = np.random.default_rng(0)
 
@@ -121,6 +123,59 @@ def test_long_heatmap_hides_ticks_but_keeps_hover_labels():
     assert list(fig.data[0].x) == axis_labels(tokens)
     short = attention_heatmap(_rows((3, 3)), list("abc"), list("abc"))
     assert short.layout.xaxis.showticklabels is True
+
+
+def _plot_px(fig) -> tuple[float, float]:
+    """The plot's width and height inside the margins the figure asks for."""
+    m = fig.layout.margin
+    return fig.layout.width - m.l - m.r, fig.layout.height - m.t - m.b
+
+
+def test_short_heatmap_is_sized_to_its_tokens_with_square_cells():
+    tokens = ["[CLS]"] + "the cat sat on the mat because it was warm .".split() + ["[SEP]"]
+    fig = attention_heatmap(_rows((13, 13)), tokens, tokens)
+    w, h = _plot_px(fig)
+    assert w >= 400 and abs(w - h) <= 1  # a big plot, square cells
+    assert fig.layout.margin.r <= 110  # the colour bar right beside the plot
+    assert fig.layout.yaxis.scaleanchor is None  # squeezed by a narrow screen: no blank band
+    longer = attention_heatmap(_rows((30, 30)), [f"w{i}" for i in range(30)],
+                               [f"w{i}" for i in range(30)])
+    assert _plot_px(longer)[0] > w  # more tokens, a bigger plot ...
+    long = attention_heatmap(_rows((400, 400)), ["w"] * 400, ["w"] * 400)
+    assert _plot_px(long)[0] <= 720  # ... up to a limit
+    half = attention_heatmap(_rows((13, 13)), tokens, tokens, max_width=460)
+    assert half.layout.width <= 460 and _plot_px(half)[0] == pytest.approx(_plot_px(half)[1], 1)
+
+
+def test_heatmap_subtitle_is_wrapped_and_the_top_margin_fits_its_lines():
+    fig = attention_heatmap(np.tril(_rows((4, 4))), list("abcd"), list("abcd"), causal=True)
+    lines = fig.layout.title.subtitle.text.split("<br>")
+    assert len(lines) == 2 and all(len(html.unescape(line)) <= 60 for line in lines)
+    assert "softmax over keys" in lines[1]  # broken between clauses, not inside one
+    one = attention_heatmap(_rows((4, 4)), list("abcd"), list("abcd"))
+    assert fig.layout.margin.t >= one.layout.margin.t
+
+
+def test_qk_figure_leaves_room_for_its_titles_above_the_rows():
+    fig = qk_figure(_breakdown(), ["x", "<y>", "z"])
+    domains = {fig.layout[f"yaxis{n}"].domain for n in ("", "2")}
+    (k_low, k_high), (q_low, q_high) = sorted(domains)
+    gap_px = (q_low - k_high) * (fig.layout.height - fig.layout.margin.t - fig.layout.margin.b)
+    assert gap_px >= 30  # the "key vectors K" and bar titles sit in this gap, not on a row
+    titles = {a.text: a.y for a in fig.layout.annotations}
+    assert titles["key vectors K<br>(a row per key)"] == pytest.approx(k_high)
+    assert titles["query vector q"] == pytest.approx(q_high)
+
+
+def test_snapshot_grid_labels_every_token():
+    tokens = list("abcab")
+    fig = snapshot_grid(np.tile(np.eye(5, dtype=np.float32), (3, 1, 1)), tokens, tokens, "t")
+    assert list(fig.layout.xaxis.ticktext) == tokens  # repeats stay apart: ticks are positions
+    assert list(fig.layout.xaxis.tickvals) == [0, 1, 2, 3, 4]
+    assert fig.layout.xaxis.showticklabels and fig.layout.yaxis.showticklabels
+    assert "query 3·a → key 0·a" == fig.data[0].customdata[3][0]
+    wide = snapshot_grid(np.full((1, 2, 2), 0.5, np.float32), ["<b>", "x"], ["<b>", "x"], "t")
+    assert list(wide.layout.yaxis.ticktext) == ["&lt;b&gt;", "x"]
 
 
 # ------------------------------------------------------------------------------- overview
