@@ -1,0 +1,200 @@
+"""Every page at the sizes a class meets: an 800 px window with the sidebar open, a 1280 × 720
+projector. Nothing may be cut with "…", clipped or pushed past the window (a wide table may
+scroll inside itself), no word may break between its letters, and no page may show our
+internal words ("seed 004") or a server path. Also: the main heatmap of a short sentence gets a
+plot of at least 400 px on a 1400 × 900 screen, with 12 px labels and its colour bar beside it.
+
+The pages come from app.py's PAGES, read when the test runs, so a new page is checked too.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROME_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+               "--disable-component-update", "--disable-sync", "--no-first-run"]
+SHORT = "The cat sat on the mat because it was warm."
+INTERNAL = re.compile(r"seed 0|(?<![\w.])/(?:tmp|home|root|var|usr|private|Users)/|[A-Z]:\\\\",
+                      re.IGNORECASE)
+
+# Run in the page: everything on it that is cut, clipped or wider than its box. Figures (SVG
+# that plotly sizes itself) and data frames (a wide table scrolls inside itself) are left out.
+PROBLEMS = r"""() => {
+  const found = [], vw = window.innerWidth, de = document.documentElement;
+  if (de.scrollWidth > vw + 1) found.push(`the page is ${de.scrollWidth} px wide in ${vw}`);
+  const skip = '[data-testid="stDataFrame"], [data-testid="stTable"], .js-plotly-plot';
+  const roots = document.querySelectorAll('[data-testid="stMain"], [data-testid="stSidebar"]');
+  const name = el => `${el.tagName.toLowerCase()} “${(el.innerText || el.textContent || '')
+      .trim().replace(/\s+/g, ' ').slice(0, 60)}”`;
+  for (const root of roots) {
+    for (const el of [root, ...root.querySelectorAll('*')]) {
+      // inputs scroll their own text; a 1 px box is a screen-reader-only label
+      if (el instanceof SVGElement || el.closest(skip) || el.matches('input, textarea')) continue;
+      const cs = getComputedStyle(el);
+      if (cs.display === 'none' || cs.visibility === 'hidden' || el.clientWidth <= 2) continue;
+      if (el.scrollWidth <= el.clientWidth + 1) continue;
+      if (cs.textOverflow === 'ellipsis') found.push(`cut with “…”: ${name(el)}`);
+      else if (['hidden', 'clip', 'auto', 'scroll'].includes(cs.overflowX) && name(el).length > 6)
+        found.push(`wider than its box (${el.scrollWidth} > ${el.clientWidth}): ${name(el)}`);
+    }
+    // a word broken between two of its letters: its characters sit on two lines
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      const el = node.parentElement;
+      const other = ', svg, .katex, code, pre, [data-testid="stTooltipIcon"]';
+      if (!el || el.closest(skip + other)) continue;
+      for (const m of node.textContent.matchAll(/[A-Za-z]{4,}/g)) {
+        const range = document.createRange();
+        range.setStart(node, m.index);
+        range.setEnd(node, m.index + m[0].length);
+        const tops = new Set([...range.getClientRects()].filter(r => r.width > 0)
+                              .map(r => Math.round(r.top)));
+        if (tops.size > 1) found.push(`“${m[0]}” breaks across lines in ${name(el)}`);
+      }
+    }
+  }
+  return [...new Set(found)];
+}"""
+
+
+def _page_paths() -> list[str]:
+    """The url path of every page in app.py's PAGES (each entry: a tuple whose last string is
+    the path, or a dict with "url" / "url_path")."""
+    tree = ast.parse((ROOT / "app.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "PAGES"
+                                                for t in node.targets):
+            pages = ast.literal_eval(node.value)
+            break
+    else:
+        raise AssertionError("app.py has no PAGES list")
+    paths = []
+    for entry in pages:
+        if isinstance(entry, dict):
+            paths.append(entry.get("url_path", entry.get("url", "")))
+        else:
+            paths.append([x for x in entry if isinstance(x, str)][-1])
+    assert len(paths) >= 9, paths
+    return paths
+
+
+PATHS = _page_paths()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server():
+    if not Path(CHROMIUM).exists():
+        if os.environ.get("CI"):
+            pytest.fail("chromium is not installed; .ci/run should have installed it")
+        pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)")
+    port = int(os.environ.get("TEST_APP_PORT") or _free_port())  # a fixed one on a shared machine
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1",
+         "--server.port", str(port), "--server.headless", "true",
+         "--browser.gatherUsageStats", "false"],
+        cwd=ROOT, env=dict(os.environ, HF_HUB_OFFLINE="1"), stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 90
+    while time.time() < deadline:
+        try:
+            urllib.request.urlopen(url + "/_stcore/health", timeout=2)
+            break
+        except OSError:
+            time.sleep(0.5)
+    else:
+        proc.kill()
+        pytest.fail("the app did not start within 90 s")
+    yield url
+    proc.terminate()
+    proc.wait(timeout=20)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROME_ARGS, headless=True)
+        yield b
+        b.close()
+
+
+def _open(page, url: str) -> None:
+    """Go to `url` and wait until the page has drawn and Streamlit has finished the run."""
+    page.goto(url, wait_until="domcontentloaded")
+    page.wait_for_function(  # some text drawn (the first element is the style block)
+        "() => (document.querySelector('[data-testid=\"stMain\"]') || {}).innerText?.length"
+        " > 40", timeout=120_000)
+    if page.get_by_text("Page not found").count():  # Streamlit's first-visit notice (#9992)
+        page.keyboard.press("Escape")
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"] button')"
+        " && !document.querySelector('[data-stale=\"true\"]')", timeout=180_000)
+    page.wait_for_timeout(1500)  # figures settle into their final size
+
+
+@pytest.mark.parametrize("size, model", [((800, 900), "minilm"), ((800, 900), "tiny-chars"),
+                                         ((1280, 720), "minilm")],
+                         ids=["800x900-minilm", "800x900-tiny-chars", "1280x720-minilm"])
+def test_every_page_fits_and_says_nothing_internal(server, browser, size, model):
+    context = browser.new_context(viewport={"width": size[0], "height": size[1]})
+    page = context.new_page()
+    query = urllib.parse.urlencode({"model": model, "text": SHORT})
+    report = {}
+    for path in PATHS:
+        _open(page, f"{server}/{path}?{query}")
+        problems = page.evaluate(PROBLEMS)
+        text = page.locator("[data-testid='stMain']").inner_text() + page.locator(
+            "[data-testid='stSidebar']").inner_text()
+        problems += [f"internal words on screen: “{m.group(0)}”"
+                     for m in INTERNAL.finditer(text)]
+        if page.locator("[data-testid='stException']").count():
+            problems.append("an exception is shown")
+        if problems:
+            report[path or "/"] = problems
+    context.close()
+    assert not report, "\n".join(f"{p}: {msgs}" for p, msgs in report.items())
+
+
+def test_a_short_sentence_gets_a_big_heatmap_with_its_colour_bar_beside_it(server, browser):
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    path = next(p for p in PATHS if p == "attention")
+    _open(page, f"{server}/{path}?" + urllib.parse.urlencode({"model": "minilm", "text": SHORT}))
+    page.wait_for_selector(".js-plotly-plot .nsewdrag", timeout=90_000)
+    size = page.evaluate("""() => {
+        const gd = document.querySelector('.js-plotly-plot');
+        const plot = gd.querySelector('.nsewdrag').getBoundingClientRect();
+        const bar = gd.querySelector('.colorbar').getBoundingClientRect();
+        const fonts = [...gd.querySelectorAll('.xtick text, .ytick text')]
+            .map(t => parseFloat(getComputedStyle(t).fontSize));
+        return {w: plot.width, h: plot.height, gap: bar.left - plot.right,
+                ticks: gd.querySelectorAll('.ytick text').length, font: Math.min(...fonts)};
+    }""")
+    page.close()
+    assert size["ticks"] == 13, size  # [CLS] + 11 tokens + [SEP], every one labelled
+    assert size["w"] >= 400 and size["h"] >= 400, size
+    assert size["font"] >= 12, size
+    assert 0 <= size["gap"] <= 40, size  # the colour bar right beside the plot
