@@ -33,7 +33,7 @@ def _example() -> None:
     fig = attention_heatmap(trace.attentions[prev["layer"], prev["head"]].numpy(), labels,
                             labels, title=f"MiniLM, layer {prev['layer']}, head {prev['head']}")
     st.plotly_chart(fig, key="start_example", config=chart_config(
-        "attention", fig, layer=prev["layer"], head=prev["head"]))
+        "attention", fig, layer=prev["layer"], head=prev["head"]), width="content")
     st.markdown(f"**What to notice:** the bright stripe just left of the diagonal. In this head "
                 f"every token looks at the token **just before it**: {prev['share']:.0%} of each "
                 "row goes there, on average. Nobody programmed that; the model learned it.")
