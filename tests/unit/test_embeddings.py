@@ -77,14 +77,6 @@ def test_tsne_and_umap_are_refused_above_and_below_their_bounds():
         check_size("MDS", 10)
 
 
-def test_umap_without_the_package_says_how_to_get_it(monkeypatch):
-    import analysis.projection as projection
-
-    monkeypatch.setattr(projection, "umap_available", lambda: False)
-    with pytest.raises(ProjectionRefused, match="pip install umap-learn"):
-        projection.umap(np.zeros((10, 3)))
-
-
 def test_tsne_runs_and_keeps_a_fixed_seed():
     x = np.random.default_rng(3).normal(size=(40, 8))
     a, b = project(x, "t-SNE", 2), project(x, "t-SNE", 2)
