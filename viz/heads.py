@@ -9,7 +9,8 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .labels import axis_labels, looks_byte_level, token_label
-from .style import COLORSCALE, DIVERGING, TEMPLATE, check_tokens, to_numpy
+from .style import (COLORSCALE, DIVERGING, TEMPLATE, TEMPLATE_TOP, check_tokens,
+                    subtitle_block, to_numpy)
 
 CELL_TEXT_LIMIT = 400  # above this many cells the values are left to the hover
 
@@ -59,12 +60,12 @@ def head_grid(values, title: str, value_name: str, fmt: str = ".2f", diverging: 
     for layer, head in marked:
         fig.add_shape(type="rect", x0=head - 0.5, x1=head + 0.5, y0=layer - 0.5, y1=layer + 0.5,
                       line=dict(color="black", width=3))
+    sub, top = subtitle_block(subtitle)
     fig.update_layout(
         template=TEMPLATE, clickmode="event+select", dragmode=False, hovermode="closest",
-        hoverdistance=-1,
-        title=dict(text=html.escape(title, quote=False),
-                   subtitle=dict(text=html.escape(subtitle, quote=False))),
-        height=int(min(900, max(300, 150 + 34 * n_layers))),
+        hoverdistance=-1, margin=dict(t=top),
+        title=dict(text=html.escape(title, quote=False), subtitle=dict(text=sub)),
+        height=int(min(900, max(300, 150 + 34 * n_layers))) + top - TEMPLATE_TOP,
         xaxis=dict(title=dict(text="head"), tickmode="array", tickvals=list(range(n_heads)),
                    range=[-0.5, n_heads - 0.5], showgrid=False, zeroline=False),
         yaxis=dict(title=dict(text="layer"), tickmode="array", tickvals=list(range(n_layers)),
@@ -140,10 +141,10 @@ def token_bars(tokens, values, title: str, value_name: str, subtitle: str = "",
     name = html.escape(value_name, quote=False)
     fig = go.Figure(go.Bar(x=labels, y=v, marker=marker,
                            hovertemplate=f"%{{x}}: {name} %{{y:.4f}}<extra></extra>"))
+    sub, top = subtitle_block(subtitle)
     fig.update_layout(
-        template=TEMPLATE, height=380,
-        title=dict(text=html.escape(title, quote=False),
-                   subtitle=dict(text=html.escape(subtitle, quote=False))),
+        template=TEMPLATE, height=380 + top - TEMPLATE_TOP, margin=dict(t=top),
+        title=dict(text=html.escape(title, quote=False), subtitle=dict(text=sub)),
         xaxis=dict(type="category", tickangle=-60, showticklabels=len(labels) <= 150),
         yaxis=dict(title=dict(text=name), showgrid=True, zeroline=True),
     )

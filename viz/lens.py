@@ -9,7 +9,8 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .labels import SEPARATOR, looks_byte_level, token_label
-from .style import COLORSCALE, MASKED_GREY, TEMPLATE, check_tokens, to_numpy
+from .style import (COLORSCALE, MASKED_GREY, TEMPLATE, TEMPLATE_TOP, check_tokens, subtitle_block,
+                    to_numpy)
 
 CELL_TEXT_LIMIT = 40  # with more positions than this, cells carry colour only (hover has all)
 
@@ -74,17 +75,18 @@ def lens_table(row_names, input_tokens, top_tokens, top_probs, next_tokens, next
         hovertemplate="%{customdata}<extra></extra>",
     ))
     tick_text = [f"{c}<br>→ {lab(t)}" if t else c for c, t in zip(columns, next_tokens)]
+    sub, top = subtitle_block(
+        "cell = the token the lens ranks first; colour = "
+        + ("its probability" if colour == "top" else "probability of the true next token")
+        + "; column = input position, with the true next token below it")
     fig.update_layout(
         template=TEMPLATE, plot_bgcolor=MASKED_GREY,
-        title=dict(text=html.escape(title, quote=False), subtitle=dict(text=(
-            "cell = the token the lens ranks first; colour = "
-            + ("its probability" if colour == "top" else "probability of the true next token")
-            + "; column = input position, with the true next token below it"))),
-        height=int(min(1000, max(360, 190 + 38 * n_rows))),
+        title=dict(text=html.escape(title, quote=False), subtitle=dict(text=sub)),
+        height=int(min(1000, max(360, 190 + 38 * n_rows))) + top - TEMPLATE_TOP,
         xaxis=dict(type="category", tickmode="array", tickvals=columns, ticktext=tick_text,
                    tickangle=0 if n_pos <= 12 else -60, side="bottom",
                    showticklabels=n_pos <= 150),
         yaxis=dict(type="category", autorange="reversed"),
-        margin=dict(l=110, b=110),
+        margin=dict(l=110, b=110, t=top),
     )
     return fig

@@ -12,7 +12,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .labels import axis_labels
-from .style import HEAD_COLOURS, TEMPLATE, to_numpy
+from .style import HEAD_COLOURS, TEMPLATE, TEMPLATE_TOP, subtitle_block, to_numpy
 
 LINE_MAX_TOKENS = 60
 MIN_WEIGHT = 0.02  # lines fainter than this are not drawn (they would be invisible anyway)
@@ -89,11 +89,13 @@ def head_lines(matrix_per_head, tokens, heads_selected, title: str = "Token line
         marker=dict(size=6, color="#555"), showlegend=False, name="keys",
     ))
     fig = go.Figure(traces)
+    sub, top = subtitle_block("left = queries, right = keys; line opacity = attention weight, "
+                              "colour = head")
     fig.update_layout(
         template=TEMPLATE, hovermode="closest",
-        title=dict(text=html.escape(title, quote=False), subtitle=dict(
-            text="left = queries, right = keys; line opacity = attention weight, colour = head")),
-        height=int(160 + 22 * len(labels)), legend=dict(orientation="h", y=-0.02),
+        title=dict(text=html.escape(title, quote=False), subtitle=dict(text=sub)),
+        margin=dict(t=top), height=int(160 + 22 * len(labels)) + top - TEMPLATE_TOP,
+        legend=dict(orientation="h", y=-0.02),
         xaxis=dict(visible=False, range=[-0.9, 1.9], fixedrange=True),
         yaxis=dict(visible=False, autorange="reversed", fixedrange=True),
         annotations=[

@@ -18,7 +18,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.colors import sample_colorscale, unlabel_rgb
 
-from .style import COLORBAR_MARGIN, COLORSCALE, TEMPLATE, to_numpy
+from .style import COLORBAR_MARGIN, COLORSCALE, TEMPLATE, TEMPLATE_TOP, subtitle_block, to_numpy
 
 MAX_TILE = 64  # a head's thumbnail is at most this many pixels on a side
 MIN_TILE = 32  # short inputs are enlarged (nearest neighbour) to at least this many pixels
@@ -124,16 +124,16 @@ def head_overview(attentions, title: str = "Every layer × head") -> go.Figure:
         ),
     ])
     height_px, width_px = canvas.shape
+    sub, top = subtitle_block(
+        f"{n_layers} layers × {n_heads} heads; each thumbnail: rows = queries, columns = keys, "
+        f"{n_q} tokens" + (f" shown as {cells}×{cells} block maxima" if cells < n_q else ""))
     shrink = min(1.0, 900 / width_px)
     fig.update_layout(
-        template=TEMPLATE, margin=dict(l=72, r=COLORBAR_MARGIN, t=80, b=76),  # fits the labels
+        template=TEMPLATE, margin=dict(l=72, r=COLORBAR_MARGIN, t=top, b=76),  # fits the labels
         clickmode="event+select",
         hovermode="closest", hoverdistance=-1, dragmode=False,
-        title=dict(text=html.escape(title, quote=False), subtitle=dict(text=(
-            f"{n_layers} layers × {n_heads} heads; each thumbnail: rows = queries, columns = "
-            f"keys, {n_q} tokens" + (f" shown as {cells}×{cells} block maxima" if cells < n_q
-                                     else "")))),
-        height=int(min(1400, max(320, height_px * shrink + 160))),
+        title=dict(text=html.escape(title, quote=False), subtitle=dict(text=sub)),
+        height=int(min(1400, max(320, height_px * shrink + 160))) + top - TEMPLATE_TOP,
         xaxis=dict(title=dict(text="head"), tickvals=centres[:n_heads].tolist(),
                    ticktext=[str(h) for h in range(n_heads)], range=[-GAP, width_px + GAP],
                    showgrid=False, zeroline=False, constrain="domain"),

@@ -32,12 +32,13 @@ PLOT_PX_LOW, PLOT_PX_HIGH, CELL_PX = 420, 720, 28
 # (about 400 px of 11-12 px text), so it fits a figure in half a page or on an 800 px screen.
 SUBTITLE_CHARS = 60
 TITLE_PX, SUBTITLE_LINE_PX = 42, 29  # the top margin: the title, then a step per line
+TEMPLATE_TOP = 80  # the template's top margin: a title and one subtitle line
 
 # Kept small on purpose: plotly's default template adds ~8 KB to every figure's JSON.
 TEMPLATE = go.layout.Template(layout=dict(
     font=dict(family="Inter, Segoe UI, Helvetica, Arial, sans-serif", size=13, color="#222"),
     paper_bgcolor="white", plot_bgcolor="white", colorway=list(HEAD_COLOURS),
-    margin=dict(l=70, r=30, t=80, b=60), hoverlabel=dict(namelength=-1),
+    margin=dict(l=70, r=30, t=TEMPLATE_TOP, b=60), hoverlabel=dict(namelength=-1),
     xaxis=dict(showgrid=False, zeroline=False, ticks=""),
     yaxis=dict(showgrid=False, zeroline=False, ticks=""),
 ))
@@ -130,7 +131,7 @@ def top_margin(subtitle_lines: int) -> int:
     """A top margin that fits the title and `subtitle_lines` lines under it. Plotly centres
     the title block in the margin (measured in Chromium: the title starts near t/2 - 16 px and
     each subtitle line takes 14.5 px), so each line costs two of its heights."""
-    return max(80, TITLE_PX + SUBTITLE_LINE_PX * max(1, subtitle_lines))
+    return max(TEMPLATE_TOP, TITLE_PX + SUBTITLE_LINE_PX * max(1, subtitle_lines))
 
 
 def escape(text) -> str:

@@ -1,8 +1,9 @@
 """Every page at the sizes a class meets: an 800 px window with the sidebar open, a 1280 × 720
 projector. Nothing may be cut with "…", clipped or pushed past the window (a wide table may
-scroll inside itself), no word may break between its letters, and no page may show our
-internal words ("seed 004") or a server path. Also: the main heatmap of a short sentence gets a
-plot of at least 400 px on a 1400 × 900 screen, with 12 px labels and its colour bar beside it.
+scroll inside itself), no figure's title may run past the figure's edge, no word may break
+between its letters, and no page may show our internal words ("seed 004") or a server path.
+Also: the main heatmap of a short sentence gets a plot of at least 400 px on a 1400 × 900
+screen, with 12 px labels and its colour bar beside it.
 
 The pages come from app.py's PAGES, read when the test runs, so a new page is checked too.
 """
@@ -67,6 +68,15 @@ PROBLEMS = r"""() => {
                               .map(r => Math.round(r.top)));
         if (tops.size > 1) found.push(`“${m[0]}” breaks across lines in ${name(el)}`);
       }
+    }
+  }
+  // a figure's title, subtitle or annotation that runs past the figure is cut by its edge
+  for (const gd of document.querySelectorAll('.js-plotly-plot')) {
+    const box = gd.getBoundingClientRect();
+    for (const t of gd.querySelectorAll('.infolayer text, .annotation-text')) {
+      const r = t.getBoundingClientRect();
+      if (r.width && (r.right > box.right + 1 || r.left < box.left - 1))
+        found.push(`figure text past the figure's edge: “${t.textContent.slice(0, 60)}”`);
     }
   }
   return [...new Set(found)];
@@ -153,7 +163,11 @@ def _open(page, url: str) -> None:
     page.wait_for_function(
         "() => !document.querySelector('[data-testid=\"stStatusWidget\"] button')"
         " && !document.querySelector('[data-stale=\"true\"]')", timeout=180_000)
-    page.wait_for_timeout(1500)  # figures settle into their final size
+    page.wait_for_timeout(1500)
+    page.wait_for_function(  # each figure has shrunk to its column (it may draw wide first)
+        "() => [...document.querySelectorAll('.js-plotly-plot')].every(gd =>"
+        " gd.getBoundingClientRect().width <= gd.parentElement.getBoundingClientRect().width + 1)",
+        timeout=20_000)
 
 
 @pytest.mark.parametrize("size, model", [((800, 900), "minilm"), ((800, 900), "tiny-chars"),
@@ -184,6 +198,13 @@ def test_a_short_sentence_gets_a_big_heatmap_with_its_colour_bar_beside_it(serve
     path = next(p for p in PATHS if p == "attention")
     _open(page, f"{server}/{path}?" + urllib.parse.urlencode({"model": "minilm", "text": SHORT}))
     page.wait_for_selector(".js-plotly-plot .nsewdrag", timeout=90_000)
+    try:  # the figure of this sentence (13 tokens), once drawn at its final size
+        page.wait_for_function("""() => { const gd = document.querySelector('.js-plotly-plot');
+            const r = gd.querySelector('.nsewdrag').getBoundingClientRect();
+            return gd.data[0].x.length === 13 && r.width >= 400 && r.height >= 400; }""",
+                               timeout=30_000)
+    except Exception:  # noqa: BLE001 - the assertions below say what is wrong
+        pass
     size = page.evaluate("""() => {
         const gd = document.querySelector('.js-plotly-plot');
         const plot = gd.querySelector('.nsewdrag').getBoundingClientRect();
