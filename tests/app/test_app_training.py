@@ -153,6 +153,11 @@ def test_trained_model_opens_in_the_attention_page():
     assert "trained: chars" in at.selectbox(key="sb_model_choice").options
     heatmap = _figure(at, "attn_heatmap")
     assert heatmap["data"][0]["x"][0] == "0·T"  # one token per character: "The cat…"
+    shown = " ".join(c.value for c in at.main.caption)  # the page names it, not its folder
+    assert "trained: chars:" in shown and path not in shown and "/tmp" not in shown
+    at.switch_page("app_pages/positions.py").run()
+    texts = " ".join(m.value for m in at.main.markdown)
+    assert not at.exception and "trained\\: chars" in texts and path not in texts  # escaped
 
 
 def test_hosted_session_can_open_its_own_trained_model_but_no_other_path(monkeypatch):
