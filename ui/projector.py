@@ -28,6 +28,11 @@ def enlarged(fig: go.Figure) -> go.Figure:
     big.update_layout(font_size=size, title_font_size=size * 1.2)
     if fig.layout.height:
         big.update_layout(height=int(fig.layout.height * SCALE))
+    if fig.layout.width:  # a figure sized to its content (viz/style.py heatmap_size) keeps
+        big.update_layout(width=int(fig.layout.width * SCALE))  # its square cells
+    margin = fig.layout.margin
+    big.update_layout(margin={side: int(getattr(margin, side) * SCALE) for side in "lrtb"
+                              if getattr(margin, side) is not None})  # room for larger labels
     big.update_xaxes(tickfont_size=size)
     big.update_yaxes(tickfont_size=size)
     return big

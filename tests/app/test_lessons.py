@@ -221,6 +221,7 @@ def test_projector_mode_from_a_link_enlarges_text_and_figures():
                     if c.key == "attn_heatmap")
 
     assert heatmap(big)["layout"]["height"] > heatmap(plain)["layout"]["height"]
+    assert heatmap(big)["layout"]["width"] > heatmap(plain)["layout"]["width"]  # square cells
     assert heatmap(big)["layout"]["font"]["size"] > heatmap(plain)["layout"].get(
         "font", {}).get("size", 12)
     big.toggle(key="projector").set_value(False).run()
