@@ -116,7 +116,7 @@ def _step(lesson: Lesson, number: int) -> None:
                        help="The same page with the same model, text and settings, in a new "
                        "tab, to explore freely.")
         st.divider()
-        keep_settings(step, settings)
+        keep_settings(lesson.id, number, step, settings)
         run_page(step.page)
     _navigation(lesson, number, "bottom")
     st.caption("Send a class to this step with this link:")

@@ -28,6 +28,7 @@ from .urlstate import url_int
 
 APP_PAGES = Path(__file__).resolve().parent.parent / "app_pages"
 AT_KEY = "_lesson_at"  # (lesson id, step number) the session's state was last set for
+DRAWN_KEY = "_lesson_drawn"  # (lesson id, step number) whose page was last drawn
 
 
 @shared("induction-run")
@@ -71,6 +72,7 @@ def apply_step(lesson: Lesson, number: int) -> None:
     page to show, never raised."""
     step = lesson.steps[number - 1]
     st.session_state[AT_KEY] = (lesson.id, number)
+    st.session_state.pop(DRAWN_KEY, None)
     st.session_state.pop("_lesson_problem", None)
     _set_model(step.model)
     st.session_state["sb_text"], st.session_state["sb_pair"] = step.text, step.pair
@@ -89,13 +91,19 @@ def apply_step(lesson: Lesson, number: int) -> None:
         st.session_state[specs[name].key] = value
 
 
-def keep_settings(step: Step, settings_: dict) -> None:
-    """Before the step's page is drawn: Streamlit forgets a widget's value after a run that did
-    not draw it (the page stays hidden until the learner answers), so the step's settings are
-    put back where they are missing. A value the learner changed is kept."""
+def keep_settings(lesson_id: str, number: int, step: Step, settings_: dict) -> None:
+    """Before the step's page is drawn. Streamlit forgets (or brings back an older value of) a
+    widget that a run did not draw, and the page stays hidden until the learner answers; so the
+    first time the page is drawn for this step, the step's settings are put in. After that, a
+    value the learner changed is kept (a missing one is put back)."""
     specs = PAGES[step.page][2]
+    first = st.session_state.get(DRAWN_KEY) != (lesson_id, number)
     for name, value in settings_.items():
-        st.session_state.setdefault(specs[name].key, value)
+        if first:
+            st.session_state[specs[name].key] = value
+        else:
+            st.session_state.setdefault(specs[name].key, value)
+    st.session_state[DRAWN_KEY] = (lesson_id, number)
 
 
 def lesson_from_url() -> tuple[str | None, int | None]:
