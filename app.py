@@ -65,8 +65,10 @@ cache.start_memory_keeper()
 # keeper hands what it held back to the system.
 sessions.on_session_end(sessions.current_session_id(), "memory", cache.note_freed)
 waiting = busy.BusyLine()
-with cache.run_queue().slot(on_wait=waiting):  # backpressure: a few runs at once, in order
+# backpressure: a few runs at once, in order; a new text counts as a long run in the wait shown
+with cache.run_queue().slot(on_wait=waiting, computes=sidebar.brings_new_input()):
     waiting.clear()
     st.session_state["selection"] = sidebar.render()
+    sidebar.remember_input()
     teacher_tools.render(page.url_path)
     page.run()

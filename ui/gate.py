@@ -12,7 +12,12 @@ is pulled down by the cheap reruns, and a user at place 1 behind two long runs w
 holds a slot and said it computes (`mark_computing`, called by ui/cache.py on a cache miss)
 is expected to take what recent computing runs took; any run ends after what runs that lasted
 at least as long as it has so far went on to take (from the last HISTORY runs of its kind).
-Each run waiting ahead, of a kind not known yet, takes the mean of the recent runs.
+Each run waiting ahead takes the mean of the recent runs of its kind.
+
+A burst (a class submitting at once) starts with every slot held by runs that have not reached
+their cache miss yet, so the kind is also told when a run joins the line: `slot(computes=True)`
+for a rerun that brings a new text (app.py knows before the sidebar runs). Such a run counts as
+long from its first second, and so does each one like it waiting ahead.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ class RunQueue:
         self._waiting: list[int] = []  # tickets in arrival order
         self._started: dict[int, float] = {}  # ticket → when it took its slot
         self._computing: set[int] = set()  # tickets whose run said it computes
+        self._expected: set[int] = set()  # waiting tickets that said they will compute
         self._local = threading.local()  # the ticket this thread holds a slot with
         self.holds: deque[float] = deque(maxlen=HISTORY)  # seconds each recent run held a slot
         self.computing_holds: deque[float] = deque(maxlen=HISTORY)  # those that computed
@@ -78,7 +84,10 @@ class RunQueue:
         longer = [h - elapsed for h in holds if h > elapsed]
         return sum(longer) / len(longer) if longer else max(elapsed, FIRST_GUESS_SECONDS) / 2
 
-    def _per_run(self) -> float:
+    def _per_run(self, computing: bool = False) -> float:
+        if computing:
+            holds = self.computing_holds
+            return sum(holds) / len(holds) if holds else FIRST_GUESS_COMPUTING_SECONDS
         return sum(self.holds) / len(self.holds) if self.holds else FIRST_GUESS_SECONDS
 
     def estimate(self, place: int) -> float:
@@ -89,16 +98,23 @@ class RunQueue:
                    for ticket, t in self._started.items()]
         free_at += [0.0] * max(0, self.slots - len(free_at))
         heapq.heapify(free_at)
-        per_run = self._per_run()
-        for _ in range(place - 1):
+        ahead = self._waiting[: place - 1]
+        ahead += [None] * (place - 1 - len(ahead))
+        for ticket in ahead:
+            per_run = self._per_run(ticket in self._expected)
             heapq.heappush(free_at, heapq.heappop(free_at) + per_run)
         return free_at[0]
 
     @contextlib.contextmanager
-    def slot(self, on_wait: Callable[[int, float], None] | None = None) -> Iterator[None]:
+    def slot(self, on_wait: Callable[[int, float], None] | None = None,
+             computes: bool = False) -> Iterator[None]:
+        """Hold one slot for the duration of the block. `computes`: the caller expects a cache
+        miss (a new text), so its run counts as a long one from the start."""
         ticket, arrived, first = next(self._tickets), self._clock(), None
         with self._cond:
             self._waiting.append(ticket)
+            if computes:
+                self._expected.add(ticket)
             try:
                 while self._waiting[0] != ticket or self._running >= self.slots:
                     place = self._waiting.index(ticket) + 1
@@ -113,9 +129,13 @@ class RunQueue:
                     self._cond.wait(timeout=0.5)
             except BaseException:
                 self._waiting.remove(ticket)
+                self._expected.discard(ticket)
                 self._cond.notify_all()
                 raise
             self._waiting.pop(0)
+            if ticket in self._expected:
+                self._expected.discard(ticket)
+                self._computing.add(ticket)
             self._started[ticket] = start = self._clock()
             self._local.ticket = ticket
             if first is not None:

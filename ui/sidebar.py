@@ -177,6 +177,22 @@ def render() -> Selection:
     return selection
 
 
+_INPUT_KEYS = ("sb_model_choice", "sb_model_other", "sb_text", "sb_pair")
+
+
+def brings_new_input() -> bool:
+    """Before the sidebar is drawn: has the model or text changed since this session's last
+    run? Then this run will most likely compute (the run queue's wait estimate counts it as a
+    long one from the start). The first run of a session opens a page: not counted."""
+    last = st.session_state.get("_last_input")
+    return last is not None and last != tuple(st.session_state.get(k) for k in _INPUT_KEYS)
+
+
+def remember_input() -> None:
+    """After the sidebar is drawn: the model and text this run used."""
+    st.session_state["_last_input"] = tuple(st.session_state.get(k) for k in _INPUT_KEYS)
+
+
 def require_trace(selection: Selection) -> Trace:
     """Stop the page with a friendly message unless there is a trace to show."""
     if selection.model is None:
