@@ -23,8 +23,9 @@ def lens_unavailable(cfg: TransformerConfig, model_name: str = "this model") -> 
     return (f"The logit lens needs a language-model head: an unembedding from the residual "
             f"stream to one score per vocabulary token. {model_name} ({cfg.family}-style, "
             f"{cfg.n_layers} layers) is {what}, not to predict the next token, so it has no "
-            "such head and there is no vocabulary distribution to read at any layer. Load a "
-            "decoder such as GPT-2 or a Llama-style model to use this page.")
+            "such head and there is no vocabulary distribution to read at any layer. Switch to "
+            "a decoder that comes with the app (tiny-chars or tiny-induction), or load a GPT-2 "
+            "or Llama-style model directory, to use this page.")
 
 
 def lens_logits(model, resid: torch.Tensor) -> torch.Tensor:

@@ -84,8 +84,10 @@ def explorer(selection) -> None:
     head = index_slider(controls[1], "Head", cfg.n_heads, key="attn_head",
                               disabled=average or mode != "Raw attention")
     hide_special = controls[3].toggle("Hide special tokens", key="attn_hide_special",
-                                      help="Drop [CLS], [SEP], BOS and padding, then renormalise "
-                                      "each row to sum to 1.")
+                                      help="Drop the special tokens, then renormalise each row to sum "
+                                      "to 1. Special tokens are the markers the model knows by "
+                                      "their id: [CLS], [SEP], BOS, padding, also when typed in "
+                                      "the text itself.")
 
     if mode == "Attention rollout":
         matrix = _rollout(trace, key)[layer]

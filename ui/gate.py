@@ -35,6 +35,7 @@ FIRST_GUESS_SECONDS = 2.0  # before any run has finished
 # before any computing run has finished: a 5,000-character text on a busy 2-core server
 # (BENCHMARKS.md, "Memory under a class's load")
 FIRST_GUESS_COMPUTING_SECONDS = 8.0
+PRIOR_RUNS = 3  # computing runs the estimate needs before it trusts their history alone
 
 
 class RunQueue:
@@ -77,17 +78,24 @@ class RunQueue:
         """Expected seconds left of a run that has held its slot for `elapsed` seconds: the mean
         excess of the recent runs of its kind that lasted longer; half its age again when none
         did."""
-        holds = self.computing_holds if computing else self.holds
+        holds = self._computing_history() if computing else self.holds
         guess = FIRST_GUESS_COMPUTING_SECONDS if computing else FIRST_GUESS_SECONDS
         if not holds:
             return max(guess - elapsed, elapsed / 2)
         longer = [h - elapsed for h in holds if h > elapsed]
         return sum(longer) / len(longer) if longer else max(elapsed, FIRST_GUESS_SECONDS) / 2
 
+    def _computing_history(self) -> list[float]:
+        """Recent computing runs, topped up with the first guess until there are
+        PRIOR_RUNS: the first one is often the short default text a page opens with, and a
+        class's first long texts must not be promised its fraction of a second."""
+        holds = list(self.computing_holds)
+        return holds + [FIRST_GUESS_COMPUTING_SECONDS] * max(0, PRIOR_RUNS - len(holds))
+
     def _per_run(self, computing: bool = False) -> float:
         if computing:
-            holds = self.computing_holds
-            return sum(holds) / len(holds) if holds else FIRST_GUESS_COMPUTING_SECONDS
+            holds = self._computing_history()
+            return sum(holds) / len(holds)
         return sum(self.holds) / len(self.holds) if self.holds else FIRST_GUESS_SECONDS
 
     def estimate(self, place: int) -> float:

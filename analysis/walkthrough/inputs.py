@@ -14,9 +14,14 @@ def input_steps(w: Walk) -> None:
     t, cfg = w.trace, w.cfg
     n_pad = int((t.attention_mask == 0).sum())
     n_special = int((t.special_mask.bool() & t.attention_mask.bool()).sum())
+    n_typed = sum(len(row) for row in (t.typed_special or []))
+    n_added = n_special - n_typed  # special tokens typed in the text were not added
+    typed = (f" (and it reads the {n_typed} special token(s) typed in the text as the real "
+             "markers)" if n_typed else "")
     w.add("tokens", "Input", "Text → tokens → ids",
           f"The tokenizer cuts the text into pieces and looks each one up in a vocabulary of "
-          f"{cfg.d_vocab:,} entries, adding {n_special} special token(s). The model sees only "
+          f"{cfg.d_vocab:,} entries, adding {n_added} special token(s){typed}. The model "
+          "sees only "
           f"these integers: one row per text, {t.n_tokens} positions.",
           "A token is a word, a piece of a word or a punctuation mark; its id is a row number "
           "in the embedding table. BERT-style models add [CLS] at the start and [SEP] after each "

@@ -79,6 +79,7 @@ def test_ranks_of_the_true_next_token(tiny_models_loaded):
 def test_encoders_are_refused_with_a_reason(minilm, tiny_models_loaded):
     reason = lens_unavailable(minilm.cfg, "minilm")
     assert reason is not None and "language-model head" in reason and "minilm" in reason
+    assert "tiny-chars" in reason  # a decoder that loads offline, not only GPT-2
     assert lens_unavailable(tiny_models_loaded["gpt2"].cfg) is None
     with pytest.raises(ValueError, match="language-model head"):
         lens_logits(minilm.model, torch.zeros(1, 3, minilm.cfg.d_model))

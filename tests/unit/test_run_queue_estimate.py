@@ -157,3 +157,23 @@ def test_the_app_tells_the_queue_when_a_rerun_brings_a_new_text(monkeypatch):
     sidebar.remember_input()
     state["sb_model_choice"] = "tiny-chars"
     assert sidebar.brings_new_input()
+
+
+def test_one_cheap_computing_run_does_not_set_the_wait_for_a_class_of_long_texts():
+    """The first computing run of a server is often the short default text (0.2 s); the first
+    burst of long texts behind it must not be promised a fraction of a second."""
+    from ui.gate import FIRST_GUESS_COMPUTING_SECONDS, PRIOR_RUNS
+
+    clock = Clock()
+    queue = RunQueue(slots=1, clock=clock)
+    with queue.slot(computes=True):
+        clock.now += 0.2
+    with queue.slot(computes=True):
+        clock.now += 0.5
+        expected = (0.2 + (PRIOR_RUNS - 1) * FIRST_GUESS_COMPUTING_SECONDS) / PRIOR_RUNS
+        assert queue.estimate(1) >= expected - 0.5 - 1e-9 > 4.0
+    for _ in range(PRIOR_RUNS):  # enough real history: the guess is gone
+        with queue.slot(computes=True):
+            clock.now += 1.0
+    with queue.slot(computes=True):
+        assert queue.estimate(2) <= 2.0

@@ -111,3 +111,16 @@ def test_a_character_model_has_no_special_tokens():
     trace = load_model("tiny-chars").run("a [SEP] b")
     assert trace.special_mask[0].tolist() == [0] * trace.n_tokens
     assert trace.typed_special == [[]]
+
+
+def test_the_walkthrough_counts_only_the_special_tokens_the_tokenizer_added(minilm):
+    from analysis.walkthrough import walkthrough
+
+    trace = minilm.run(TYPED)
+    typed = len(trace.typed_special[0])
+    assert typed == 3  # [SEP], [MASK] and [CLS] typed in the text
+    added = int(trace.special_mask.sum()) - typed
+    first = walkthrough(trace, 0)[0]
+    assert first.key == "tokens"
+    assert f"adding {added} special token(s)" in first.summary
+    assert f"the {typed} special token(s) typed in the text" in first.summary
