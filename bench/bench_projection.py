@@ -11,8 +11,15 @@ on the hidden states of one real 512-token run:
 and checks once that our coordinates equal scikit-learn's up to sign. Variants rotate every
 repeat so drift falls on all of them. Prints a Markdown table for BENCHMARKS.md.
 
+With --umap (issue 15), the first UMAP and t-SNE of 512 tokens × 7 layers of a natural text
+(3,584 points), side by side with umap-learn, each first run in a fresh process
+(bench/projection_first.py): ours; umap-learn with an empty numba cache (a fresh server:
+numba compiles) and with a warm one; then ours again in this process (--repeats times),
+scikit-learn's t-SNE at 1,500 and 3,584 points, and the trustworthiness (15 neighbours,
+scikit-learn) of every layout against the 384-d points.
+
     HF_HUB_OFFLINE=1 python bench/bench_projection.py [--repeats 20] [--tokens 512]
-        [--threads 2]
+        [--threads 2] [--umap]
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -90,8 +98,15 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--tokens", type=int, default=512)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--umap", action="store_true",
+                        help="the first UMAP / t-SNE against umap-learn instead of PCA")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    if args.umap:
+        from projection_first import umap_section
+
+        umap_section(args.repeats)
+        return
 
     lm = load_model("minilm")
     trace = lm.run(text_of_tokens(lm, args.tokens), keep=lambda n: "hook_resid" in n)
