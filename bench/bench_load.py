@@ -236,7 +236,9 @@ def _probe(args, name: str, command: str = "stats") -> dict | None:
     return {"at": name, "command": command, **brief(ask(Path(args.probe), command, name))}
 
 
-def run_duration(args, server, url: str, began: float, warm_up) -> dict:
+def run_duration(args, server, url: str, began: float, warm_up, runner=None) -> dict:
+    """Long/short mode around `runner(url, args, rec, out, clock)` (default: the Chromium
+    sessions; bench/bench_ws_load.py passes its mixed one)."""
     out: list[dict] = []
     clock = {"browsers": min(args.browsers or args.sessions, args.sessions)}
     probes = []
@@ -247,7 +249,7 @@ def run_duration(args, server, url: str, began: float, warm_up) -> dict:
         probes.append(_probe(args, "launch"))
         left = args.budget - (time.perf_counter() - began)
         try:
-            asyncio.run(asyncio.wait_for(run_sessions(url, args, rec, out, clock),
+            asyncio.run(asyncio.wait_for((runner or run_sessions)(url, args, rec, out, clock),
                                          timeout=max(left, 1)))
         except TimeoutError:
             out.append({"kind": "budget", "ms": 0, "ok": False, "error": "budget",
@@ -264,6 +266,7 @@ def run_duration(args, server, url: str, began: float, warm_up) -> dict:
     return {
         "sessions": args.sessions, "browsers": clock["browsers"],
         "run_s": ended - clock.get("start", ended), "stopped_sessions": clock.get("stopped", []),
+        "client_cpu_s": clock.get("client_cpu_s"),  # bench_ws_load.py: this process's CPU
         "rss": {"every_s": args.rss_every, "start_mb": start_mb,
                 "run_start_mb": clock.get("run_start_mb"), "peak_mb": peak_mb,
                 "peak_t_s": peak_t, "at_close_mb": at_close, "after_quiet_mb": after_quiet,
@@ -274,7 +277,7 @@ def run_duration(args, server, url: str, began: float, warm_up) -> dict:
     }
 
 
-def parse_args() -> argparse.Namespace:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog="\n".join(__doc__.splitlines()[1:]))
@@ -323,17 +326,23 @@ def parse_args() -> argparse.Namespace:
                         "of every page (this bench's first harness; it costs the browsers CPU)")
     parser.add_argument("--out", help="JSON (default bench/out/load.json, load_long.json, "
                         "load_short.json)")
-    args = parser.parse_args()
+    return parser
+
+
+def parse_args(parser: argparse.ArgumentParser | None = None) -> argparse.Namespace:
+    args = (parser or build_parser()).parse_args()
     for name, value in MODE_DEFAULTS[args.mode].items():
         if getattr(args, name) is None:
             setattr(args, name, value)
     return args
 
 
-def main() -> None:
-    args = parse_args()
+def main(args: argparse.Namespace | None = None, runner=None, report=report_duration,
+         stem: str = "load") -> None:
+    """The bench; bench/bench_ws_load.py passes its own arguments, sessions and report."""
+    args = args or parse_args()
     suffix = "" if args.mode == "rounds" else f"_{args.mode}"
-    out = Path(args.out or ROOT / "bench" / "out" / f"load{suffix}.json")
+    out = Path(args.out or ROOT / "bench" / "out" / f"{stem}{suffix}.json")
     log = out.with_name(out.stem + "_server.log")
 
     began = time.perf_counter()
@@ -358,7 +367,7 @@ def main() -> None:
             warm_up()
             result = run_rounds(args, server, url, began)
         else:
-            result = run_duration(args, server, url, began, warm_up)
+            result = run_duration(args, server, url, began, warm_up, runner)
     finally:
         stop_app(server)
     tracebacks = log.read_text(errors="replace").count("Traceback") if log.exists() else 0
@@ -371,7 +380,7 @@ def main() -> None:
     if args.mode == "rounds":
         report_rounds(result, args)
     else:
-        report_duration(result, args)
+        report(result, args)
         write_csvs(result, out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2, default=str))

@@ -11,7 +11,8 @@ from load_tools import percentile
 
 GOAL_N, GOAL_P95_MS = 8, 3000  # issue 8: at N = 8, no errors and p95 under 3 s
 ACTION_COLUMNS = ["session", "browser", "cycle", "kind", "ok", "ms", "driver_ms", "busy",
-                  "error_boxes", "error", "t_s", "busy_text", "error_text"]
+                  "error_boxes", "error", "t_s", "busy_text", "error_text",
+                  "client", "heatmap_ms", "status", "kb"]  # the last four: bench_ws_load.py
 
 
 def _ms(value) -> str:
