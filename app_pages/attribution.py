@@ -1,0 +1,175 @@
+"""Which parts made the logit: direct logit attribution. The logit of one token at one position
+taken apart into what the embeddings, every head, every MLP and the biases wrote."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from ui.callbacks import open_chosen_head, pick_head
+from ui.charts import chart_config
+from ui.decoder_lab import attribution, decoder_reason, init_from_link
+from ui.sidebar import require_trace
+from ui.switch import offer_decoder
+from ui.urlstate import url_int, url_param, write_to_url
+from viz.attribution import head_attribution_grid, logit_waterfall
+from viz.labels import axis_labels, looks_byte_level, plain_text, visible_text
+
+N_CHOICES = 10  # the likeliest tokens offered as targets
+MODES = {"one": "One token's logit", "diff": "Difference between two tokens"}
+
+if st.session_state.pop("_attr_goto", False):
+    st.switch_page("app_pages/attention.py")
+
+
+def _choices(loaded, trace, pos: int, extra=()) -> tuple[list[int], dict[int, str]]:
+    """Token ids offered at `pos`: the likeliest, the true next token, any `extra` (from a
+    link); and their labels with probability and rank."""
+    probs = trace.logits[0, pos].double().softmax(-1)  # [vocab]
+    order = probs.argsort(descending=True)
+    ids = order[:N_CHOICES].tolist()
+    ids_all = trace.token_ids.reshape(-1).tolist()
+    nxt = int(ids_all[pos + 1]) if pos + 1 < trace.n_tokens else None
+    for i in [nxt, *extra]:
+        if i is not None and 0 <= int(i) < probs.numel() and int(i) not in ids:
+            ids.append(int(i))
+    words = loaded.tokenizer.tokens(ids)
+    byte_level = looks_byte_level(words)
+    rank = {i: int((probs > probs[i]).sum()) + 1 for i in ids}
+    names = {i: f"“{visible_text(w, byte_level)}”  p = {float(probs[i]):.3f}, #{rank[i]}"
+             + ("  (the true next token)" if i == nxt else "") for i, w in zip(ids, words)}
+    return ids, names
+
+
+def _pickers(loaded, trace, labels):
+    """Position, mode, target and baseline. Returns (pos, target, baseline or None, names)."""
+    n = trace.n_tokens
+    init_from_link([("attr_pos", "apos", "int", n - 1, (0, n - 1)),
+                    ("attr_mode", "amode", "choice", "one", tuple(MODES))])
+    if st.session_state.get("attr_pos") not in range(n):
+        st.session_state["attr_pos"] = n - 1
+    cols = st.columns([3, 2])
+    pos = cols[0].select_slider("Position (the token whose next-token score is explained)",
+                                list(range(n)), key="attr_pos",
+                                format_func=lambda i: plain_text(labels[i])) if n > 1 else 0
+    mode = cols[1].radio("Explain", list(MODES), key="attr_mode", format_func=MODES.get,
+                         horizontal=True)
+    ids, names = _choices(loaded, trace, pos, st.session_state.get("_attr_link_ids", ()))
+    for key, fallback in (("attr_target", ids[0]), ("attr_base", ids[1 % len(ids)])):
+        if st.session_state.get(key) not in ids:
+            st.session_state[key] = fallback
+    cols = st.columns(2)
+    target = cols[0].selectbox("Target token", ids, key="attr_target", format_func=names.get,
+                               help="The likeliest next tokens here (the first is the model's "
+                               "prediction), and the true next token of your text.")
+    base = None
+    if mode == "diff":
+        base = cols[1].selectbox("Minus the logit of", ids, key="attr_base",
+                                 format_func=names.get)
+        if base == target:
+            cols[1].warning("Pick two different tokens: their difference is 0.")
+            base = None
+    return pos, target, base, names
+
+
+def _link_ids() -> None:
+    """Target and baseline token ids from a link, the first time: offered as choices."""
+    if "attr_target" in st.session_state or st.session_state.get("_attr_linked"):
+        return
+    st.session_state["_attr_linked"] = True
+    found = {}
+    for key, param in (("attr_target", "atarget"), ("attr_base", "abase")):
+        value = url_int(url_param(param) or "")
+        if value is not None:
+            found[key] = value
+    st.session_state.update(found)
+    st.session_state["_attr_link_ids"] = tuple(found.values())
+
+
+def _parts(a) -> tuple[list[str], list[float]]:
+    """The waterfall's bars: embeddings, then each layer's attention and MLP, then the norm."""
+    names = [f"{k} embedding" for k in a.embeddings]
+    values = list(a.embeddings.values())
+    per_layer = a.per_layer()  # [layer, 2]
+    for layer in range(per_layer.shape[0]):
+        names.append(f"layer {layer} attention (all heads)")
+        values.append(float(per_layer[layer, 0]))
+        if a.has_mlp:
+            names.append(f"layer {layer} MLP")
+            values.append(float(per_layer[layer, 1]))
+    names.append("final norm's bias")
+    values.append(a.norm_bias)
+    return names, values
+
+
+def _sum_check(a, what: str) -> None:
+    total = a.total()
+    st.caption(f"The {what} the model computed in this run, and the sum of all the parts "
+               "below: they are the same number.")
+    cols = st.columns(3)
+    cols[0].metric("From the model", f"{a.value:.4f}", help=f"The model's own {what}.")
+    cols[1].metric("Sum of the parts", f"{total:.4f}")
+    cols[2].metric("Gap", f"{abs(total - a.value):.1e}",
+                   help="Rounding in the last digits of the computer's arithmetic.")
+
+
+selection = st.session_state["selection"]
+st.title("Which parts made the logit")
+trace = require_trace(selection)
+reason = decoder_reason(selection, "Direct logit attribution", attribution=True)
+if reason is not None:
+    offer_decoder(reason, key="attr_switch")
+    st.stop()
+
+loaded, cfg = selection.model, trace.cfg
+st.caption(
+    "A logit is the score the model gives a token as the next one. Inside the model, every "
+    "part writes into one running sum (the residual stream): the embeddings, then every head "
+    "and every MLP. The logit is read off that sum at the end, so it can be taken apart: each "
+    "part's number below is how much it added to the score directly.")
+_link_ids()
+labels = axis_labels(trace.tokens)
+pos, target, base, names = _pickers(loaded, trace, labels)
+a = attribution(selection.model_name, selection.text, selection.pair, pos, target, base,
+                trace.token_ids.reshape(-1)[:trace.n_tokens])
+word = names[target].split("  ")[0]
+what = "logit" if base is None else "logit difference"
+if base is not None:
+    word = f"{word} minus {names[base].split('  ')[0]}"
+norm = "its root mean square" if getattr(loaded.model.ln_final, "bias", 1) is None else \
+    "its spread (standard deviation) after taking away its mean"
+st.info(f"**Frozen scale.** Just before the scores, the final norm divides the running sum by "
+        f"{norm}. Here that divisor is held at the value it had in this run (it divides "
+        f"by {1 / a.norm_scale:.4f}), so every part's share is a plain number and the shares add up "
+        "exactly to the score; each share is the part's *direct* effect, not what it changes "
+        "in later layers.")
+_sum_check(a, what)
+fig = logit_waterfall(*_parts(a), total_name=f"= the {what}",
+                      title=f"How the {what} of {word} is built, part by part",
+                      subtitle=f"after position {pos} ({plain_text(labels[pos])}); red adds, "
+                      "blue takes away; the last bar is the sum", value_name=what)
+st.plotly_chart(fig, key="attr_layers", config=chart_config("attribution-layers", fig,
+                                                             position=pos))
+
+st.subheader("Every head")
+grid = head_attribution_grid(a.heads, title="Each head's direct part of the " + what,
+                             subtitle="red pushes the target up, blue down; click a head to "
+                             "open its attention", value_name=what)
+st.plotly_chart(grid, key="attr_grid", selection_mode="points",
+                on_select=pick_head("attr_grid", cfg.n_heads, goto_flag="_attr_goto"),
+                config=chart_config("attribution-heads", grid, position=pos))
+box, button = st.columns([3, 1], vertical_alignment="bottom")
+order = np.argsort(-np.abs(a.heads).reshape(-1))
+heads = [divmod(int(i), cfg.n_heads) for i in order]
+box.selectbox("Or pick a head (largest parts first)", heads, key="attr_open_head",
+              format_func=lambda lh: f"layer {lh[0]}, head {lh[1]}: "
+              f"{a.heads[lh[0], lh[1]]:+.3f}")
+button.button("Open its attention", key="attr_open_btn",
+              on_click=open_chosen_head("attr_open_head", "_attr_goto"))
+
+with st.expander("Every part as a table"):
+    table = pd.DataFrame(a.components(), columns=["part", what])
+    st.dataframe(table, hide_index=True, width="stretch", key="attr_table",
+                 column_config={what: st.column_config.NumberColumn(format="%+.4f")})
+write_to_url(apos=pos, amode=None if base is None else "diff", atarget=target, abase=base)

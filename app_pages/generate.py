@@ -1,0 +1,222 @@
+"""Generate, step by step: the model writes one token at a time; at each step, what it could
+have written, what it chose, what top-k and top-p cut away, and where the token it read last
+looked."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from analysis.generation import MAX_NEW_TOKENS, MAX_PROMPT_TOKENS, Generation, Sampling
+from ui.callbacks import set_state, step_state
+from ui.charts import chart_config
+from ui.decoder_lab import decoder_reason, generation, induction_head, init_from_link
+from ui.sidebar import require_trace
+from ui.switch import offer_decoder
+from ui.text import md_escape
+from ui.urlstate import url_param, write_to_url
+from ui.widgets import index_slider
+from viz.generation import attention_row_figure, next_token_figure, share
+from viz.labels import looks_byte_level, visible_text
+
+DEFAULT_NEW = 40
+MODES = {"greedy": "Greedy: always the most likely token",
+         "sample": "Sample: draw at random from the distribution"}
+INDUCTION_CLEAR = 0.3  # an induction score above this opens that head first, and says why
+CHART_PX = (420, 480)  # the two figures side by side on a wide screen, stacked on a narrow one
+HIGHLIGHT_SAFE = set("[]\\")  # a token with these is shown bold only, not in a coloured box
+
+
+def _controls(vocab: int) -> tuple[int, Sampling]:
+    """The settings row: new tokens, greedy or sampling, and the sampling knobs."""
+    init_from_link([
+        ("gen_n", "gn", "int", DEFAULT_NEW, (1, MAX_NEW_TOKENS)),
+        ("gen_mode", "gmode", "choice", "greedy", tuple(MODES)),
+        ("gen_temp", "gt", "float", 1.0, (0.05, 3.0)),
+        ("gen_topk", "gk", "int", 0, (0, vocab)),
+        ("gen_topp", "gp", "float", 1.0, (0.05, 1.0)),
+        ("gen_seed", "gseed", "int", 0, (0, 999_999)),
+    ])
+    st.session_state["gen_topk"] = min(int(st.session_state["gen_topk"]), vocab)
+    top = st.columns([2, 3])
+    n_new = top[0].slider("New tokens", 1, MAX_NEW_TOKENS, key="gen_n",
+                          help=f"At most {MAX_NEW_TOKENS}: each one is a full run of the model.")
+    mode = top[1].radio("How the next token is chosen", list(MODES), key="gen_mode",
+                        format_func=MODES.get)
+    off = mode == "greedy"
+    knobs = st.columns(4)
+    temp = knobs[0].slider("Temperature", 0.05, 3.0, step=0.05, key="gen_temp", disabled=off,
+                           help="The scores are divided by it before the softmax: below 1 the "
+                           "likely tokens get likelier, above 1 the distribution flattens.")
+    top_k = knobs[1].number_input("Top-k (0 = off)", 0, vocab, step=1, key="gen_topk",
+                                  disabled=off, help="Keep only the k most likely tokens.")
+    top_p = knobs[2].slider("Top-p (1 = off)", 0.05, 1.0, step=0.05, key="gen_topp",
+                            disabled=off, help="Then keep the fewest most likely tokens whose "
+                            "probabilities add up to at least p.")
+    seed = knobs[3].number_input("Seed", 0, 999_999, step=1, key="gen_seed", disabled=off,
+                                 help="The same seed gives the same text.")
+    if off:
+        return n_new, Sampling()
+    return n_new, Sampling(greedy=False, temperature=float(temp), top_k=int(top_k) or None,
+                           top_p=None if top_p >= 1 else float(top_p), seed=int(seed))
+
+
+def _prompt_ids(trace, limit: int) -> tuple[list[int], int]:
+    """The tokens the sidebar's run read, at most `limit` (the last ones), and how many were
+    left out at the start."""
+    ids = [int(i) for i in trace.token_ids.reshape(-1)[:trace.n_tokens].tolist()]
+    return ids[-limit:], max(0, len(ids) - limit)
+
+
+def _pieces(loaded, gen: Generation) -> tuple[str, list[str]]:
+    """The prompt as text, and each new token decoded on its own."""
+    decode = loaded.tokenizer.decode
+    return decode(gen.prompt_ids), [decode([i]) for i in gen.new_ids]
+
+
+def _text_so_far(prompt: str, pieces: list[str], step: int) -> str:
+    """Markdown: the prompt and the tokens written before step `step` (1-based), then that
+    step's token highlighted. All user and model text escaped."""
+    body = md_escape(prompt + "".join(pieces[:step - 1])).replace("\n", "  \n")
+    shown = visible_text(pieces[step - 1])
+    word = f"**{md_escape(shown)}**"
+    if not HIGHLIGHT_SAFE & set(shown):
+        word = f":orange-badge[{word}]"
+    return f"{body}{word}"
+
+
+def _step_slider(n_steps: int) -> int:
+    if st.session_state.get("gen_step") not in range(1, n_steps + 1):
+        st.session_state["gen_step"] = 1
+    if n_steps == 1:
+        st.caption("Step 1 of 1.")
+        return 1
+    step = st.slider("Step", 1, n_steps, key="gen_step",
+                     help="Which new token to look at: step 1 is the first one written.")
+    row = st.container(horizontal=True)
+    row.button("◀ Previous", key="gen_prev", disabled=step == 1,
+               on_click=step_state("gen_step", -1, 1, n_steps))
+    row.button("Next ▶", key="gen_next", disabled=step == n_steps,
+               on_click=step_state("gen_step", 1, 1, n_steps))
+    return step
+
+
+def _distribution(loaded, gen: Generation, step_index: int) -> None:
+    step = gen.steps[step_index]
+    words = loaded.tokenizer.tokens(step.top_ids)
+    chosen = step.top_ids.index(step.chosen) if step.chosen in step.top_ids else None
+    sampling = gen.sampling
+    if sampling.greedy:
+        sub = "greedy: the most likely token is taken, nothing is cut away"
+    else:
+        left = "1 token was" if step.n_kept == 1 else f"{step.n_kept} tokens were"
+        sub = (f"temperature {sampling.temperature:g}; grey bars were cut away; "
+               f"{left} left to draw from")
+    fig = next_token_figure(words, step.top_probs, step.top_kept, chosen,
+                            None if sampling.greedy else step.cut_top_k,
+                            None if sampling.greedy else step.cut_top_p,
+                            title=f"Step {step_index + 1}: the likeliest next tokens",
+                            subtitle=sub)
+    st.plotly_chart(fig, key="gen_next_tokens",
+                    config=chart_config("next-tokens", fig, step=step_index + 1))
+    byte_level = looks_byte_level(words)
+    name = md_escape(visible_text(loaded.tokenizer.tokens([step.chosen])[0], byte_level))
+    told = (f"Chosen: “{name}”, probability {share(step.chosen_prob)}"
+            + ("" if chosen is not None else ", not among the 10 likeliest") + ".")
+    if not sampling.greedy:
+        told += (f" Top-k cut away {share(step.cut_top_k)} of the probability and top-p "
+                 f"{share(step.cut_top_p)}; the draw was from the {share(step.kept_mass)} "
+                 "left, scaled back up to 1.")
+    st.caption(told)
+
+
+def _attention(loaded, gen: Generation, step_index: int, cfg) -> None:
+    step = gen.steps[step_index]
+    if "gen_layer" not in st.session_state:
+        layer, head, score = induction_head(st.session_state["selection"].model_name)
+        if score < INDUCTION_CLEAR:  # no head does it: open the last layer's first head
+            layer, head = cfg.n_layers - 1, 0
+        st.session_state["gen_layer"], st.session_state["gen_head"] = layer, head
+        st.session_state["_gen_induction"] = (layer, head, score) if score >= INDUCTION_CLEAR \
+            else None
+    cols = st.columns(2)
+    layer = index_slider(cols[0], "Layer", cfg.n_layers, "gen_layer")
+    head = index_slider(cols[1], "Head", cfg.n_heads, "gen_head")
+    keys = gen.ids[step.window_start:step.position + 1]
+    tokens = loaded.tokenizer.tokens(keys)
+    reader = visible_text(tokens[-1], looks_byte_level(tokens))
+    fig = attention_row_figure(tokens, step.attention[layer, head].numpy(), step.window_start,
+                               gen.n_prompt, title=f"Layer {layer}, head {head}: where the last "
+                               "token looked",
+                               subtitle="blue: the prompt; orange: written by the model; the "
+                               "outlined bar is the token itself")
+    st.plotly_chart(fig, key="gen_attention",
+                    config=chart_config("generation-attention", fig, layer=layer, head=head))
+    st.caption(f"To choose step {step_index + 1}'s token the model read up to "
+               f"“{md_escape(reader)}” (position {step.position}). Its row of attention covers "
+               "only the tokens before it and itself: the causal mask hides everything after, "
+               "which has not been written yet.")
+    picked = st.session_state.get("_gen_induction")
+    if picked and picked[:2] == (layer, head) and cfg.n_layers * cfg.n_heads > 1:
+        st.caption(f"This head opened first because, of all heads, it acts most like an "
+                   f"induction head (score {picked[2]:.2f}: on a random sequence seen twice, "
+                   "the attention it gives to the token after the earlier copy). Generate "
+                   "a repeated text and watch it look back.")
+
+
+selection = st.session_state["selection"]
+st.title("Generate, step by step")
+trace = require_trace(selection)
+reason = decoder_reason(selection, "Generation")
+if reason is not None:
+    offer_decoder(reason, key="gen_switch")
+    st.stop()
+
+loaded, cfg = selection.model, trace.cfg
+limit = min(MAX_PROMPT_TOKENS, cfg.n_ctx)
+st.caption(
+    "The model writes one token at a time: it reads the text so far, gives every token of its "
+    "vocabulary a probability of coming next, picks one, adds it to the text and reads again. "
+    "The prompt is the text in the sidebar; change it there.")
+n_new, sampling = _controls(cfg.d_vocab)
+init_from_link([("gen_step", "gstep", "int", 1, (1, MAX_NEW_TOKENS))])
+if "gen_layer" not in st.session_state and url_param("glayer") is not None:
+    init_from_link([("gen_layer", "glayer", "int", cfg.n_layers - 1, (0, cfg.n_layers - 1)),
+                    ("gen_head", "ghead", "int", 0, (0, cfg.n_heads - 1))])
+st.caption(f"Bounds: up to {MAX_NEW_TOKENS} new tokens; the prompt is at most {limit} tokens. "
+           f"This model reads {cfg.n_ctx} tokens at a time: once the text is longer, each step "
+           f"reads only the last {cfg.n_ctx}.")
+prompt_ids, left_out = _prompt_ids(trace, limit)
+if left_out:
+    st.warning(f"The prompt is {len(prompt_ids) + left_out} tokens long: generation starts "
+               f"from its last {limit} ({left_out} left out at the start).")
+gen = generation(selection.model_name, tuple(prompt_ids), n_new, sampling)
+for note in gen.notes:
+    st.info(note)
+
+prompt_text, pieces = _pieces(loaded, gen)
+n_steps = len(gen.steps)
+step = _step_slider(n_steps)
+if not left_out and not trace.dropped[0] and "?" in prompt_text and "?" not in selection.text:
+    st.caption("“?” marks characters of your text that this model has no token for.")
+st.caption("The text so far, with this step's new token marked:")
+st.markdown(_text_so_far(prompt_text, pieces, step))
+row = st.container(horizontal=True, gap="small")  # side by side, or one under the other
+left, right = row.container(width=CHART_PX[0]), row.container(width=CHART_PX[1])
+with left:
+    _distribution(loaded, gen, step - 1)
+with right:
+    _attention(loaded, gen, step - 1, cfg)
+
+st.subheader("The whole text")
+st.code(prompt_text + "".join(pieces), language=None, wrap_lines=True)
+if not left_out and not selection.pair:
+    st.button("Put the whole text in the sidebar", key="gen_to_sidebar",
+              on_click=set_state(sb_text=selection.text + "".join(pieces)),
+              help="Then generate on from there, or open “Which parts made the logit” to see "
+              "why the model wrote what it wrote.")
+write_to_url(gn=n_new, gmode=None if sampling.greedy else "sample",
+             gt=None if sampling.greedy else f"{sampling.temperature:g}",
+             gk=sampling.top_k if not sampling.greedy else None,
+             gp=None if sampling.greedy or sampling.top_p is None else f"{sampling.top_p:g}",
+             gseed=None if sampling.greedy else sampling.seed, gstep=step,
+             glayer=st.session_state.get("gen_layer"), ghead=st.session_state.get("gen_head"))
