@@ -109,7 +109,7 @@ def _check_prompts(loaded, clean_ids: torch.Tensor, corrupted_ids: torch.Tensor)
                          f"{MAX_GRID_CELLS:,}. Use shorter prompts or a smaller model.")
 
 
-def _default_pair(clean_logits: torch.Tensor,
+def default_pair(clean_logits: torch.Tensor,
                   corrupted_logits: torch.Tensor) -> tuple[int, int]:
     """The clean prediction, and the corrupted prediction (or, when both predict the same
     token, the corrupted run's most likely other token). Logits: [vocab]."""
@@ -122,7 +122,7 @@ def _default_pair(clean_logits: torch.Tensor,
 def prepare_ids(loaded, clean_ids, corrupted_ids, answer: int | None = None,
                 wrong: int | None = None, position: int = -1) -> Patching:
     """Run both prompts (token ids [pos]) and fix the metric. answer / wrong: the token ids
-    of the logit difference (default `_default_pair` at `position`); ignored for encoders."""
+    of the logit difference (default `default_pair` at `position`); ignored for encoders."""
     dev = loaded.device
     clean_ids = torch.as_tensor(clean_ids, dtype=torch.long).reshape(1, -1).to(dev)  # [1, pos]
     corrupted_ids = torch.as_tensor(corrupted_ids, dtype=torch.long).reshape(1, -1).to(dev)
@@ -135,7 +135,7 @@ def prepare_ids(loaded, clean_ids, corrupted_ids, answer: int | None = None,
     kind = "logit_diff" if clean_out.logits is not None else "cosine"
     if kind == "logit_diff":
         pos = position % n_pos
-        default = _default_pair(clean_out.logits[0, pos], corrupted_out.logits[0, pos])
+        default = default_pair(clean_out.logits[0, pos], corrupted_out.logits[0, pos])
         answer = default[0] if answer is None else int(answer)
         wrong = default[1] if wrong is None else int(wrong)
         if not (0 <= answer < cfg.d_vocab and 0 <= wrong < cfg.d_vocab) or answer == wrong:
@@ -318,3 +318,23 @@ def head_patching(p: Patching, progress: Callable[[int, int], None] | None = Non
             if progress is not None:
                 progress(done, cfg.n_layers * cfg.n_heads)
     return p.normalise(grid).numpy()
+
+
+def induction_preset(loaded, length: int, n_symbols: int, seed: int = 0, n_seqs: int = 1,
+                     corrupt: str = "first",
+                     progress: Callable[[int, int], None] | None = None) -> dict:
+    """The induction preset on `n_seqs` repeated random sequences (seeds seed, seed + 1, ...):
+    the residual grid and the tokens of the first one, and the head grid averaged over all
+    of them, as the induction score averages over sequences (one sequence alone is noisy).
+    "heads" [n_layers, n_heads] is the average; "single" the first sequence's own grid."""
+    grids, first = [], None
+    for i in range(n_seqs):
+        p = prepare_ids(loaded, *induction_pair(length, n_symbols, seed + i, corrupt))
+        grids.append(head_patching(p))
+        if first is None:
+            first = dict(resid=residual_patching(p), clean_tokens=p.clean_tokens,
+                         corrupted_tokens=p.corrupted_tokens, position=p.position,
+                         answer=p.answer, wrong=p.wrong)
+        if progress is not None:
+            progress(i + 1, n_seqs)
+    return dict(first, heads=np.mean(grids, axis=0), single=grids[0], kind="logit_diff")

@@ -105,6 +105,19 @@ def _mean_head_grid(lm, corrupt: str, n: int = 16, length: int = 10) -> np.ndarr
     return np.mean(grids, axis=0)  # [layer, head]
 
 
+def test_the_preset_averages_separate_sequences_and_keeps_the_first_ones_grid(induction):
+    steps = []
+    preset = patching.induction_preset(induction, 10, 36, seed=3, n_seqs=3, corrupt="first",
+                                       progress=lambda done, total: steps.append((done, total)))
+    grids = [head_patching(prepare_ids(induction, *induction_pair(10, 36, s, "first")))
+             for s in (3, 4, 5)]
+    np.testing.assert_allclose(preset["heads"], np.mean(grids, axis=0), atol=1e-6)
+    np.testing.assert_allclose(preset["single"], grids[0], atol=1e-6)
+    first = prepare_ids(induction, *induction_pair(10, 36, 3, "first"))
+    np.testing.assert_allclose(preset["resid"], residual_patching(first), atol=1e-6)
+    assert steps == [(1, 3), (2, 3), (3, 3)]
+
+
 def test_head_patching_finds_the_induction_head(induction):
     scores = repeat_scores(induction.model)
     induction_top = np.unravel_index(int(scores["induction"].argmax()), (2, 4))

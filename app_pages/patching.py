@@ -1,0 +1,378 @@
+"""Activation patching: run a corrupted prompt, put back one piece of the clean run, and see
+how much of the clean answer comes back. Every (layer, position) of the residual stream, and
+every head; plus the induction preset on tiny-induction."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from analysis.induction import repeat_scores
+from analysis.patching import (
+    MAX_GRID_CELLS, MAX_PATCH_TOKENS, default_pair, head_patching, induction_preset, prepare,
+    residual_patching,
+)
+from ui import settings
+from ui.cache import get_model, shared
+from ui.charts import chart_config
+from ui.patching_inputs import (
+    candidates, default_corruption, open_chosen, open_patched_head, switch_model, token_count,
+)
+from ui.sidebar import require_trace
+from ui.switch import needs_lm_head, offer_decoder
+from ui.text import md_escape
+from ui.urlstate import url_int, url_param, write_to_url
+from viz.heads import head_grid
+from viz.labels import looks_byte_level, visible_text
+from viz.patching import position_labels, residual_grid
+
+PRESET_MODEL = "tiny-induction"
+N_SYMBOLS = 36  # tiny-induction's letters a-z and digits (id 36 is the unknown mark)
+SMALL_GAP = 0.5  # logits: a clean-vs-corrupted gap below this makes the grids noisy
+AUTO_WORK = 40_000  # patched runs × tokens below which the grids run without a click
+GOTO = "_pt_goto"
+MODES = {"prompts": "Your two prompts", "preset": "Induction preset (tiny-induction)"}
+WHICH = {"first": "the first copy (previous-token and induction heads)",
+         "second": "the second copy (induction heads only)"}
+RECOVERED = ("Each cell: how much of the clean answer comes back when that one piece of the "
+             "corrupted run is replaced by its value from the clean run (0 = nothing, as "
+             "corrupted; 1 = all of it, as clean).")
+
+
+def _rows(n_layers: int) -> list[str]:
+    return [f"into layer {i}" for i in range(n_layers)] + [f"out of layer {n_layers - 1}"]
+
+
+@shared("patching")
+def _patch(model_name: str, clean: str, corrupted: str, answer, wrong, _bar) -> dict:
+    loaded = get_model(model_name)
+    p = prepare(loaded, clean, corrupted, answer, wrong)
+    total = (loaded.cfg.n_layers + 1) * p.n_pos + loaded.cfg.n_layers * loaded.cfg.n_heads
+    resid = residual_patching(p, progress=lambda d, t: _bar.progress(d / total,
+                                                                     text=f"{d}/{total} patches"))
+    heads = head_patching(p, progress=lambda d, t: _bar.progress(
+        (resid.size + d) / total, text=f"{resid.size + d}/{total} patches"))
+    return dict(resid=resid, heads=heads, clean_tokens=p.clean_tokens, kind=p.kind,
+                corrupted_tokens=p.corrupted_tokens, answer=p.answer, wrong=p.wrong,
+                position=p.position, clean_value=p.clean_value,
+                corrupted_value=p.corrupted_value)
+
+
+@shared("patching_preset")
+def _preset(model_name: str, length: int, which: str, seed: int, n_seqs: int, _bar) -> dict:
+    loaded = get_model(model_name)
+    result = induction_preset(loaded, length, N_SYMBOLS, seed, n_seqs, which, progress=lambda d, t:
+                              _bar.progress(d / t, text=f"{d}/{t} sequences"))
+    scores = repeat_scores(loaded.model)
+    return dict(result, induction=scores["induction"].numpy(),
+                previous=scores["previous"].numpy())
+
+
+def _init_state(on_preset_model: bool) -> None:
+    """Session defaults, from the link the first time."""
+    if "pt_mode" not in st.session_state:
+        mode = url_param("pmode")
+        st.session_state["pt_mode"] = mode if mode in MODES else (
+            "preset" if on_preset_model else "prompts")
+    if "pt_which" not in st.session_state:
+        which = url_param("pwhich")
+        st.session_state["pt_which"] = which if which in WHICH else "first"
+    for key, param, low, high, default in (("pt_len", "plen", 4, 24, 10),
+                                           ("pt_seed", "pseed", 0, 9999, 0),
+                                           ("pt_seqs", "pseqs", 1, 32, 16)):
+        if key not in st.session_state:
+            value = url_int(url_param(param) or "")
+            st.session_state[key] = value if value is not None and low <= value <= high \
+                else default
+    if "pt_corrupt" not in st.session_state and url_param("pcorrupt"):
+        st.session_state["pt_corrupt"] = str(url_param("pcorrupt"))[:2_000]
+
+
+def _metric_line(r: dict, tokenizer) -> str:
+    if r["kind"] == "cosine":
+        return ("Metric: the mean cosine between each final token vector and the clean run's "
+                f"(clean {r['clean_value']:.4f}, corrupted {r['corrupted_value']:.4f}). This "
+                "model is an encoder with no next-token scores, so the metric asks how close "
+                "the output vectors come back to the clean ones.")
+    a, w = (md_escape(visible_text(t)) for t in tokenizer.tokens([r["answer"], r["wrong"]]))
+    return (f"Metric: logit(“{a}”) − logit(“{w}”) at position {r['position']}, the last "
+            f"token: {r['clean_value']:.3f} on the clean prompt, {r['corrupted_value']:.3f} "
+            "on the corrupted one.")
+
+
+def _show_grids(r: dict, cfg, chart_prefix: str, text_key: str | None, heads_note: str):
+    """The residual grid and the head grid; returns the top head (layer, head)."""
+    byte_level = looks_byte_level(r["clean_tokens"])
+    labels = position_labels(r["clean_tokens"], r["corrupted_tokens"], byte_level)
+    differ = [i for i, (a, b) in enumerate(zip(r["clean_tokens"], r["corrupted_tokens"]))
+              if a != b]
+    cosine = r["kind"] == "cosine"
+    st.markdown(f"**The residual stream.** {RECOVERED} " + (
+        "Read it from the top row down: at first only the positions where the prompts differ "
+        "can matter; in the last row, " + ("every position counts, since the metric averages "
+                                           "over all of them." if cosine else
+                                           "only the position where the answer is read. The "
+                                           "rows between show the information moving.")))
+    fig = residual_grid(r["resid"], labels, _rows(cfg.n_layers),
+                        title="Metric recovered, patching the residual stream",
+                        subtitle="rows = where in the stack; columns = positions" + (
+                            "" if cosine else "; outlined: where the metric is read"),
+                        marked_pos=None if cosine else r["position"], marked_cols=differ)
+    st.plotly_chart(fig, key=f"{chart_prefix}_resid", config=chart_config("patching_residual"))
+    st.markdown("**Every head.** One head's output (at every position) put back from the "
+                f"clean run. {heads_note} Click a head to open it on the attention page.")
+    fig = head_grid(r["heads"], title="Metric recovered, patching one head",
+                    value_name="recovered", diverging=True,
+                    subtitle="rows = layers, columns = heads; click a head to open it")
+    key = f"{chart_prefix}_heads"
+    st.plotly_chart(fig, key=key, selection_mode="points",
+                    on_select=open_patched_head(key, cfg.n_heads, GOTO, text_key),
+                    config=chart_config("patching_heads"))
+    heads = [(lay, h) for lay in range(cfg.n_layers) for h in range(cfg.n_heads)]
+    return max(heads, key=lambda lh: r["heads"][lh])
+
+
+def _head_picker(cfg, top, chart_prefix: str, text_key: str | None) -> None:
+    heads = [(lay, h) for lay in range(cfg.n_layers) for h in range(cfg.n_heads)]
+    box_key, last_top = f"{chart_prefix}_box", f"_{chart_prefix}_top"
+    if st.session_state.get(box_key) in (None, st.session_state.get(last_top)) or \
+            st.session_state.get(box_key) not in heads:
+        st.session_state[box_key] = top  # follows the brightest head until the user picks
+    st.session_state[last_top] = top
+    box, button = st.columns([3, 1], vertical_alignment="bottom")
+    box.selectbox("Or pick a head", heads, key=box_key,
+                  format_func=lambda lh: f"layer {lh[0]}, head {lh[1]}")
+    button.button("Open on the attention page", key=f"{chart_prefix}_open",
+                  on_click=open_chosen(box_key, GOTO, text_key))
+
+
+def _small_gap(r: dict) -> bool:
+    """Warn (and return True) when clean and corrupted logit differences nearly agree."""
+    gap = abs(r["clean_value"] - r["corrupted_value"])
+    small = r["kind"] == "logit_diff" and gap < SMALL_GAP
+    if small:
+        st.warning(f"The corrupted prompt barely changes the answer: the logit difference is "
+                   f"{r['clean_value']:.3f} against {r['corrupted_value']:.3f}, a gap of only "
+                   f"{gap:.3f}. Dividing by so small a gap makes the grids noisy, with values "
+                   "far beyond 0 and 1. Change a word nearer the end, or pick two other "
+                   "tokens.")
+    return small
+
+
+def _mismatch(loaded, clean: str, corrupted: str, n_clean: int, n_corrupt: int) -> None:
+    st.warning(f"The clean prompt is **{n_clean}** tokens long and the corrupted prompt "
+               f"**{n_corrupt}**. Patching needs the same number of tokens, so that each "
+               "position has a partner. Swap a word for one that is as many tokens long, or "
+               "add or remove words; the tokens of both are below.")
+    a, b = (loaded.tokenizer.tokens(loaded.encode(t).input_ids[0].tolist()) for t in
+            (clean, corrupted))
+    n = max(len(a), len(b))
+    table = pd.DataFrame({"position": list(range(n)), "clean": a + [""] * (n - len(a)),
+                          "corrupted": b + [""] * (n - len(b))})
+    table["same"] = ["✓" if x == y else "✗" for x, y in zip(table["clean"], table["corrupted"])]
+    st.dataframe(table, hide_index=True, key="pt_tokens", width="content")
+
+
+def _metric_pair(loaded, clean: str, corrupted: str) -> tuple[int | None, int | None]:
+    """The two tokens of the logit difference, chosen on screen (decoders only)."""
+    if not loaded.cfg.has_lm_head:
+        return None, None
+    clean_logits = loaded.run(clean, keep=lambda n: False).logits[0, -1]  # [vocab]
+    corrupted_logits = loaded.run(corrupted, keep=lambda n: False).logits[0, -1]  # [vocab]
+    pair = default_pair(clean_logits, corrupted_logits)  # the engine's default
+    ids = list(dict.fromkeys(list(pair) + candidates(clean_logits, corrupted_logits)))
+    names = loaded.tokenizer.tokens(ids)
+    shown = {i: f"“{visible_text(t)}”" for i, t in zip(ids, names)}
+    for key, default in (("pt_answer", pair[0]), ("pt_wrong", pair[1])):
+        if st.session_state.get(key) not in ids:
+            st.session_state[key] = default
+    cols = st.columns(2)
+    answer = cols[0].selectbox("Answer token (counts +)", ids, key="pt_answer",
+                               format_func=shown.get,
+                               help="By default the clean prompt's prediction against the "
+                               "corrupted one's; the list holds both prompts' top tokens.")
+    wrong = cols[1].selectbox("Wrong token (counts −)", ids, key="pt_wrong",
+                              format_func=shown.get)
+    if answer == wrong:
+        st.info("Pick two different tokens for the logit difference.")
+        st.stop()
+    return answer, wrong
+
+
+def _prompts(selection, loaded) -> None:
+    clean = selection.text
+    limit = min(MAX_PATCH_TOKENS, loaded.cfg.n_ctx)
+    made = default_corruption(loaded, clean, limit, last_first=loaded.cfg.has_lm_head)
+    if st.session_state.get("pt_corrupt", st.session_state.get("_pt_default")) == \
+            st.session_state.get("_pt_default"):
+        st.session_state["pt_corrupt"] = made  # follow the sidebar until the user edits it
+    st.session_state["_pt_default"] = made
+    st.caption(f"Clean prompt: the sidebar text. Bounds: both prompts at most {limit} tokens; "
+               f"grids of at most {MAX_GRID_CELLS:,} cells.")
+    corrupted = st.text_input("Corrupted prompt (same number of tokens, a word changed)",
+                              key="pt_corrupt", max_chars=2_000,
+                              help="By default the sidebar text with one word swapped.")
+    n_clean = token_count(loaded, clean)
+    if n_clean > limit:
+        st.warning(f"The clean prompt is {n_clean:,} tokens long; patching takes at most "
+                   f"{limit}. Shorten the sidebar text.")
+        return
+    if not corrupted.strip():
+        st.info("Type a corrupted prompt: the sidebar text with a word changed.")
+        return
+    n_corrupt = token_count(loaded, corrupted)
+    st.caption(f"Clean: {n_clean} tokens · corrupted: {n_corrupt} tokens.")
+    if n_clean != n_corrupt:
+        _mismatch(loaded, clean, corrupted, n_clean, n_corrupt)
+        return
+    answer, wrong = _metric_pair(loaded, clean, corrupted)
+    cfg = loaded.cfg
+    work = ((cfg.n_layers + 1) * n_clean + cfg.n_layers * cfg.n_heads) * n_clean
+    key = (selection.model_name, clean, corrupted, answer, wrong)
+    if work > AUTO_WORK and st.session_state.get("_pt_ran") != key and not st.button(
+            f"Patch every cell ({(cfg.n_layers + 1) * n_clean + cfg.n_layers * cfg.n_heads:,}"
+            " patched runs)", key="pt_run", type="primary"):
+        return
+    st.session_state["_pt_ran"] = key
+    bar = st.empty()
+    try:
+        r = _patch(selection.model_name, clean, corrupted, answer, wrong, bar)
+    except ValueError as exc:
+        bar.empty()
+        st.warning(md_escape(str(exc)))
+        return
+    bar.empty()
+    st.caption(_metric_line(r, loaded.tokenizer))
+    noisy = _small_gap(r)
+    top = _show_grids(r, cfg, "pt", None, "")
+    if not noisy:
+        st.caption(f"The brightest head: layer {top[0]}, head {top[1]} "
+                   f"({r['heads'][top]:.0%} of the clean answer back on its own).")
+    _head_picker(cfg, top, "pt", None)
+    write_to_url(pmode="prompts", pcorrupt=corrupted if len(corrupted) <= 300 else None)
+
+
+def _name_heads(r: dict, which: str, n_seqs: int) -> None:
+    """What the learner should see, with every head and number read from the run."""
+    grid, prev, ind = r["heads"], r["previous"], r["induction"]
+    last = grid.shape[0] - 1
+    l0, l1 = int(grid[0].argmax()), int(grid[last].argmax())
+    p_layer, p_head = np.unravel_index(int(prev.argmax()), prev.shape)
+    i_layer, i_head = np.unravel_index(int(ind.argmax()), ind.shape)
+    lines = []
+    if which == "first":
+        same = (p_layer, p_head) == (0, l0)
+        lines.append(
+            f"- **Layer 0, head {l0}** is the brightest head of layer 0 ({grid[0, l0]:.0%} of "
+            "the clean answer comes back when only it is put back). " + (
+                f"It is the **previous-token head**: of all heads, it sends the most attention "
+                f"to the token just before ({prev[0, l0]:.0%} on average)." if same else
+                f"The head that looks most at the previous token is layer {p_layer}, head "
+                f"{p_head} ({prev[p_layer, p_head]:.0%}): here the work is shared."))
+    else:
+        lines.append(f"- Layer 0 stays pale (at most {grid[0].max():.0%}): the first copy is "
+                     "clean in both prompts, so the previous-token head already did its work.")
+    same = (i_layer, i_head) == (last, l1)
+    lines.append(
+        f"- **Layer {last}, head {l1}** is the brightest head of layer {last} "
+        f"({grid[last, l1]:.0%}). " + (
+            f"It is the **induction head**: its induction score is the highest of all heads "
+            f"({ind[last, l1]:.0%} of its attention goes from each token of the second copy to "
+            "the token that followed it in the first copy)." if same else
+            f"The induction score ranks layer {i_layer}, head {i_head} first "
+            f"({ind[i_layer, i_head]:.0%}): in these sequences the heads share the work."))
+    st.markdown("**What to look for.** The head grid is averaged over "
+                f"{n_seqs} random sequence{'s' * (n_seqs > 1)}.\n" + "\n".join(lines))
+
+
+def _preset_section(selection, loaded) -> None:
+    cfg = loaded.cfg
+    longest = min(24, cfg.n_ctx // 2)
+    st.session_state["pt_len"] = min(st.session_state["pt_len"], longest)
+    cols = st.columns([2, 3])
+    length = cols[0].slider("Length of the random sequence", 4, longest, key="pt_len")
+    which = cols[1].radio("Corrupt", list(WHICH), key="pt_which", format_func=WHICH.get)
+    cols = st.columns(2)
+    seed = int(cols[0].number_input("Random seed", 0, 9999, step=1, key="pt_seed"))
+    n_seqs = cols[1].slider("Sequences averaged for the head grid", 1, 32, key="pt_seqs")
+    st.caption(f"Bounds: a sequence of 4 to {longest} tokens, shown twice (at most "
+               f"{cfg.n_ctx} tokens, what this model reads at once); up to 32 sequences.")
+    bar = st.empty()
+    try:
+        r = _preset(selection.model_name, length, which, seed, n_seqs, bar)
+    except ValueError as exc:  # e.g. a sequence whose corruption changes nothing
+        bar.empty()
+        st.warning(f"{md_escape(str(exc))} Try another seed.")
+        return
+    bar.empty()
+    clean, corrupted = "".join(r["clean_tokens"]), "".join(r["corrupted_tokens"])
+    st.session_state["_pt_clean_text"] = clean
+    broken = "first" if which == "first" else "second"
+    st.markdown(
+        f"Clean: `{clean}` (a random sequence, then the same again)  \n"
+        f"Corrupted: `{corrupted}` (the {broken} copy replaced by other random tokens)")
+    st.caption(
+        "At the end of the clean prompt the model can predict what comes next by looking back: "
+        "find where the current token appeared before and copy the token that followed it. "
+        "Two heads work together for that: a previous-token head in layer 0 marks each token "
+        "with the one before it, and an induction head in layer 1 searches for that mark. In "
+        "the corrupted prompt there is nothing to find. Put back the right head from the "
+        "clean run and the answer comes back.")
+    a, w = (md_escape(visible_text(t)) for t in loaded.tokenizer.tokens([r["answer"],
+                                                                         r["wrong"]]))
+    st.caption(f"Metric: at the last position, the logit of the clean prediction minus the "
+               f"corrupted one (logit(“{a}”) − logit(“{w}”) for the sequence above), "
+               "normalised for each sequence.")
+    top = _show_grids(r, cfg, "pp", "_pt_clean_text",
+                      f"Averaged over {n_seqs} sequence{'s' * (n_seqs > 1)} (the residual "
+                      "grid shows the first one). Opening a head puts the clean sequence in "
+                      "the sidebar.")
+    _name_heads(r, which, n_seqs)
+    _head_picker(cfg, top, "pp", "_pt_clean_text")
+    write_to_url(pmode="preset", plen=length, pwhich=which, pseed=seed, pseqs=n_seqs,
+                 pcorrupt=None)
+
+
+INTRO = (
+    "Activation patching asks where a model keeps the information that decides its answer. "
+    "Take two prompts of the same length that differ in one place: a clean one and a corrupted "
+    "one. Run the corrupted one again, but put back one piece of the clean run: the residual "
+    "stream at one layer and position, or one head's output. If the clean answer comes back, "
+    "that piece carried what mattered. The shared model never changes: each patch is a "
+    "temporary hook.")
+
+if st.session_state.pop(GOTO, False):
+    st.switch_page("app_pages/attention.py")
+
+selection = st.session_state["selection"]
+st.title("Patching: find the circuit")
+st.caption(INTRO)
+trace = require_trace(selection)
+model = selection.model
+if trace.kind == "encoder_decoder":
+    offer_decoder(needs_lm_head(selection, "Patching") or "", key="pt_switch")
+    st.stop()
+on_preset = selection.model_name == PRESET_MODEL
+_init_state(on_preset)
+mode = st.radio("What to patch", list(MODES), key="pt_mode", horizontal=True,
+                format_func=MODES.get)
+if not on_preset and settings.model_refusal(PRESET_MODEL) is not None:
+    if mode == "preset":
+        st.info("The induction preset runs on tiny-induction, which this server does not "
+                "offer. Use your own two prompts instead.")
+        st.stop()
+elif not on_preset:
+    label = ("Switch to tiny-induction and run the preset" if mode == "preset" else
+             "Try the classic circuit: induction heads on tiny-induction")
+    st.button(label, key="pt_to_preset", type="primary" if mode == "preset" else "secondary",
+              on_click=switch_model(PRESET_MODEL, pt_mode="preset"),
+              help="A 2-layer model that continues repeated sequences; it comes with the app.")
+    if mode == "preset":
+        st.info("The preset runs on tiny-induction, a small model trained to continue "
+                "repeated sequences: one click above switches to it.")
+        st.stop()
+if mode == "preset":
+    _preset_section(selection, model)
+else:
+    _prompts(selection, model)

@@ -1,0 +1,172 @@
+"""AppTest for the patching page: the induction preset on tiny-induction finds the heads the
+induction and previous-token scores rank first (and shows the engine's grid), MiniLM patches
+with the cosine metric, unequal prompt lengths get a clear message, and a head opens on the
+attention page."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from analysis.induction import repeat_scores  # noqa: E402
+from analysis.patching import (  # noqa: E402
+    head_patching, induction_pair, prepare, prepare_ids, residual_patching,
+)
+from model import load_model  # noqa: E402
+from ui.examples import SHORT  # noqa: E402
+
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
+PAGE = "app_pages/patching.py"
+
+
+def _charts(at: AppTest) -> dict[str, dict]:
+    return {el.key: json.loads(el.proto.spec) for el in at.get("plotly_chart")}
+
+
+def _array(value) -> np.ndarray:
+    """A plotly JSON array: a plain list, or a typed array {"dtype", "bdata", "shape"}."""
+    if isinstance(value, dict) and "bdata" in value:
+        flat = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
+        shape = [int(s) for s in str(value.get("shape", flat.size)).split(",")]
+        return flat.reshape(shape)
+    return np.asarray(value, dtype=float)
+
+
+def _texts(at: AppTest, *kinds: str) -> str:
+    return " ".join(str(e.value) for kind in kinds for e in at.get(kind))
+
+
+def _page() -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=240).run()
+    at.switch_page(PAGE).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+@pytest.fixture(scope="module")
+def induction():
+    return load_model("tiny-induction")
+
+
+def _engine_mean(lm, which: str, n: int = 16, length: int = 10) -> np.ndarray:
+    """The engine's head grid averaged over the preset's sequences (seeds 0 .. n - 1)."""
+    return np.mean([head_patching(prepare_ids(lm, *induction_pair(length, 36, s, which)))
+                    for s in range(n)], axis=0)  # [layer, head]
+
+
+def test_the_preset_finds_the_induction_and_previous_token_heads(induction):
+    at = _page()  # MiniLM, the default: one click switches to tiny-induction and the preset
+    at.button(key="pt_to_preset").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.session_state["selection"].model_name == "tiny-induction"
+    scores = repeat_scores(induction.model)
+    ind = np.unravel_index(int(scores["induction"].argmax()), (2, 4))
+    prev = np.unravel_index(int(scores["previous"].argmax()), (2, 4))
+
+    engine = _engine_mean(induction, "first")  # the default: the first copy corrupted
+    shown = _array(_charts(at)["pp_heads"]["data"][0]["z"])
+    np.testing.assert_allclose(shown, engine, atol=1e-6)
+    assert (0, int(shown[0].argmax())) == prev and (1, int(shown[1].argmax())) == ind
+    text = _texts(at, "markdown")
+    assert f"Layer 0, head {prev[1]}** is the brightest" in text and "previous-token head" in text
+    assert f"Layer 1, head {ind[1]}** is the brightest" in text and "induction head" in text
+    first = prepare_ids(induction, *induction_pair(10, 36, 0, "first"))
+    np.testing.assert_allclose(_array(_charts(at)["pp_resid"]["data"][0]["z"]),
+                               residual_patching(first), atol=1e-6)
+    assert at.query_params["pmode"] == ["preset"] or at.query_params["pmode"] == "preset"
+
+    at.radio(key="pt_which").set_value("second").run()  # the copy corrupted: induction only
+    assert not at.exception
+    shown = _array(_charts(at)["pp_heads"]["data"][0]["z"])
+    engine = _engine_mean(induction, "second")
+    np.testing.assert_allclose(shown, engine, atol=1e-6)
+    top = np.unravel_index(int(shown.argmax()), shown.shape)
+    assert top == np.unravel_index(int(engine.argmax()), engine.shape) == ind
+    assert at.selectbox(key="pp_box").value == tuple(int(i) for i in ind)  # offered first
+
+    at.button(key="pp_open").click().run()  # open it: the clean sequence goes to the sidebar
+    assert not at.exception
+    assert (at.session_state["attn_layer"], at.session_state["attn_head"]) == tuple(
+        int(i) for i in ind)
+    clean = "".join(induction.tokenizer.tokens(induction_pair(10, 36, 0, "second")[0].tolist()))
+    assert at.session_state["sb_text"] == clean
+    assert "attn_heatmap" in _charts(at)  # the attention page is drawn
+
+
+def test_minilm_patches_with_the_cosine_metric(minilm):
+    at = _page()
+    corrupted = at.text_input(key="pt_corrupt").value
+    assert corrupted != SHORT and corrupted  # a default corrupted prompt is offered
+    text = _texts(at, "caption")
+    assert "cosine" in text and "encoder" in text
+    p = prepare(minilm, SHORT, corrupted)
+    charts = _charts(at)
+    resid = _array(charts["pt_resid"]["data"][0]["z"])
+    np.testing.assert_allclose(resid, residual_patching(p), atol=1e-6)
+    np.testing.assert_allclose(_array(charts["pt_heads"]["data"][0]["z"]), head_patching(p),
+                               atol=1e-6)
+    differ = [i for i in range(p.n_pos) if p.clean_tokens[i] != p.corrupted_tokens[i]]
+    assert resid[0, differ].sum() == pytest.approx(1.0, abs=0.05) or len(differ) == 1
+    assert f"clean {p.clean_value:.4f}, corrupted {p.corrupted_value:.4f}" in text
+
+
+def test_unequal_lengths_say_both_counts_and_show_the_tokens(minilm):
+    at = _page()
+    short = "The cat sat."
+    at.text_input(key="pt_corrupt").input(short).run()
+    assert not at.exception
+    n_clean = int(minilm.encode(SHORT).attention_mask.sum())
+    n_short = int(minilm.encode(short).attention_mask.sum())
+    warning = _texts(at, "warning")
+    assert f"**{n_clean}** tokens long and the corrupted prompt **{n_short}**" in warning
+    assert "same number of tokens" in warning
+    table = at.dataframe[0].value  # the only table on the page
+    assert len(table) == max(n_clean, n_short) and "cat" in table["clean"].tolist()
+    assert "pt_resid" not in _charts(at)
+
+
+def test_a_click_in_the_head_grid_opens_that_head(monkeypatch):
+    """The on_select callback: a clicked cell (its customdata) sets the attention page's
+    layer and head, asks for the page switch, and puts the preset's text in the sidebar."""
+    from ui import callbacks, patching_inputs
+
+    state = {"pp_heads": SimpleNamespace(selection=SimpleNamespace(
+        points=[{"customdata": [1, 3]}])), "_pt_clean_text": "abcabc"}
+    fake = SimpleNamespace(session_state=state)
+    monkeypatch.setattr(patching_inputs, "st", fake)
+    monkeypatch.setattr(callbacks, "st", fake)
+    patching_inputs.open_patched_head("pp_heads", 4, "_goto", "_pt_clean_text")()
+    assert (state["attn_layer"], state["attn_head"], state["_goto"]) == (1, 3, True)
+    assert state["sb_text"] == "abcabc" and state["attn_mode"] == "Raw attention"
+
+
+def test_a_decoder_gets_a_logit_difference_of_two_chosen_tokens():
+    at = _page()
+    at.selectbox(key="sb_model_choice").set_value("tiny-chars").run()
+    assert not at.exception, [e.value for e in at.exception]
+    lm = load_model("tiny-chars")
+    text = at.session_state["selection"].text
+    corrupted = at.text_input(key="pt_corrupt").value
+    assert corrupted and corrupted != text
+    default = prepare(lm, text, corrupted)  # the engine's default pair is the page's
+    assert (at.selectbox(key="pt_answer").value, at.selectbox(key="pt_wrong").value) == (
+        default.answer, default.wrong)
+    others = [i for i in lm.run(text).logits[0, -1].argsort(descending=True).tolist()[:8]
+              if i not in (default.answer, default.wrong)]
+    at.selectbox(key="pt_wrong").set_value(others[0]).run()  # another wrong token
+    assert not at.exception
+    answer, wrong = at.selectbox(key="pt_answer").value, at.selectbox(key="pt_wrong").value
+    p = prepare(lm, text, corrupted, answer, wrong)
+    np.testing.assert_allclose(_array(_charts(at)["pt_resid"]["data"][0]["z"]),
+                               residual_patching(p), atol=1e-6)
+    caption = _texts(at, "caption")
+    assert f"{p.clean_value:.3f} on the clean prompt, {p.corrupted_value:.3f}" in caption

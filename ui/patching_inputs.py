@@ -1,0 +1,112 @@
+"""The patching page's inputs: a default corrupted prompt of the same token length, token
+counts, the candidate tokens of the logit difference, and the click that opens a head.
+
+Callbacks are bound (functools.partial) to names and small values only, like ui/callbacks.py.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import partial
+
+import streamlit as st
+import torch
+
+from .callbacks import _clicked_points, open_on_attention
+from viz.heads import picked_head
+
+# Word swaps that keep a sentence sensible; tried first, then the fallbacks below.
+SWAPS = {"cat": "dog", "dog": "cat", "warm": "cold", "cold": "warm", "mat": "rug",
+         "man": "woman", "woman": "man", "he": "she", "she": "he", "his": "her", "her": "his",
+         "big": "small", "small": "big", "red": "blue", "blue": "red", "day": "night",
+         "night": "day", "paris": "rome", "france": "italy", "sentence": "paragraph",
+         "one": "two", "two": "one", "yes": "no", "good": "bad", "bad": "good"}
+FALLBACKS = ("dog", "cat", "cold", "red", "tree", "car", "x", "a")
+MAX_TRIES = 24  # tokenizations tried before giving up on a default
+WORD = re.compile(r"[^\W\d_]+")
+
+
+def token_count(loaded, text: str) -> int:
+    """Tokens of the text as every page tokenizes it, before any cut to the context."""
+    enc = loaded.encode(text)
+    return int(enc.attention_mask[0].sum()) + int(enc.n_dropped[0])
+
+
+def _swap(word: str) -> list[str]:
+    target = SWAPS.get(word.lower())
+    options = ([target] if target else []) + [w for w in FALLBACKS if w != word.lower()]
+    if word[:1].isupper():
+        options = [w.capitalize() for w in options]
+    return options
+
+
+def default_corruption(loaded, text: str, limit: int, last_first: bool = False) -> str:
+    """The text with one word swapped for another of the same length in tokens (a word in
+    SWAPS first, else the last word; with last_first, the words from the last one back, which
+    suits a decoder, whose metric is read at the last token), or "" when the text is longer
+    than `limit` tokens or no swap keeps its length."""
+    n = token_count(loaded, text)
+    if not text.strip() or n > limit:
+        return ""
+    words = list(WORD.finditer(text))
+    known = [m for m in words if m.group().lower() in SWAPS]
+    order = words[::-1] if last_first else known[:1] + words[::-1]
+    tries = 0
+    for match in order:
+        for other in _swap(match.group()):
+            candidate = text[:match.start()] + other + text[match.end():]
+            tries += 1
+            if candidate != text and token_count(loaded, candidate) == n:
+                return candidate
+            if tries >= MAX_TRIES:
+                return ""
+    return ""
+
+
+def candidates(clean_logits: torch.Tensor, corrupted_logits: torch.Tensor,
+               k: int = 8) -> list[int]:
+    """Token ids worth offering for the logit difference: the clean run's top k, then the
+    corrupted run's top k not already listed. Logits: [vocab]."""
+    ids = torch.topk(clean_logits, k).indices.tolist() + \
+        torch.topk(corrupted_logits, k).indices.tolist()
+    return list(dict.fromkeys(int(i) for i in ids))
+
+
+def _open(chart_key: str, n_heads: int, text_key: str | None, goto_flag: str) -> None:
+    picked = picked_head(_clicked_points(chart_key), n_heads)
+    if picked is None:
+        return
+    if text_key and st.session_state.get(text_key):
+        st.session_state["sb_text"] = st.session_state[text_key]  # the sidebar text box
+    open_on_attention(*picked, goto_flag=goto_flag)
+
+
+def open_patched_head(chart_key: str, n_heads: int, goto_flag: str,
+                      text_key: str | None = None):
+    """An on_select callback: a click in the head grid opens that head on the attention page
+    (and, given text_key, first puts that session-state text in the sidebar)."""
+    return partial(_open, chart_key, n_heads, text_key, goto_flag)
+
+
+def _pick(box_key: str, text_key: str | None, goto_flag: str) -> None:
+    if text_key and st.session_state.get(text_key):
+        st.session_state["sb_text"] = st.session_state[text_key]
+    layer, head = st.session_state[box_key]
+    open_on_attention(layer, head, goto_flag=goto_flag)
+
+
+def open_chosen(box_key: str, goto_flag: str, text_key: str | None = None):
+    """An on_click callback opening the (layer, head) in the select box box_key."""
+    return partial(_pick, box_key, text_key, goto_flag)
+
+
+def _switch(model: str, values: dict) -> None:
+    st.session_state["sb_model_choice"] = model
+    st.session_state["sb_pair"] = ""
+    st.session_state.update(values)
+
+
+def switch_model(model: str, **values):
+    """An on_click callback: choose `model` in the sidebar (one text, no pair) and set these
+    session-state values."""
+    return partial(_switch, model, values)
