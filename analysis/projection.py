@@ -17,8 +17,9 @@ from model.trace import Trace
 
 METHODS = ("PCA", "t-SNE", "UMAP")
 # t-SNE and UMAP cost seconds per thousand points on a small CPU; above these the app refuses.
-# UMAP: 512 tokens x 7 layers (3,584 points) in ~3-4 s on 2 cores; t-SNE needs ~20 s of CPU
-# for as many points (scikit-learn and openTSNE alike, BENCHMARKS.md), so it stays at 1,500.
+# UMAP: 512 tokens x 7 layers (3,584 points) in ~3-5 s on 2 cores; scikit-learn's t-SNE needs
+# 46 CPU-s for as many points and 29 for 1,500 (BENCHMARKS.md, issue 15), so it stays at 1,500
+# and a larger view is pointed to UMAP, whose layouts keep neighbours as well.
 MAX_POINTS = {"t-SNE": 1500, "UMAP": 4000}
 MIN_POINTS = 5  # t-SNE's perplexity and UMAP's neighbour graph need a few points
 
@@ -99,7 +100,11 @@ def check_size(method: str, n_points: int) -> None:
     if n_points > MAX_POINTS[method]:
         raise ProjectionRefused(
             f"{method} is limited to {MAX_POINTS[method]:,} points here and this view has "
-            f"{n_points:,}. Use PCA, a shorter text, fewer sentences, or one layer at a time.")
+            f"{n_points:,}. "
+            + ("UMAP takes up to {:,} points and keeps neighbours as well; or use ".format(
+                MAX_POINTS["UMAP"]) if method == "t-SNE" and n_points <= MAX_POINTS["UMAP"]
+               else "Use ")
+            + "PCA, a shorter text, fewer sentences, or one layer at a time.")
     if n_points < MIN_POINTS:
         raise ProjectionRefused(f"{method} needs at least {MIN_POINTS} points; this view has "
                                 f"{n_points}. Use PCA or a longer text.")

@@ -77,6 +77,15 @@ def test_tsne_and_umap_are_refused_above_and_below_their_bounds():
         check_size("MDS", 10)
 
 
+def test_a_view_too_big_for_tsne_is_pointed_to_umap_only_when_umap_takes_it():
+    with pytest.raises(ProjectionRefused, match="UMAP takes up to 4,000") as refused:
+        check_size("t-SNE", 3584)  # 512 tokens x 7 layers
+    assert "UMAP is limited" not in str(refused.value)
+    with pytest.raises(ProjectionRefused) as refused:
+        check_size("t-SNE", MAX_POINTS["UMAP"] + 1)
+    assert "UMAP takes" not in str(refused.value)
+
+
 def test_tsne_runs_and_keeps_a_fixed_seed():
     x = np.random.default_rng(3).normal(size=(40, 8))
     a, b = project(x, "t-SNE", 2), project(x, "t-SNE", 2)
