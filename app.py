@@ -35,10 +35,14 @@ PAGES = [
     ("Start", "app_pages/lessons.py", "Lessons", ":material/school:", "lessons"),
     ("Start", "app_pages/teach.py", "Teach with it", ":material/co_present:", "teach"),
     ("Explore", "app_pages/attention.py", "Attention", ":material/grid_on:", "attention"),
+    ("Explore", "app_pages/effect.py", "Attention vs effect", ":material/balance:", "effect"),
     ("Explore", "app_pages/heads.py", "Head statistics", ":material/leaderboard:", "heads"),
     ("Explore", "app_pages/compare.py", "Compare two inputs", ":material/compare_arrows:", "compare"),
     ("Explore", "app_pages/ablation.py", "Head ablation", ":material/content_cut:", "ablation"),
     ("Explore", "app_pages/logit_lens.py", "Logit lens", ":material/visibility:", "logit-lens"),
+    ("Decoder lab", "app_pages/generate.py", "Generate, step by step", ":material/edit_note:", "generate"),
+    ("Decoder lab", "app_pages/attribution.py", "Which parts made the logit", ":material/stacked_bar_chart:", "attribution"),
+    ("Decoder lab", "app_pages/patching.py", "Patching: find the circuit", ":material/cable:", "patching"),
     ("Learn", "app_pages/walkthrough.py", "Forward pass, step by step", ":material/footprint:", "walkthrough"),
     ("Learn", "app_pages/positions.py", "Positional encodings", ":material/waves:", "positions"),
     ("Learn", "app_pages/embeddings.py", "Embeddings", ":material/scatter_plot:", "embeddings"),
@@ -55,7 +59,7 @@ def _navigation() -> dict[str, list]:
     return sections
 
 
-page = st.navigation(_navigation())
+page = st.navigation(_navigation(), expanded=True)  # every page listed, none behind "View more"
 page_style.apply()
 projector.apply()
 urlstate.load_from_url()

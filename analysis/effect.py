@@ -16,6 +16,10 @@ target (analysis/effect_target.py), and how far they agree with raw attention.
 Agreement is Spearman's rank correlation over the tokens the target can see, by default of the
 size of each score (|score|: a token that pushes the target down matters too).
 
+`all_heads` computes everything that does not depend on the chosen layer and head once (the
+expensive part), with every head's rows; `AllHeads.importance(layer, head)` then picks one
+cheaply. `token_importance` does both in one call.
+
 Bounds, checked before any work and never cut silently (a ValueError says the bound):
 occlusion runs the model once per token, for at most MAX_OCCLUSION_TOKENS tokens; the
 gradient methods' bounds are in analysis/gradients.py.
@@ -229,12 +233,55 @@ class Importance:
     ig: IGResult  # integrated gradients' target values, steps, baseline and gap
     layer: int
     head: int | None  # None: the layer's head average
-    occlusion_mode: str
+    occlusion_mode: str | None  # None: occlusion was not run (its row is NaN)
+
+
+@dataclass
+class AllHeads:
+    """What `token_importance` needs for ANY layer and head, computed once per text, target
+    and settings (the expensive part: gradients, integrated gradients, occlusion). Small:
+    a few rows per layer, no [q, k] matrix is kept. `importance(layer, head)` is then cheap."""
+
+    tokens: list[str]
+    target: Target
+    visible: np.ndarray  # bool [pos]
+    head_rows: np.ndarray  # [n_layers, head, k]: each head's attention row of the target
+    norm_rows: np.ndarray  # [n_layers, head, k]: each head's attention-norm row
+    layer_norm_rows: np.ndarray  # [n_layers, k]: the whole layer's attention-norm row
+    rollout: np.ndarray  # [k]
+    gradient_x_input: np.ndarray  # [k]
+    ig: IGResult
+    occlusion: np.ndarray  # [k]; all NaN when occlusion was not run
+    head_correlations: np.ndarray  # [n_layers, head]
+    occlusion_mode: str | None
+    absolute: bool = True
+
+    def importance(self, layer: int, head: int | None = None) -> Importance:
+        n_layers, n_heads = self.head_rows.shape[:2]
+        if not 0 <= layer < n_layers or (head is not None and not 0 <= head < n_heads):
+            raise ValueError(f"layer must be in [0, {n_layers}) and head in [0, {n_heads}) "
+                             f"or None (the average); got layer {layer}, head {head}")
+        rows = self.head_rows[layer]  # [head, k]
+        scores = {
+            "attention": rows.mean(0) if head is None else rows[head],
+            "rollout": self.rollout,
+            "attention_norm": (self.layer_norm_rows[layer] if head is None
+                               else self.norm_rows[layer, head]),
+            "gradient_x_input": self.gradient_x_input,
+            "integrated_gradients": self.ig.attributions,
+            "occlusion": self.occlusion,
+        }
+        return Importance(
+            tokens=self.tokens, target=self.target, scores=scores, visible=self.visible,
+            correlations=method_correlations(scores, self.visible, self.absolute),
+            head_correlations=self.head_correlations, ig=self.ig, layer=layer, head=head,
+            occlusion_mode=self.occlusion_mode)
 
 
 def check_request(loaded, inputs: Inputs, target: Target, layer: int, head: int | None,
-                  baseline: str, steps: int, occlusion_mode: str) -> None:
-    """Every bound and choice of `token_importance`, before any work: ValueError if one fails."""
+                  baseline: str, steps: int, occlusion_mode: str | None) -> None:
+    """Every bound and choice of `token_importance`, before any work: ValueError if one fails.
+    occlusion_mode None: occlusion is not run, so its token limit does not apply."""
     check_model(loaded)
     cfg = loaded.cfg
     if not 0 <= layer < cfg.n_layers or (head is not None and not 0 <= head < cfg.n_heads):
@@ -242,11 +289,48 @@ def check_request(loaded, inputs: Inputs, target: Target, layer: int, head: int 
                          f"or None (the average); got layer {layer}, head {head}")
     k = visible_length(target, inputs.input_ids.shape[1])
     check_gradient_bounds(k, steps)
-    check_occlusion_bounds(k)
-    if occlusion_mode not in OCCLUSION_MODES:
-        raise ValueError(f"occlusion mode must be one of {OCCLUSION_MODES}")
+    if occlusion_mode is not None:
+        check_occlusion_bounds(k)
+        if occlusion_mode not in OCCLUSION_MODES:
+            raise ValueError(f"occlusion mode must be one of {OCCLUSION_MODES}")
     for choice in {baseline, occlusion_mode} & {"pad", "mask"}:
         special_token_id(loaded, choice)
+
+
+def _norm_rows(loaded, trace, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every head's and every layer's attention-norm row: [n_layers, head, k], [n_layers, k]."""
+    heads, layers = [], []
+    for layer in range(loaded.cfg.n_layers):
+        heads.append(np.einsum("hqk,q->hk", attention_norms(loaded, trace, layer), weights))
+        layers.append(weights @ layer_attention_norm(loaded, trace, layer))
+    return np.stack(heads), np.stack(layers)
+
+
+def all_heads(loaded, inputs: Inputs, target: Target, baseline: str = "zero", steps: int = 64,
+              occlusion_mode: str | None = "remove", absolute: bool = True) -> AllHeads:
+    """The six methods for every layer and head at once (a batch of 1). occlusion_mode None
+    leaves occlusion out (its scores and the per-head correlations are NaN)."""
+    check_request(loaded, inputs, target, 0, None, baseline, steps, occlusion_mode)
+    trace = loaded.run_ids(inputs.input_ids, inputs.attention_mask, inputs.token_type_ids,
+                           keep=lambda n: n.endswith((".attn.hook_pattern", ".attn.hook_v")))
+    n_pos = inputs.input_ids.shape[1]
+    attentions = trace.attentions[0]  # [n_layers, head, q_pos, k_pos]
+    weights = query_weights(target, n_pos)  # [q_pos]
+    rows = head_rows(attentions, weights)  # [n_layers, head, k]
+    norm_rows, layer_norm_rows = _norm_rows(loaded, trace, weights)
+    rollout = rollout_scores(attentions, weights)  # [k]
+    tokens = trace.batch_tokens[0]
+    del trace, attentions  # only the rows are kept
+    visible = np.arange(n_pos) < visible_length(target, n_pos)  # [pos]
+    effect = (np.full(n_pos, np.nan) if occlusion_mode is None
+              else occlusion(loaded, target, inputs, occlusion_mode))
+    return AllHeads(
+        tokens=tokens, target=target, visible=visible, head_rows=rows, norm_rows=norm_rows,
+        layer_norm_rows=layer_norm_rows, rollout=rollout,
+        gradient_x_input=gradient_x_input(loaded, target, inputs),
+        ig=integrated_gradients(loaded, target, inputs, baseline, steps), occlusion=effect,
+        head_correlations=head_correlations(rows, effect, visible, absolute),
+        occlusion_mode=occlusion_mode, absolute=absolute)
 
 
 def token_importance(loaded, inputs: Inputs, target: Target, layer: int, head: int | None = None,
@@ -255,24 +339,5 @@ def token_importance(loaded, inputs: Inputs, target: Target, layer: int, head: i
     """All six methods (METHODS) for one text (a batch of 1) and target, with their Spearman
     correlations with raw attention and, per head, with occlusion."""
     check_request(loaded, inputs, target, layer, head, baseline, steps, occlusion_mode)
-    trace = loaded.run_ids(inputs.input_ids, inputs.attention_mask, inputs.token_type_ids,
-                           keep=lambda n: n.endswith((".attn.hook_pattern", ".attn.hook_v")))
-    n_pos = inputs.input_ids.shape[1]
-    attentions = trace.attentions[0]  # [n_layers, head, q_pos, k_pos]
-    weights = query_weights(target, n_pos)  # [q_pos]
-    ig = integrated_gradients(loaded, target, inputs, baseline, steps)
-    scores = {
-        "attention": attention_scores(attentions, layer, head, weights),
-        "rollout": rollout_scores(attentions, weights),
-        "attention_norm": attention_norm_scores(loaded, trace, layer, head, weights),
-        "gradient_x_input": gradient_x_input(loaded, target, inputs),
-        "integrated_gradients": ig.attributions,
-        "occlusion": occlusion(loaded, target, inputs, occlusion_mode),
-    }
-    visible = np.arange(n_pos) < visible_length(target, n_pos)  # [pos]
-    return Importance(
-        tokens=trace.batch_tokens[0], target=target, scores=scores, visible=visible,
-        correlations=method_correlations(scores, visible, absolute),
-        head_correlations=head_correlations(head_rows(attentions, weights), scores["occlusion"],
-                                            visible, absolute),
-        ig=ig, layer=layer, head=head, occlusion_mode=occlusion_mode)
+    return all_heads(loaded, inputs, target, baseline, steps, occlusion_mode,
+                     absolute).importance(layer, head)

@@ -70,7 +70,11 @@ def special_token_id(loaded, which: str) -> int:
 
 
 def _decode(loaded, token_id: int) -> str:
-    return loaded.tokenizer.decode([int(token_id)])
+    """A token as text; one made only of spaces or line breaks as visible marks (␣, ↵)."""
+    text = loaded.tokenizer.decode([int(token_id)])
+    if text and not text.strip():
+        return "".join({"\n": "↵", "\t": "⇥"}.get(c, "␣") for c in text)
+    return text
 
 
 def _short(text: str, limit: int = 60) -> str:

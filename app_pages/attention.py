@@ -12,6 +12,7 @@ from ui.cache import shared
 from ui.charts import chart_config
 from ui.callbacks import pick_head
 from ui.text import md_escape
+from ui.reference import check_numbers
 from ui.sidebar import require_trace
 from ui.urlstate import url_default, write_to_url
 from ui.widgets import index_slider, shown_model_name
@@ -196,6 +197,7 @@ def page() -> None:
         st.plotly_chart(_overview(trace, key), key="attn_overview",
                         on_select=pick_head("attn_overview", cfg.n_heads),
                         selection_mode="points", config=chart_config("all-heads"))
+    check_numbers(selection, "attn")
 
 
 page()

@@ -9,6 +9,14 @@ figure drawn, the DOM quiet for --quiet-ms), and writes OUT/<page>_<width>_<inpu
     HF_HUB_OFFLINE=1 python bench/screens.py take --app /work/wt-after --port 8621 \
         --out shots/after [--pages attention heads] [--widths 1400 800] [--inputs short long]
 
+A page that waits for a click before its heavy part (the effect page's "Measure every token")
+is shot after that click with --click TEXT: a button whose label starts with TEXT is clicked
+once the page has settled, when there is one. --query k=v adds parameters to every link (a
+second sentence: --query "pair=A dog chased the ball.").
+
+    HF_HUB_OFFLINE=1 python bench/screens.py take --app . --port 8700 --out shots/effect \
+        --pages effect --inputs short long --click Measure
+
 Compare: per file in both dirs, the share of pixels that differ, the largest channel
 difference and the rows that differ, as a Markdown table; a red-on-grey diff image per pair.
 
@@ -20,6 +28,7 @@ from __future__ import annotations
 import argparse
 import ast
 import os
+import re
 import runpy
 import subprocess
 import sys
@@ -120,8 +129,20 @@ def dismiss_not_found(page) -> None:
         notice.first.wait_for(state="detached", timeout=10_000)
 
 
+def click_button(page, label: str | None, quiet_ms: int, timeout_s: float) -> bool:
+    """Click the first button whose label starts with `label`, if any, and settle again."""
+    if not label:
+        return True
+    button = page.get_by_role("button", name=re.compile("^" + re.escape(label)))
+    if not button.count():
+        return True
+    button.first.click()
+    page.wait_for_timeout(500)
+    return settle(page, quiet_ms, timeout_s)
+
+
 def shoot(browser, url: str, width: int, height: int, path: Path, quiet_ms: int,
-          timeout_s: float) -> str:
+          timeout_s: float, click: str | None = None) -> str:
     """One fresh session (new context), one full-page PNG; returns a one-word status."""
     ctx = browser.new_context(viewport={"width": width, "height": height})
     page = ctx.new_page()
@@ -130,6 +151,7 @@ def shoot(browser, url: str, width: int, height: int, path: Path, quiet_ms: int,
         page.goto(url, wait_until="domcontentloaded")
         ok = settle(page, quiet_ms, timeout_s)
         dismiss_not_found(page)
+        ok = click_button(page, click, quiet_ms, timeout_s) and ok
         full = max(height, int(page.evaluate(HEIGHT)))
         if full > height:  # grow the window to the whole page, let it re-lay out, then shoot
             page.set_viewport_size({"width": width, "height": full})
@@ -166,13 +188,14 @@ def take(args) -> None:
                                         headless=True)
             for name in chosen:
                 model, text = inputs[name]
-                query = urllib.parse.urlencode({"model": model, "text": text})
+                extra = dict(q.split("=", 1) for q in args.query or [])
+                query = urllib.parse.urlencode({"model": model, "text": text, **extra})
                 for pg in pages:
                     for width in args.widths:
                         path = out / f"{pg or 'root'}_{width}_{name}.png"
                         t0 = time.monotonic()
                         status = shoot(browser, f"{base}{pg}?{query}", width, args.height,
-                                       path, args.quiet_ms, args.timeout)
+                                       path, args.quiet_ms, args.timeout, args.click)
                         print(f"{path.name}\t{status}\t{time.monotonic() - t0:.1f}s",
                               flush=True)
             browser.close()
@@ -234,6 +257,8 @@ def main() -> None:
     t.add_argument("--height", type=int, default=900)
     t.add_argument("--inputs", nargs="*", help="names among short, long, decoder and --input")
     t.add_argument("--input", action="append", help="extra input NAME=MODEL:TEXT")
+    t.add_argument("--click", help="click a button whose label starts with this, if any")
+    t.add_argument("--query", action="append", help="extra link parameter k=v (repeatable)")
     t.add_argument("--quiet-ms", type=int, default=1000, help="DOM quiet this long = done")
     t.add_argument("--timeout", type=float, default=180.0, help="seconds per page to settle")
     c = sub.add_parser("compare", help="pixel differences between two screenshot dirs")

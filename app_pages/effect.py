@@ -1,0 +1,262 @@
+"""Attention beside its effect: six measures of how much each token matters for one target,
+and how far they agree with raw attention."""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from analysis.ablation import Inputs, model_directory, sentence_pooling
+from analysis.effect import MAX_OCCLUSION_TOKENS, METHODS, all_heads
+from analysis.effect_target import make_target, special_token_id, visible_length
+from analysis.gradients import MAX_GRADIENT_TOKENS, MAX_IG_BATCH_TOKENS, MAX_IG_STEPS
+from ui.cache import get_model, shared
+from ui.callbacks import pick_head
+from ui.charts import chart_config
+from ui.reference import check_numbers
+from ui.sidebar import require_trace
+from ui.switch import needs_lm_head, offer_decoder
+from ui.text import md_escape
+from ui.urlstate import url_int, url_param, write_to_url
+from ui.widgets import index_slider, shown_model_name
+from viz.effect import method_strip
+from viz.heads import head_grid
+from viz.labels import axis_labels, plain_text
+
+if st.session_state.pop("_eff_goto", False):  # a head was clicked in the per-head view
+    st.switch_page("app_pages/attention.py")
+
+NAMES = {"attention": "Attention", "rollout": "Rollout", "attention_norm": "Attn × value",
+         "gradient_x_input": "Grad × input", "integrated_gradients": "Integ. grads",
+         "occlusion": "Occlusion"}
+MEANINGS = {
+    "attention": "the chosen head's (or the heads' average) attention from the target's row",
+    "rollout": "attention followed through every layer (heads averaged, residual added)",
+    "attention_norm": "attention times the size of what the token passes on, "
+                      "‖weight · value · W_O‖",
+    "gradient_x_input": "how fast the target changes with the token's embedding, times "
+                        "that embedding",
+    "integrated_gradients": "the same, added up along the way from the baseline to your text",
+    "occlusion": "the target with the token minus the target without it"}
+BASELINES = {"zero": "zero vectors", "pad": "[PAD] tokens", "mask": "[MASK] tokens"}
+OCCLUSION = {"remove": "remove the token", "pad": "replace it by [PAD]",
+             "mask": "replace it by [MASK]"}
+STEPS = (4, 8, 16, 32, 64, 128, 256)
+AUTO_WORK = 32 * 64  # tokens × steps small enough to run without a click
+WARNING = (
+    "**Attention is not explanation.** A head can put most of its attention on a token whose "
+    "value vector is tiny, so almost nothing of that token reaches the output. Attention shows "
+    "where a head *looks*; gradients, integrated gradients and occlusion measure what "
+    "*changes the answer*. Where they disagree, trust those, not the heatmap.")
+AGREEMENT = (
+    "ρ on the right: near +1, the method ranks the tokens as this attention does; near 0 or "
+    "below, the tokens the head looks at are not the ones that change the target, so its "
+    "attention alone would mislead you. (Ranked by size: a token that pushes the target down "
+    "matters too.)")
+
+
+def _options(loaded, choices: dict) -> list[str]:
+    """The choices this tokenizer has: [PAD] / [MASK] only where it has that token."""
+    out = []
+    for name in choices:
+        try:
+            if name in ("pad", "mask"):
+                special_token_id(loaded, name)
+            out.append(name)
+        except ValueError:
+            pass
+    return out
+
+
+def _init_state(n_tokens: int, cfg) -> None:
+    """Session defaults, from the link the first time."""
+    for key, param, default in (("eff_layer", "elayer", cfg.n_layers - 1), ("eff_head", "ehead", 0),
+                                ("eff_pos", "epos", n_tokens - 1)):
+        if key not in st.session_state:
+            value = url_int(url_param(param) or "")
+            st.session_state[key] = default if value is None else value
+    if "eff_average" not in st.session_state:
+        st.session_state["eff_average"] = url_param("eavg") == "1"
+    if "eff_steps" not in st.session_state:
+        value = url_int(url_param("esteps") or "")
+        st.session_state["eff_steps"] = value if value in STEPS else 64
+    for key, param, allowed in (("eff_baseline", "ebase", BASELINES),
+                                ("eff_occlusion", "eocc", OCCLUSION)):
+        if key not in st.session_state and url_param(param) in allowed:
+            st.session_state[key] = url_param(param)
+
+
+@shared("effect_target")
+def _target(model_name: str, text: str, second: str, position: int | None):
+    loaded = get_model(model_name)
+    inputs = Inputs.encode(loaded, text)
+    if loaded.cfg.causal:
+        return make_target(loaded, inputs, position=position)
+    pooling = sentence_pooling(model_directory(model_name)) or "mean"
+    return make_target(loaded, inputs, second=second or None, pooling=pooling)
+
+
+@shared("effect")
+def _all_heads(model_name: str, text: str, second: str, position: int | None, baseline: str,
+               steps: int, occlusion: str | None):
+    loaded = get_model(model_name)
+    target = _target(model_name, text, second, position)
+    return all_heads(loaded, Inputs.encode(loaded, text), target, baseline, steps, occlusion)
+
+
+def _position(labels: list[str], causal: bool) -> int | None:
+    """A decoder's target position (default the last token); None for an encoder."""
+    if not causal:
+        return None
+    n = len(labels)
+    st.session_state["eff_pos"] = min(max(int(st.session_state["eff_pos"]), 0), n - 1)
+    if n == 1:
+        return 0
+    return st.columns([1, 2])[0].selectbox(
+        "Predict the token after", list(range(n)), key="eff_pos",
+        format_func=lambda i: plain_text(labels[i]))
+
+
+def _steps_allowed(k: int) -> list[int]:
+    return [s for s in STEPS if s <= MAX_IG_STEPS and s * k <= MAX_IG_BATCH_TOKENS]
+
+
+def _method_controls(loaded, k: int) -> tuple[str, int, str | None]:
+    """Integrated gradients' baseline and steps, and the occlusion mode."""
+    cols = st.columns(3)
+    baselines = _options(loaded, BASELINES)
+    baseline = cols[0].radio("Integrated gradients start from", baselines, key="eff_baseline",
+                             format_func=BASELINES.get, help="The baseline: the input that "
+                             "means “nothing”. Integrated gradients add up how the target "
+                             "changes on the straight path from it to your text.")
+    allowed = _steps_allowed(k)
+    if st.session_state["eff_steps"] not in allowed:
+        st.info(f"{st.session_state['eff_steps']} steps of integrated gradients are too many for "
+                f"{k} tokens (one batch holds at most {MAX_IG_BATCH_TOKENS:,} tokens, steps × "
+                f"tokens), so {allowed[-1]} steps are used. Shorten the text for more.")
+        st.session_state["eff_steps"] = allowed[-1]
+    steps = cols[1].select_slider("Integrated gradients: steps", options=allowed,
+                                  key="eff_steps", help="Points along the path, all run in "
+                                  "one batch. More steps: a more exact sum, more time.")
+    if k > MAX_OCCLUSION_TOKENS:
+        cols[2].caption(f"Occlusion: not run. It runs the model once per token, for at most "
+                        f"{MAX_OCCLUSION_TOKENS} tokens; the target sees {k}.")
+        return baseline, steps, None
+    modes = _options(loaded, OCCLUSION)
+    mode = cols[2].radio("Occlusion: for each token in turn", modes, key="eff_occlusion",
+                         format_func=OCCLUSION.get)
+    return baseline, steps, mode
+
+
+def _bounds(k: int) -> None:
+    st.caption(f"Limits, so the page stays quick: gradients for up to {MAX_GRADIENT_TOKENS} "
+               f"tokens; integrated gradients up to {MAX_IG_STEPS} steps and "
+               f"{MAX_IG_BATCH_TOKENS:,} tokens per batch (steps × tokens: here at most "
+               f"{_steps_allowed(k)[-1] if _steps_allowed(k) else 0} steps for {k} tokens); "
+               f"occlusion up to {MAX_OCCLUSION_TOKENS} tokens (one run per token). "
+               "A longer text is never cut: the page says what it cannot do.")
+
+
+def _results(every, layer: int, head: int | None, labels: list[str], n_heads: int) -> None:
+    imp = every.importance(layer, head)
+    values = np.stack([np.where(imp.visible, imp.scores[m], np.nan) for m in METHODS])
+    where = "the average of its heads" if head is None else f"head {head}"
+    names = [NAMES[m] + ("" if m != "occlusion" or every.occlusion_mode else " (not run)")
+             for m in METHODS]
+    strip = method_strip(labels, values, names, [imp.correlations[m] for m in METHODS],
+                         "How much each token matters, six ways",
+                         f"attention: layer {layer}, {where}; each row scaled to its largest "
+                         "value (red > 0 > blue), hover for real values; right: Spearman ρ "
+                         f"with attention over {int(imp.visible.sum())} tokens")
+    st.plotly_chart(strip, key="eff_strip", config=chart_config("effect", strip,
+                    layer=layer, head=head))
+    st.caption(AGREEMENT)
+    with st.expander("What each row measures"):
+        st.markdown("\n".join(f"- **{NAMES[m]}**: {MEANINGS[m]}." for m in METHODS))
+    ig = imp.ig
+    st.caption(
+        f"Integrated gradients: {ig.steps} steps from {BASELINES[ig.baseline]}, in one batch. "
+        f"Their sum is {ig.attributions.sum():+.4f}; the target moved by "
+        f"{ig.value - ig.baseline_value:+.4f} from the baseline to your text (gap {ig.gap:+.1e}: "
+        "the smaller, the more exact the steps).")
+    _per_head(every, layer, head, n_heads)
+
+
+def _per_head(every, layer: int, head: int | None, n_heads: int) -> None:
+    st.subheader("Which heads look where the effect is?")
+    if every.occlusion_mode is None:
+        st.info(f"This view compares every head with occlusion, which runs only for texts of up "
+                f"to {MAX_OCCLUSION_TOKENS} tokens. Shorten the text to see it.")
+        return
+    fig = head_grid(every.head_correlations, title="Each head's attention against occlusion",
+                    value_name="Spearman ρ", diverging=True,
+                    marked=[] if head is None else [(layer, head)],
+                    subtitle="Spearman of each head's attention row with the occlusion effect; "
+                    "red: the head looks at the tokens that matter; click a head to open it")
+    st.plotly_chart(fig, key="eff_heads", config=chart_config("effect-heads", fig),
+                    on_select=pick_head("eff_heads", n_heads, goto_flag="_eff_goto"),
+                    selection_mode="points")
+
+
+def _stop_unless_applies(selection) -> None:
+    loaded = selection.model
+    if getattr(loaded.model, "dec_cfg", None) is not None:
+        offer_decoder("This page follows one stack of layers from your text to one number. "
+                      f"{md_escape(shown_model_name(selection.model_name))} has an encoder and "
+                      "a separate decoder, so there is no single number to trace back.",
+                      key="eff_switch")
+        st.stop()
+    reason = needs_lm_head(selection, "This page") if loaded.cfg.causal else None
+    if reason:
+        offer_decoder(reason, key="eff_switch")
+        st.stop()
+
+
+def page() -> None:
+    selection = st.session_state["selection"]
+    st.title("Attention beside its effect")
+    trace = require_trace(selection)
+    _stop_unless_applies(selection)
+    loaded, cfg = selection.model, trace.cfg
+    st.markdown(WARNING)
+    second = "" if cfg.causal else selection.pair
+    labels = axis_labels(loaded.encode(selection.text).tokens[0])  # the first text alone
+    tokens = len(labels)
+    _init_state(tokens, cfg)
+    position = _position(labels, cfg.causal)
+    target = _target(selection.model_name, selection.text, second, position)
+    st.markdown(f"**Target:** {md_escape(target.label)}")
+    if not cfg.causal and selection.pair:
+        st.caption("The second sentence is only the point of comparison here: the tokens "
+                   "measured are those of the first text.")
+    k = visible_length(target, tokens)
+    top = st.columns([3, 3, 2], vertical_alignment="bottom")
+    layer = index_slider(top[0], "Layer", cfg.n_layers, key="eff_layer")
+    average = top[2].toggle("Average of heads", key="eff_average")
+    head = index_slider(top[1], "Head", cfg.n_heads, key="eff_head", disabled=average)
+    baseline, steps, mode = _method_controls(loaded, k)
+    _bounds(k)
+    write_to_url(elayer=layer, ehead=head, eavg="1" if average else None,
+                 epos=position, esteps=steps, ebase=baseline, eocc=mode)
+    if k > MAX_GRADIENT_TOKENS or not _steps_allowed(k):
+        st.info(f"This text has {k} tokens; the gradient methods take at most "
+                f"{MAX_GRADIENT_TOKENS}. Shorten the text to measure it.")
+        return
+    request = (selection.model_name, selection.text, second, position, baseline, steps, mode)
+    asked = st.session_state.setdefault("_eff_asked", [])
+    if request not in asked and k * steps > AUTO_WORK:
+        runs = f"{k} occlusion runs" if mode else "no occlusion"
+        slot = st.empty()
+        if not slot.button(f"Measure every token ({steps} gradient steps, {runs}, {k} tokens)",
+                           key="eff_run", type="primary"):
+            return
+        slot.empty()
+    if request not in asked:
+        asked[:] = (asked + [request])[-8:]
+    with st.spinner("Measuring every token six ways…"):
+        every = _all_heads(*request)
+    _results(every, layer, None if average else head, labels, cfg.n_heads)
+    check_numbers(selection, "eff")
+
+
+page()

@@ -1,0 +1,174 @@
+"""AppTest for the effect page (/effect) and the "Check these numbers" button on it and on the
+attention page: MiniLM with and without a second sentence, the tiny character decoder, the
+bounds messages, driven by widget keys."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from analysis.ablation import Inputs  # noqa: E402
+from analysis.effect import METHODS, MAX_OCCLUSION_TOKENS, token_importance  # noqa: E402
+from analysis.effect_target import make_target  # noqa: E402
+from ui.examples import SHORT  # noqa: E402
+
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
+PAGE = "app_pages/effect.py"
+SECOND = "A dog chased the ball."
+
+
+def _app(model: str | None = None, text: str | None = None, pair: str | None = None) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=300).run()
+    if model is not None:
+        at.selectbox(key="sb_model_choice").set_value(model).run()
+    if text is not None:
+        at.text_area(key="sb_text").input(text).run()
+    if pair is not None:
+        at.text_input(key="sb_pair").input(pair).run()
+    at.switch_page(PAGE).run()
+    assert not at.exception
+    return at
+
+
+def _charts(at: AppTest) -> dict[str, dict]:
+    return {el.key: json.loads(el.proto.spec) for el in at.get("plotly_chart")}
+
+
+def _array(value) -> np.ndarray:
+    if isinstance(value, dict) and "bdata" in value:
+        flat = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
+        shape = [int(s) for s in str(value.get("shape", flat.size)).split(",")]
+        return flat.reshape(shape)
+    return np.asarray(value, dtype=float)
+
+
+def _texts(at: AppTest) -> str:
+    parts = [e.value for kind in ("markdown", "caption", "info", "warning", "success", "error")
+             for e in at.get(kind)]
+    return " ".join(str(p) for p in parts).replace("\\", "")  # Markdown escapes
+
+
+def _strip_values(at: AppTest) -> np.ndarray:
+    """The real values behind the strip's hover (customdata), as floats (NaN for "—")."""
+    custom = _charts(at)["eff_strip"]["data"][0]["customdata"]
+    return np.array([[np.nan if c == "—" else float(c) for c in row] for row in custom])
+
+
+def test_minilm_without_a_second_sentence_shows_the_six_methods(minilm):
+    at = _app()
+    text = _texts(at)
+    assert "Attention is not explanation" in text
+    assert "Target:" in text and "length (norm)" in text
+    assert "occlusion up to 256 tokens" in text  # the bounds are on screen
+    charts = _charts(at)
+    assert {"eff_strip", "eff_heads"} <= set(charts)
+    strip = charts["eff_strip"]["data"][0]
+    assert len(strip["y"]) == len(METHODS) and strip["y"][0] == "Attention"
+    inputs = Inputs.encode(minilm, SHORT)
+    imp = token_importance(minilm, inputs, make_target(minilm, inputs), layer=5, head=0,
+                           steps=64)
+    shown = _strip_values(at)
+    np.testing.assert_allclose(shown[0], imp.scores["attention"], rtol=1e-3, atol=1e-6)
+    np.testing.assert_allclose(shown[5], imp.scores["occlusion"], rtol=1e-3, atol=1e-5)
+    bars = charts["eff_strip"]["data"][1]  # beside the strip: Spearman with raw attention
+    assert bars["text"][0] == "(itself)"
+    np.testing.assert_allclose(_array(bars["x"])[1:], [imp.correlations[m] for m in METHODS[1:]],
+                               atol=1e-6)
+    np.testing.assert_allclose(_array(charts["eff_heads"]["data"][0]["z"]),
+                               imp.head_correlations, atol=1e-6)
+    # a slider move: another head, the same expensive part, a different attention row
+    at.slider(key="eff_head").set_value(3).run()
+    assert not at.exception
+    other = token_importance(minilm, inputs, make_target(minilm, inputs), layer=5, head=3,
+                             steps=8)
+    np.testing.assert_allclose(_strip_values(at)[0], other.scores["attention"], rtol=1e-3,
+                               atol=1e-6)
+    assert at.query_params["ehead"] == "3" and at.query_params["elayer"] == "5"
+
+
+def test_minilm_with_a_second_sentence_targets_the_similarity():
+    at = _app(pair=SECOND)
+    text = _texts(at)
+    assert "cosine similarity" in text and "A dog chased the ball" in text
+    assert "only the point of comparison" in text
+    tokens = _charts(at)["eff_strip"]["data"][0]["x"]
+    assert not any("dog" in t for t in tokens)  # the second sentence is not measured
+    at.radio(key="eff_baseline").set_value("mask").run()
+    at.radio(key="eff_occlusion").set_value("mask").run()
+    assert not at.exception and "[MASK] tokens" in _texts(at)
+
+
+def test_tiny_chars_targets_a_position_and_has_no_pad_baseline():
+    at = _app("tiny-chars", text="the cat sat")
+    text = _texts(at)
+    assert "next token" in text and "Target:" in text
+    assert at.selectbox(key="eff_pos").value == len("the cat sat") - 1  # the last one
+    assert "pad" not in at.radio(key="eff_baseline").options  # no [PAD] token there
+    at.selectbox(key="eff_pos").set_value(4).run()
+    assert not at.exception
+    values = _strip_values(at)
+    assert np.isnan(values[:, 5:]).all() and np.isfinite(values[0, :5]).all()  # causal
+    assert "finds “a” as the next token after “c” (token 4)" in _texts(at)  # the real next
+    at.button(key="eff_check_numbers").click().run()
+    assert not at.exception
+    assert "own models" in _texts(at)  # a statement, not a table
+    assert not at.get("arrow_data_frame")
+
+
+def test_a_long_text_is_never_cut_silently():
+    long = " ".join(["word"] * (MAX_OCCLUSION_TOKENS + 20))
+    at = _app(text=long)
+    text = _texts(at)
+    n = MAX_OCCLUSION_TOKENS + 22  # with [CLS] and [SEP]
+    assert f"for at most {MAX_OCCLUSION_TOKENS} tokens; the target sees {n}" in text
+    assert "steps are used" in text  # 64 steps would not fit one batch: said, not hidden
+    assert at.select_slider(key="eff_steps").value == 16
+    assert "eff_strip" not in _charts(at)  # heavy: waits for the button
+    at.button(key="eff_run").click().run()
+    assert not at.exception
+    assert "eff_strip" in _charts(at) and "Shorten the text to see it" in _texts(at)
+    assert np.isnan(_strip_values(at)[5]).all()  # occlusion: not run, and shown as such
+    assert _charts(at)["eff_strip"]["data"][0]["y"][5] == "Occlusion (not run)"
+
+
+def test_check_these_numbers_on_the_attention_page():
+    at = AppTest.from_file(APP, default_timeout=300).run()
+    at.switch_page("app_pages/attention.py").run()
+    assert not at.exception
+    at.button(key="attn_check_numbers").click().run()
+    assert not at.exception
+    assert "Every layer agrees within 0.0001" in _texts(at)
+    table = at.dataframe[0].value
+    assert list(table["layer"]) == ["embeddings"] + [f"layer {i}" for i in range(6)]
+    assert (table["within 1e-4"] == "✓").all() and table["hidden states"].max() <= 1e-4
+
+
+@pytest.mark.parametrize("model", ["tiny-reverse"])
+def test_the_encoder_decoder_gets_a_way_out(model):
+    at = _app(model)
+    assert "no single number to trace back" in _texts(at)
+    assert any(b.key.startswith("eff_switch") for b in at.button)
+
+
+def test_a_link_reopens_the_same_view():
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.query_params.update(elayer="2", ehead="7", eavg="1", esteps="16", ebase="mask",
+                           eocc="pad")
+    at.run()
+    at.switch_page(PAGE).run()
+    assert not at.exception
+    assert at.slider(key="eff_layer").value == 2 and at.toggle(key="eff_average").value
+    assert at.select_slider(key="eff_steps").value == 16
+    assert at.radio(key="eff_baseline").value == "mask"
+    assert at.radio(key="eff_occlusion").value == "pad"
+    assert "16 steps from [MASK] tokens" in _texts(at)
+    assert "layer 2, the average of its heads" in _charts(at)["eff_strip"]["layout"]["title"][
+        "subtitle"]["text"]
