@@ -62,6 +62,8 @@ def page() -> None:
     _example()
     st.caption("Attention shows where a head looks, not why the model answers as it does: a "
                "head can look hard at a token and still pass on very little of it.")
+    st.page_link("app_pages/effect.py", label="Put attention beside what really changes the "
+                 "answer ▸")
 
 
 page()
