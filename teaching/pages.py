@@ -45,6 +45,13 @@ PAGES: dict[str, tuple[str, str, dict[str, Setting]]] = {
     "positions": ("positions", "Positional encodings", {}),
     "embeddings": ("embeddings", "Embeddings", {}),
     "logit-lens": ("logit-lens", "Logit lens", {}),
+    "effect": ("effect", "Attention vs effect", {
+        "layer": Setting("eff_layer", "layer"),
+        "head": Setting("eff_head", "head"),
+    }),
+    "generate": ("generate", "Generate, step by step", {}),
+    "attribution": ("attribution", "Which parts made the logit", {}),
+    "patching": ("patching", "Patching: find the circuit", {}),
     "ablation": ("ablation", "Head ablation", {}),
     "training": ("training", "Train a tiny transformer", {
         "task": Setting("train_task", "choice", ("induction", "chars", "reverse")),

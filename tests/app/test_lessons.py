@@ -230,3 +230,51 @@ def test_projector_mode_from_a_link_enlarges_text_and_figures():
         "font", {}).get("size", 12)
     big.toggle(key="projector").set_value(False).run()
     assert "projector" not in big.query_params
+
+
+DECODER_LAB_LESSON = """
+title = "Attention, effect and the decoder lab"
+model = "tiny-induction"
+text = "abcdefgh abcdefgh abc"
+
+[[steps]]
+title = "Attention beside its effect"
+page = "effect"
+layer = 1
+head = 2
+explain = "Where the head looks, beside what changes the prediction."
+
+[[steps]]
+title = "Writing on"
+page = "generate"
+explain = "One token at a time."
+
+[[steps]]
+title = "Which parts made the logit"
+page = "attribution"
+explain = "Every head's share of the score."
+
+[[steps]]
+title = "Find the circuit"
+page = "patching"
+explain = "Put one piece back from the clean run."
+"""
+
+
+def test_a_lesson_can_open_the_effect_page_and_the_decoder_lab(tmp_path, monkeypatch):
+    (tmp_path / "lab.toml").write_text(DECODER_LAB_LESSON)
+    monkeypatch.setenv("ATTENTION_LAB_LESSONS", str(tmp_path))
+    at = _open("lab")
+    lesson = parse_lesson(DECODER_LAB_LESSON.encode(), "lab", "folder")
+    for number, (page, chart) in enumerate([("effect", "eff_strip"), ("generate", "gen_next_tokens"),
+                                            ("attribution", "attr_layers"),
+                                            ("patching", "pp_heads")], 1):
+        assert not at.exception, (page, at.exception)
+        assert lesson.steps[number - 1].page == page
+        assert lesson.steps[number - 1].title in _said(at, "header"), page
+        if page == "effect":
+            assert (at.session_state["eff_layer"], at.session_state["eff_head"]) == (1, 2)
+        drawn = {c.key for c in at.get("plotly_chart")}
+        assert chart in drawn, (page, drawn)  # a short text: each page draws without a click
+        if number < 4:
+            at.button(key="lesson_next_bottom").click().run()
