@@ -3,7 +3,6 @@ widget keys with the bundled MiniLM and with a tiny GPT-2 decoder loaded from a 
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import shutil
@@ -17,6 +16,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from analysis.head_stats import head_statistics, pooled_statistics, trace_totals  # noqa: E402
 from ui.examples import SHORT  # noqa: E402
+from chart_data import chart_specs as _charts, plotly_array as _array  # noqa: E402
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 PAGES = ("app_pages/heads.py", "app_pages/ablation.py", "app_pages/logit_lens.py",
@@ -32,17 +32,6 @@ def _app(model_dir: Path | None = None) -> AppTest:
     return at
 
 
-def _charts(at: AppTest) -> dict[str, dict]:
-    return {el.key: json.loads(el.proto.spec) for el in at.get("plotly_chart")}
-
-
-def _array(value) -> np.ndarray:
-    """A plotly JSON array: a plain list, or a typed array {"dtype", "bdata", "shape"}."""
-    if isinstance(value, dict) and "bdata" in value:
-        flat = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
-        shape = [int(s) for s in str(value.get("shape", flat.size)).split(",")]
-        return flat.reshape(shape)
-    return np.asarray(value, dtype=float)
 
 
 def _texts(elements) -> str:

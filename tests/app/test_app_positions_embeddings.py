@@ -4,7 +4,6 @@ widget keys, checking that the numbers on screen are the model's own tensors."""
 from __future__ import annotations
 
 import base64
-import json
 import os
 import re
 from pathlib import Path
@@ -16,6 +15,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from analysis.positions import sinusoidal_table  # noqa: E402
 from model.registry import BUNDLED  # noqa: E402
+from chart_data import chart_specs as _charts  # noqa: E402
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 OTHER = "Other: local directory or hub id"
@@ -32,9 +32,6 @@ def _page(page: str, model_dir: Path | None = None, text: str | None = None) -> 
     assert not at.exception
     return at
 
-
-def _charts(at: AppTest) -> dict[str, dict]:
-    return {el.key: json.loads(el.proto.spec) for el in at.get("plotly_chart")}
 
 
 def _array(value) -> np.ndarray:

@@ -4,8 +4,6 @@ loaded as model folders, and MiniLM (an encoder: one line and a one-click switch
 
 from __future__ import annotations
 
-import base64
-import json
 import os
 from pathlib import Path
 from types import SimpleNamespace
@@ -19,6 +17,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 from analysis.attribution import attribute_ids  # noqa: E402
 from analysis.generation import Sampling, generate_ids  # noqa: E402
 from ui.examples import SHORT  # noqa: E402
+from chart_data import chart_specs as _charts, plotly_array as _array  # noqa: E402
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 GENERATE, ATTRIBUTION = "app_pages/generate.py", "app_pages/attribution.py"
@@ -39,16 +38,6 @@ def _app(model: str, page: str, text: str | None = None, **params) -> AppTest:
     return at
 
 
-def _charts(at: AppTest) -> dict[str, dict]:
-    return {el.key: json.loads(el.proto.spec) for el in at.get("plotly_chart")}
-
-
-def _array(value) -> np.ndarray:
-    if isinstance(value, dict) and "bdata" in value:
-        flat = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
-        shape = [int(s) for s in str(value.get("shape", flat.size)).split(",")]
-        return flat.reshape(shape)
-    return np.asarray(value, dtype=float)
 
 
 def _texts(elements) -> str:

@@ -4,8 +4,6 @@ bounds messages, driven by widget keys."""
 
 from __future__ import annotations
 
-import base64
-import json
 import os
 from pathlib import Path
 
@@ -19,6 +17,7 @@ from analysis.ablation import Inputs  # noqa: E402
 from analysis.effect import METHODS, MAX_OCCLUSION_TOKENS, token_importance  # noqa: E402
 from analysis.effect_target import make_target  # noqa: E402
 from ui.examples import SHORT  # noqa: E402
+from chart_data import chart_specs as _charts, plotly_array as _array  # noqa: E402
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 PAGE = "app_pages/effect.py"
@@ -38,16 +37,6 @@ def _app(model: str | None = None, text: str | None = None, pair: str | None = N
     return at
 
 
-def _charts(at: AppTest) -> dict[str, dict]:
-    return {el.key: json.loads(el.proto.spec) for el in at.get("plotly_chart")}
-
-
-def _array(value) -> np.ndarray:
-    if isinstance(value, dict) and "bdata" in value:
-        flat = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
-        shape = [int(s) for s in str(value.get("shape", flat.size)).split(",")]
-        return flat.reshape(shape)
-    return np.asarray(value, dtype=float)
 
 
 def _texts(at: AppTest) -> str:

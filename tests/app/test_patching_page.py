@@ -5,8 +5,6 @@ attention page."""
 
 from __future__ import annotations
 
-import base64
-import json
 import os
 from pathlib import Path
 from types import SimpleNamespace
@@ -23,22 +21,12 @@ from analysis.patching import (  # noqa: E402
 )
 from model import load_model  # noqa: E402
 from ui.examples import SHORT  # noqa: E402
+from chart_data import chart_specs as _charts, plotly_array as _array  # noqa: E402
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 PAGE = "app_pages/patching.py"
 
 
-def _charts(at: AppTest) -> dict[str, dict]:
-    return {el.key: json.loads(el.proto.spec) for el in at.get("plotly_chart")}
-
-
-def _array(value) -> np.ndarray:
-    """A plotly JSON array: a plain list, or a typed array {"dtype", "bdata", "shape"}."""
-    if isinstance(value, dict) and "bdata" in value:
-        flat = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
-        shape = [int(s) for s in str(value.get("shape", flat.size)).split(",")]
-        return flat.reshape(shape)
-    return np.asarray(value, dtype=float)
 
 
 def _texts(at: AppTest, *kinds: str) -> str:

@@ -2,9 +2,15 @@
 with transformers' AutoModel, and one pinned slice of one head's pattern.
 
 Tolerance: atol = rtol = 1e-5, as in test_model_parity.py. The same float32 operations in the
-same order give bit-identical results here (measured difference 0 on every tensor); hidden
-states reach ~10 in size, so rtol 1e-5 allows ~1e-4 absolute there, still far below what a
-real mistake changes.
+same order give bit-identical results on some CPUs (measured difference 0 on every tensor); on
+an AMD EPYC with AVX-512 our per-head matmuls and HF's fused linear layers take different
+kernels, and real tokens differ by up to 3e-6. Hidden states reach ~10 in size, so rtol 1e-5
+allows ~1e-4 absolute there, still far below what a real mistake changes.
+
+Padded positions of a batch: their hidden states are the [PAD] token's own path through the
+model (no real token attends to them). There, rounding grows through the six layers to 1.1e-4
+(2.4e-5 of the row's largest value) on that CPU, so they are compared at PAD_TOL; a mistake in
+masking or in a layer moves them by far more, and real tokens keep TOL.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import torch
 from torch.testing import assert_close
 
 TOL = dict(atol=1e-5, rtol=1e-5)  # see the module docstring
+PAD_TOL = dict(atol=5e-4, rtol=1e-4)  # padded positions only: see the module docstring
 SENTENCES = [
     "The cat sat on the mat.",
     "Attention lets every token look at every other token, even far away ones.",
@@ -37,8 +44,12 @@ def test_minilm_matches_hf_automodel_on_a_padded_batch(minilm, minilm_hf):
     with torch.no_grad():
         out = hf(**enc, output_attentions=True, output_hidden_states=True)
     assert_close(trace.attentions, torch.stack(out.attentions, 1), **TOL)
-    assert_close(trace.hidden_states, torch.stack(out.hidden_states, 1), **TOL)
-    assert_close(trace.final, out.last_hidden_state, **TOL)
+    hidden = torch.stack(out.hidden_states, 1)  # [batch, layer, pos, d_model]
+    real = enc["attention_mask"].bool()  # [batch, pos]
+    assert_close(trace.hidden_states.transpose(1, 2)[real], hidden.transpose(1, 2)[real], **TOL)
+    assert_close(trace.hidden_states.transpose(1, 2)[~real], hidden.transpose(1, 2)[~real],
+                 **PAD_TOL)
+    assert_close(trace.final[real], out.last_hidden_state[real], **TOL)
     assert_close(trace.pooled, out.pooler_output, **TOL)
 
 
