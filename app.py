@@ -10,9 +10,8 @@ if not os.environ.get("ATTENTION_LAB_ONLINE"):
 
 import streamlit as st  # noqa: E402
 
-from ui import (  # noqa: E402
-    busy, cache, lesson_link, page_style, projector, sessions, settings, sidebar, teacher_tools,
-    uploads, urlstate,
+from ui import (  # noqa: E402 - none of these loads torch (ui.cache and ui.sidebar do: below)
+    busy, lesson_link, page_style, projector, sessions, settings, teacher_tools, uploads, urlstate,
 )
 
 HERE = Path(__file__).resolve().parent
@@ -64,6 +63,14 @@ page_style.apply()
 projector.apply()
 urlstate.load_from_url()
 lesson_link.sync_from_url(page.url_path == "lessons")  # before the sidebar: the step's state
+# The start page needs no run of the sidebar's text and draws from stored numbers
+# (ui/start_example.py): it goes first, so a visitor sees it before torch and the model load.
+start_first = page.url_path in ("", "start")
+if start_first:
+    page.run()
+
+from ui import cache, sidebar  # noqa: E402 - the engine: torch and the models
+
 cache.start_memory_keeper()
 # A closed tab's session is closed FREED_WITHIN_SECONDS later (ui/sessions.py), and the memory
 # keeper hands what it held back to the system.
@@ -75,4 +82,5 @@ with cache.run_queue().slot(on_wait=waiting, computes=sidebar.brings_new_input()
     st.session_state["selection"] = sidebar.render()
     sidebar.remember_input()
     teacher_tools.render(page.url_path)
-    page.run()
+    if not start_first:
+        page.run()

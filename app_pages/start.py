@@ -3,40 +3,48 @@ ways in."""
 
 from __future__ import annotations
 
+import numpy as np
 import streamlit as st
 
-from model import ModelLoadError
-from teaching.facts import FactInputs, compute
-from ui.cache import cached_run, get_model
 from ui.charts import chart_config
-from ui.examples import SHORT
+from ui.start_example import EXAMPLE_MODEL, example, stored
 from viz.attention import attention_heatmap
 from viz.labels import axis_labels
 
-EXAMPLE_MODEL = "minilm"  # the bundled pretrained model: the example works offline
+
+def _live_example() -> dict | None:
+    """The example computed now (when the stored one is missing or stale): loads the model."""
+    from model import ModelLoadError
+    from ui.cache import cached_run, get_model
+    from ui.examples import SHORT
+
+    try:
+        loaded = get_model(EXAMPLE_MODEL)
+    except ModelLoadError:
+        return None
+    return example(loaded, cached_run(EXAMPLE_MODEL, SHORT, ""))
 
 
 def _example() -> None:
     """The head of the bundled model that looks most at the previous word, on a short
-    sentence: a stripe anyone can see. Which head and how much come from the run."""
-    try:
-        loaded = get_model(EXAMPLE_MODEL)
-    except ModelLoadError:
+    sentence: a stripe anyone can see. Which head and how much come from a run of the model
+    (stored beside the app, ui/start_example.py, so this page draws before torch loads)."""
+    shown = stored() or _live_example()
+    if shown is None:
         return
-    trace = cached_run(EXAMPLE_MODEL, SHORT, "")
-    prev = compute("prev", FactInputs(loaded, trace))
-    labels = axis_labels(trace.tokens)
+    layer, head = shown["layer"], shown["head"]
+    labels = axis_labels(shown["tokens"])
     st.subheader("A real model reading a sentence", anchor=False)
     st.markdown(f"This is one *attention head* of MiniLM, a small relative of BERT, reading "
-                f"“{SHORT}” Each row is one token looking at all the others: the brighter a "
-                "square, the more attention it pays there.")
-    fig = attention_heatmap(trace.attentions[prev["layer"], prev["head"]].numpy(), labels,
-                            labels, title=f"MiniLM, layer {prev['layer']}, head {prev['head']}")
+                f"“{shown['text']}” Each row is one token looking at all the others: the "
+                "brighter a square, the more attention it pays there.")
+    fig = attention_heatmap(np.asarray(shown["pattern"]), labels, labels,
+                            title=f"MiniLM, layer {layer}, head {head}")
     st.plotly_chart(fig, key="start_example", config=chart_config(
-        "attention", fig, layer=prev["layer"], head=prev["head"]), width="content")
+        "attention", fig, layer=layer, head=head), width="content")
     st.markdown(f"**What to notice:** the bright stripe just left of the diagonal. In this head "
-                f"every token looks at the token **just before it**: {prev['share']:.0%} of each "
-                "row goes there, on average. Nobody programmed that; the model learned it.")
+                f"every token looks at the token **just before it**: {shown['share']:.0%} of "
+                "each row goes there, on average. Nobody programmed that; the model learned it.")
 
 
 WAYS_IN = (
