@@ -186,6 +186,9 @@ def page() -> None:
         "doing the looking), columns are keys (the tokens looked at); each row is a softmax "
         "over keys and sums to 1."
     )
+    st.page_link("app_pages/effect.py", label="Does attention explain the answer? See its "
+                 "effect ▸", help="A head can look hard at a token and pass on very little of "
+                 "it: this page puts attention beside what really changes the model's answer.")
 
     st.session_state.setdefault("attn_layer", url_default("attn_layer", 0))
     st.session_state.setdefault("attn_head", url_default("attn_head", 0))
