@@ -45,6 +45,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
 import torch  # noqa: E402
 
@@ -52,6 +53,7 @@ from analysis.generation import generate_ids  # noqa: E402
 from analysis.patching import induction_pair, prepare_ids, residual_patching  # noqa: E402
 from model import load_model  # noqa: E402
 from tests.tiny_models import _bpe_tokenizer, _save, _save_tokenizer  # noqa: E402
+from timing import timed  # noqa: E402
 
 D_MODEL, N_LAYERS, N_HEADS, D_MLP, N_CTX = 64, 2, 4, 256, 256
 
@@ -88,16 +90,6 @@ def tl_model(directory: Path):
         convert_gpt2_weights(hf, cfg), fold_ln=False, center_writing_weights=False,
         center_unembed=False, fold_value_biases=False, refactor_factored_attn_matrices=False)
     return model.eval()
-
-
-def timed(fn, repeats: int) -> tuple[list[float], object]:
-    out = fn()  # warm-up
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - start)
-    return times, out
 
 
 def uptime() -> str:

@@ -52,16 +52,7 @@ from analysis.gradients import (  # noqa: E402
 )
 from bench_forward import machine_info, machine_line, text_of_length  # noqa: E402
 from model import load_model  # noqa: E402
-
-
-def timed(fn, repeats: int) -> tuple[list[float], object]:
-    out = fn()  # warm-up
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - start)
-    return times, out
+from timing import timed  # noqa: E402
 
 
 def ig_separate(lm, target, inputs, steps: int) -> np.ndarray:
