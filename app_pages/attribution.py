@@ -9,10 +9,10 @@ import streamlit as st
 
 from ui.callbacks import open_chosen_head, pick_head
 from ui.charts import chart_config
-from ui.decoder_lab import attribution, decoder_reason, init_from_link
+from ui.decoder_lab import attribution, decoder_reason
 from ui.sidebar import require_trace
 from ui.switch import offer_decoder
-from ui.urlstate import url_int, url_param, write_to_url
+from ui.urlstate import init_from_link, url_int, url_param, write_to_url
 from viz.attribution import head_attribution_grid, logit_waterfall
 from viz.labels import axis_labels, looks_byte_level, plain_text, visible_text
 

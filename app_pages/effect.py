@@ -17,7 +17,7 @@ from ui.reference import check_numbers
 from ui.sidebar import require_trace
 from ui.switch import needs_lm_head, offer_decoder
 from ui.text import md_escape
-from ui.urlstate import url_int, url_param, write_to_url
+from ui.urlstate import init_from_link, url_int, url_param, write_to_url
 from ui.widgets import index_slider, shown_model_name
 from viz.effect import method_strip
 from viz.heads import head_grid
@@ -70,11 +70,9 @@ def _options(loaded, choices: dict) -> list[str]:
 
 def _init_state(n_tokens: int, cfg) -> None:
     """Session defaults, from the link the first time."""
-    for key, param, default in (("eff_layer", "elayer", cfg.n_layers - 1), ("eff_head", "ehead", 0),
-                                ("eff_pos", "epos", n_tokens - 1)):
-        if key not in st.session_state:
-            value = url_int(url_param(param) or "")
-            st.session_state[key] = default if value is None else value
+    init_from_link([("eff_layer", "elayer", "int", cfg.n_layers - 1, None),
+                    ("eff_head", "ehead", "int", 0, None),
+                    ("eff_pos", "epos", "int", n_tokens - 1, None)])
     if "eff_average" not in st.session_state:
         st.session_state["eff_average"] = url_param("eavg") == "1"
     if "eff_steps" not in st.session_state:

@@ -9,11 +9,11 @@ import streamlit as st
 from analysis.generation import MAX_NEW_TOKENS, MAX_PROMPT_TOKENS, Generation, Sampling
 from ui.callbacks import set_state, step_state
 from ui.charts import chart_config
-from ui.decoder_lab import decoder_reason, generation, induction_head, init_from_link
+from ui.decoder_lab import decoder_reason, generation, induction_head
 from ui.sidebar import require_trace
 from ui.switch import offer_decoder
 from ui.text import md_escape
-from ui.urlstate import url_param, write_to_url
+from ui.urlstate import init_from_link, url_param, write_to_url
 from ui.widgets import index_slider
 from viz.generation import attention_row_figure, next_token_figure, share
 from viz.labels import looks_byte_level, visible_text

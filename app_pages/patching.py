@@ -22,7 +22,7 @@ from ui.patching_inputs import (
 from ui.sidebar import require_trace
 from ui.switch import needs_lm_head, offer_decoder
 from ui.text import md_escape
-from ui.urlstate import url_int, url_param, write_to_url
+from ui.urlstate import init_from_link, url_param, write_to_url
 from viz.heads import head_grid
 from viz.labels import looks_byte_level, visible_text
 from viz.patching import position_labels, residual_grid
@@ -71,20 +71,13 @@ def _preset(model_name: str, length: int, which: str, seed: int, n_seqs: int, _b
 
 def _init_state(on_preset_model: bool) -> None:
     """Session defaults, from the link the first time."""
-    if "pt_mode" not in st.session_state:
-        mode = url_param("pmode")
-        st.session_state["pt_mode"] = mode if mode in MODES else (
-            "preset" if on_preset_model else "prompts")
-    if "pt_which" not in st.session_state:
-        which = url_param("pwhich")
-        st.session_state["pt_which"] = which if which in WHICH else "first"
-    for key, param, low, high, default in (("pt_len", "plen", 4, 24, 10),
-                                           ("pt_seed", "pseed", 0, 9999, 0),
-                                           ("pt_seqs", "pseqs", 1, 32, 16)):
-        if key not in st.session_state:
-            value = url_int(url_param(param) or "")
-            st.session_state[key] = value if value is not None and low <= value <= high \
-                else default
+    init_from_link([
+        ("pt_mode", "pmode", "choice", "preset" if on_preset_model else "prompts", tuple(MODES)),
+        ("pt_which", "pwhich", "choice", "first", tuple(WHICH)),
+        ("pt_len", "plen", "int", 10, (4, 24)),
+        ("pt_seed", "pseed", "int", 0, (0, 9999)),
+        ("pt_seqs", "pseqs", "int", 16, (1, 32)),
+    ])
     if "pt_corrupt" not in st.session_state and url_param("pcorrupt"):
         st.session_state["pt_corrupt"] = str(url_param("pcorrupt"))[:2_000]
 

@@ -4,8 +4,6 @@ memory budget, shared by every session; never mutate what they return)."""
 
 from __future__ import annotations
 
-import re
-
 import streamlit as st
 import torch
 
@@ -16,38 +14,6 @@ from analysis.induction import fresh_repeats, induction_score, pattern_cache
 from .cache import get_model, shared
 from .switch import needs_lm_head
 from .text import md_escape
-from .urlstate import url_int, url_param
-
-_FLOAT = re.compile(r"\d{1,3}(\.\d{1,4})?")
-
-
-def url_float(value, low: float, high: float) -> float | None:
-    """A small decimal number from a link within [low, high], or None (strict, like url_int)."""
-    text = str(value).strip() if value is not None else ""
-    if not _FLOAT.fullmatch(text):
-        return None
-    number = float(text)
-    return number if low <= number <= high else None
-
-
-def init_from_link(fields) -> None:
-    """Session defaults for a page's own settings, read from the link the first time.
-    fields: (session key, link param, kind "int" | "float" | "choice", default, bounds), where
-    bounds is (low, high) for numbers and the allowed values for a choice."""
-    for key, param, kind, default, bounds in fields:
-        if key in st.session_state:
-            continue
-        raw = url_param(param)
-        value = None
-        if raw is not None and kind == "int":
-            value = url_int(raw)
-            value = value if value is not None and bounds[0] <= value <= bounds[1] else None
-        elif raw is not None and kind == "float":
-            value = url_float(raw, *bounds)
-        elif raw is not None and kind == "choice":
-            value = raw if raw in bounds else None
-        st.session_state[key] = default if value is None else value
-
 
 def decoder_reason(selection, what: str, attribution: bool = False) -> str | None:
     """Why `what` does not apply to the sidebar's model (Markdown, escaped), or None."""

@@ -97,6 +97,39 @@ def load_from_url() -> None:
         st.session_state.setdefault(f"_url_{key}", value)
 
 
+_FLOAT = re.compile(r"\d{1,3}(\.\d{1,4})?")
+
+
+def url_float(value, low: float, high: float) -> float | None:
+    """A small decimal number from a link within [low, high], or None (strict, like url_int)."""
+    text = str(value).strip() if value is not None else ""
+    if not _FLOAT.fullmatch(text):
+        return None
+    number = float(text)
+    return number if low <= number <= high else None
+
+
+def init_from_link(fields) -> None:
+    """Session defaults for a page's own settings, read from the link the first time.
+    fields: (session key, link param, kind "int" | "float" | "choice", default, bounds), where
+    bounds is (low, high) for numbers (None for an int: any, the page clamps it) and the
+    allowed values for a choice."""
+    for key, param, kind, default, bounds in fields:
+        if key in st.session_state:
+            continue
+        raw = url_param(param)
+        value = None
+        if raw is not None and kind == "int":
+            value = url_int(raw)
+            if value is not None and bounds is not None and not bounds[0] <= value <= bounds[1]:
+                value = None
+        elif raw is not None and kind == "float":
+            value = url_float(raw, *bounds)
+        elif raw is not None and kind == "choice":
+            value = raw if raw in bounds else None
+        st.session_state[key] = default if value is None else value
+
+
 def link_was_unreadable() -> bool:
     """True once if the link held a compressed text that could not be read."""
     return st.session_state.pop("_url_unreadable", False)
