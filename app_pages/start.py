@@ -3,13 +3,10 @@ ways in."""
 
 from __future__ import annotations
 
-import numpy as np
 import streamlit as st
 
-from ui.charts import chart_config
 from ui.start_example import EXAMPLE_MODEL, example, stored
-from viz.attention import attention_heatmap
-from viz.labels import axis_labels
+from viz.attention_spec import attention_heatmap_spec, chart_width
 
 
 def _live_example() -> dict | None:
@@ -33,15 +30,15 @@ def _example() -> None:
     if shown is None:
         return
     layer, head = shown["layer"], shown["head"]
-    labels = axis_labels(shown["tokens"])
     st.subheader("A real model reading a sentence", anchor=False)
     st.markdown(f"This is one *attention head* of MiniLM, a small relative of BERT, reading "
                 f"“{shown['text']}” Each row is one token looking at all the others: the "
                 "brighter a square, the more attention it pays there.")
-    fig = attention_heatmap(np.asarray(shown["pattern"]), labels, labels,
-                            title=f"MiniLM, layer {layer}, head {head}")
-    st.plotly_chart(fig, key="start_example", config=chart_config(
-        "attention", fig, layer=layer, head=head), width="content")
+    # Vega-Lite, not plotly, on this one page: it draws about a second sooner on a first visit
+    # (viz/attention_spec.py); the attention page's plotly heatmap looks the same.
+    st.vega_lite_chart(attention_heatmap_spec(shown["pattern"], shown["tokens"],
+                                              f"MiniLM, layer {layer}, head {head}"),
+                       key="start_example", width=chart_width(shown["tokens"]))
     st.markdown(f"**What to notice:** the bright stripe just left of the diagonal. In this head "
                 f"every token looks at the token **just before it**: {shown['share']:.0%} of "
                 "each row goes there, on average. Nobody programmed that; the model learned it.")
@@ -66,8 +63,11 @@ def page() -> None:
     st.markdown("See what happens inside a transformer, the kind of model behind chatbots and "
                 "translators. Give it a sentence and watch how each word gathers information "
                 "from the others, head by head and layer by layer.")
-    _ways_in()
-    _example()
+    ways_in = st.container()
+    with st.container():  # drawn below the ways in, but sent first: the chart's code starts
+        _example()        # loading in the browser a little sooner on a first visit
+    with ways_in:
+        _ways_in()
     st.caption("Attention shows where a head looks, not why the model answers as it does: a "
                "head can look hard at a token and still pass on very little of it.")
     st.page_link("app_pages/effect.py", label="Put attention beside what really changes the "

@@ -7,7 +7,8 @@ launched beforehand (a user's browser is already open). The clock starts just be
 server process is started and stops when the page shows what it is waited for:
 
   floor          a one-line page (`st.write(...)`): its text is on screen
-  app:<path>     the app at /<path>: a plotly heatmap is drawn (".heatmaplayer" / its image)
+  app:<path>     the app at /<path>: a heatmap is drawn (plotly's ".heatmaplayer" image, or
+                 the start page's Vega-Lite cells)
   base:<path>    the same for another checkout (--base-dir, e.g. the code before a change)
 
 Variants rotate every repeat so load from other jobs falls on all of them; medians reported,
@@ -35,7 +36,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CHROME_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                "--disable-component-update", "--disable-sync", "--no-first-run"]
-HEATMAP = ".js-plotly-plot .heatmaplayer image, .js-plotly-plot .heatmaplayer path"
+# A heatmap is drawn: plotly's heatmap image (the attention page), or the start page's
+# Vega-Lite chart (viz/attention_spec.py, drawn as SVG) with its cells in place.
+HEATMAP_JS = """() => !!document.querySelector(
+  '.js-plotly-plot .heatmaplayer image, .js-plotly-plot .heatmaplayer path, '
+  + '.vega-embed svg .mark-rect path')"""
 FLOOR_TEXT = "Attention Lab floor page"
 
 
@@ -43,6 +48,8 @@ def port_in(low: int, high: int) -> int:
     """The first free port in [low, high]."""
     for port in range(low, high + 1):
         with socket.socket() as s:
+            # as Tornado binds: a port whose last connection is in TIME_WAIT is free to it
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 s.bind(("127.0.0.1", port))
                 return port
@@ -72,7 +79,8 @@ def wait_healthy(url: str, since: float, limit_s: float = 120.0) -> float:
 
 
 def one_start(browser, script: Path, cwd: Path, path: str, selector: str, port: int) -> dict:
-    """Start the server, open /path in a fresh context, wait for `selector`; seconds."""
+    """Start the server, open /path in a fresh context, wait for `selector` (a CSS selector,
+    or a JavaScript predicate "() => ..."); seconds."""
     t0 = time.perf_counter()
     server = start(script, cwd, port)
     url = f"http://127.0.0.1:{port}/"
@@ -81,7 +89,10 @@ def one_start(browser, script: Path, cwd: Path, path: str, selector: str, port: 
         context = browser.new_context(viewport={"width": 1400, "height": 900})
         page = context.new_page()
         page.goto(url + path, wait_until="commit")
-        page.wait_for_selector(selector, state="attached", timeout=300_000)
+        if selector.startswith("() =>"):
+            page.wait_for_function(selector, timeout=300_000, polling="raf")
+        else:
+            page.wait_for_selector(selector, state="attached", timeout=300_000)
         drawn = time.perf_counter() - t0
         context.close()
     finally:
@@ -113,10 +124,10 @@ def main() -> None:
     floor_sel = f"text={FLOOR_TEXT}"
     variants = {"floor": (floor, floor_dir, "", floor_sel)}
     for path in args.paths:
-        variants[f"app:/{path}"] = (ROOT / "app.py", ROOT, path, HEATMAP)
+        variants[f"app:/{path}"] = (ROOT / "app.py", ROOT, path, HEATMAP_JS)
         if args.base_dir is not None:
             base = args.base_dir.resolve()
-            variants[f"base:/{path}"] = (base / "app.py", base, path, HEATMAP)
+            variants[f"base:/{path}"] = (base / "app.py", base, path, HEATMAP_JS)
     names = list(variants)
     times: dict[str, list[dict]] = {n: [] for n in names}
     load = [os.getloadavg()]

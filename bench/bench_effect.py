@@ -16,10 +16,19 @@ Target: the norm of MiniLM's mean-pooled sentence vector (analysis/effect_target
                        embedding as the baseline (= our occlusion "mask" mode), each through
                        the same target function; max |ours − theirs| over the tokens
 
+  floor (--floor)      the least time the 128-token run can take on this machine: the
+                       matrix-multiply FLOPs each method really executes (counted by
+                       torch.utils.flop_counter, backward passes included) divided by the
+                       best fp32 matrix-multiply rate measured here, in the same run, on the
+                       model's own shapes ([tokens, 384] × [384, 1536] and back). Nothing else
+                       (softmax, GELU, norms, memory traffic) is counted, so the real time can
+                       only be higher.
+
 Each variant: one warm-up call, then `--repeats` calls; median and min. Other jobs may share
 the machine: the load average is recorded before and after.
 
     HF_HUB_OFFLINE=1 python bench/bench_effect.py [--repeats 3] [--threads 2] [--skip-512]
+        [--interleaved] [--floor]
 """
 
 from __future__ import annotations
@@ -152,6 +161,63 @@ def bench_ig_and_captum(lm, tokenizer, repeats: int) -> str:
     return "\n".join(lines)
 
 
+def gemm_rate(repeats: int = 5) -> float:
+    """The best fp32 matrix-multiply rate (FLOP/s) on MiniLM's MLP shapes, 128 × 127 rows."""
+    a, w1, w2 = torch.randn(128 * 127, 384), torch.randn(384, 1536), torch.randn(1536, 384)
+    (a @ w1) @ w2  # warm-up
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        (a @ w1) @ w2
+        best = min(best, time.perf_counter() - start)
+    return 2 * 2 * a.shape[0] * 384 * 1536 / best
+
+
+def counted_flops(fn) -> int:
+    """Matrix-multiply FLOPs that fn executes, forward and backward: every mm, addmm, bmm and
+    baddbmm dispatched, 2 × m × n × k each. (torch.utils.flop_counter's FlopCounterMode
+    cannot follow torch.autograd.grad, which the gradient methods use.)"""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    aten = torch.ops.aten
+    total = [0]
+
+    class Count(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            packet = func._overloadpacket
+            if packet in (aten.mm, aten.addmm, aten.bmm, aten.baddbmm):
+                a, b = args[-2], args[-1]  # [.., m, k] @ [.., k, n]
+                total[0] += 2 * a.numel() * b.shape[-1]
+            return func(*args, **(kwargs or {}))
+
+    with Count():
+        fn()
+    return total[0]
+
+
+def bench_floor(lm, tokenizer, repeats: int) -> str:
+    """Each method's counted FLOPs at 128 tokens, the least time they need at this machine's
+    best measured rate, and the time they really take."""
+    inputs = Inputs.encode(lm, text_of_length(tokenizer, 128))
+    target = make_target(lm, inputs)
+    rate = gemm_rate()
+    parts = {"occlusion (remove each token: 128 runs of 127 tokens)":
+             lambda: occlusion(lm, target, inputs),
+             "integrated gradients, 64 steps": lambda: integrated_gradients(
+                 lm, target, inputs, "zero", 64),
+             "integrated gradients, 16 steps": lambda: integrated_gradients(
+                 lm, target, inputs, "zero", 16),
+             "gradient × input": lambda: gradient_x_input(lm, target, inputs),
+             "all six methods, IG 64 steps": lambda: all_heads(lm, inputs, target, "zero", 64)}
+    lines = [f"| best fp32 matrix multiply here | {rate / 1e9:.0f} GFLOP/s | | |"]
+    for name, fn in parts.items():
+        flops = counted_flops(fn)
+        times = timed(fn, repeats)[0]
+        lines.append(f"| {name} | {flops / 1e9:.0f} GFLOP | ≥ {flops / rate:.2f} s | "
+                     f"{statistics.median(times):.2f} s |")
+    return "\n".join(lines)
+
+
 def bench_interleaved(lm, tokenizer, rounds: int) -> str:
     """At 128 tokens: all six, IG batched and IG as 64 separate passes, one of each per round
     in a rotated order, so a burst of load from other jobs falls on all of them alike."""
@@ -180,6 +246,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--skip-512", action="store_true")
+    parser.add_argument("--floor", action="store_true",
+                        help="only the floor: counted FLOPs over the measured rate, 128 tokens")
     parser.add_argument("--interleaved", action="store_true",
                         help="only the interleaved 128-token rows (all six, IG batched/separate)")
     args = parser.parse_args()
@@ -195,6 +263,13 @@ def main() -> None:
     print(f"Date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC. "
           f"Machine: {machine_line(machine_info(args.threads))}, captum {captum.__version__}.")
     print(f"uptime before: {uptime_before}\n")
+    if args.floor:
+        print("| method, 128 tokens | matrix-multiply work | least time here | measured, "
+              "median |\n| --- | ---: | ---: | ---: |")
+        print(bench_floor(lm, tokenizer, args.repeats), flush=True)
+        uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+        print(f"\nuptime after:  {uptime}")
+        return
     print("| what | median s | min s | notes |\n| --- | ---: | ---: | --- |", flush=True)
     if args.interleaved:
         print(bench_interleaved(lm, tokenizer, args.repeats), flush=True)

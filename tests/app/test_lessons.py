@@ -138,8 +138,8 @@ def test_a_bad_lesson_link_gets_a_message(params, words):
 def test_the_start_page_shows_a_real_head_and_three_ways_in():
     at = AppTest.from_file(APP, default_timeout=300).run()  # the default page
     assert not at.exception
-    title = [c for c in at.get("plotly_chart") if c.key == "start_example"]
-    assert title, "the live example is drawn"
+    charts = at.get("vega_lite_chart")
+    assert len(charts) == 1, "the example is drawn"
     trace = load_model("minilm").run("The cat sat on the mat because it was warm.")
     a = trace.attentions.double()
     prev = a.diagonal(offset=-1, dim1=-2, dim2=-1).mean(-1)  # [layer, head]
@@ -147,8 +147,11 @@ def test_the_start_page_shows_a_real_head_and_three_ways_in():
     text = " ".join(m.value for m in at.markdown)
     assert f"{prev.max():.0%} of each row" in text
     import json
-    spec = json.loads(title[0].proto.spec)
-    assert spec["layout"]["title"]["text"].endswith(f"layer {layer}, head {head}")
+    spec = json.loads(charts[0].proto.spec)
+    assert spec["title"]["text"].endswith(f"layer {layer}, head {head}")
+    drawn = {(v["q"], v["k"]): v["w"] for v in spec["layer"][0]["data"]["values"]}
+    assert len(drawn) == a.shape[-1] ** 2
+    assert abs(drawn[("3·sat", "2·cat")] - float(a[layer, head, 3, 2])) < 1e-5  # the run's own
     links = [str(el.proto.page) for el in at.get("page_link")]
     assert any("lessons" in p for p in links) and any("attention" in p for p in links)
     assert any("teach" in p for p in links)

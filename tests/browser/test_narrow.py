@@ -70,6 +70,13 @@ PROBLEMS = r"""() => {
       }
     }
   }
+  // a Vega-Lite chart (the start page's) drawn wider than its column is cut by it
+  for (const v of document.querySelectorAll('.vega-embed canvas, .vega-embed svg')) {
+    const column = v.closest('[data-testid="stVerticalBlock"]') || v.parentElement;
+    const r = v.getBoundingClientRect(), c = column.getBoundingClientRect();
+    if (r.width && r.right > c.right + 1)
+      found.push(`a chart ${Math.round(r.right - c.right)} px wider than its column`);
+  }
   // a figure's title, subtitle or annotation that runs past the figure is cut by its edge
   for (const gd of document.querySelectorAll('.js-plotly-plot')) {
     const box = gd.getBoundingClientRect();

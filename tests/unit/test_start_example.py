@@ -50,14 +50,18 @@ def test_a_missing_broken_or_stale_file_is_not_used(tmp_path, monkeypatch, conte
 
 
 def test_the_start_page_draws_before_torch_is_imported():
-    """What app.py imports before it runs the start page, and what the start page imports,
-    load neither torch nor transformers (a fresh process, so nothing was imported before)."""
+    """What app.py imports before it runs the start page, and what the start page imports and
+    draws, load neither torch nor transformers, nor pandas and pyarrow (Streamlit's chart data
+    path, ~0.3 s), in a fresh process, so nothing was imported before."""
     code = ("import sys\n"
             "from ui import (busy, lesson_link, page_style, projector, sessions, settings,\n"
             "                teacher_tools, uploads, urlstate)\n"
-            "import ui.charts, ui.start_example, viz.attention, viz.labels\n"
-            "assert ui.start_example.stored() is not None\n"
-            "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))\n")
+            "import streamlit as st, ui.start_example, viz.attention_spec as v\n"
+            "shown = ui.start_example.stored()\n"
+            "assert shown is not None\n"
+            "st.vega_lite_chart(v.attention_heatmap_spec(shown['pattern'], shown['tokens'], 't'))\n"
+            "print(sorted(m for m in ('torch', 'transformers', 'pandas', 'pyarrow')\n"
+            "             if m in sys.modules))\n")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                          env=dict(os.environ, HF_HUB_OFFLINE="1"), timeout=120)
     assert out.returncode == 0, out.stderr
@@ -65,3 +69,36 @@ def test_the_start_page_draws_before_torch_is_imported():
     start = (ROOT / "app_pages" / "start.py").read_text()
     top = start[:start.index("def ")]  # the page's own module-level imports
     assert "torch" not in top and "ui.cache" not in top and "from model" not in top
+
+
+def test_the_start_heatmap_shows_the_matrix_cell_by_cell():
+    from viz.attention_spec import attention_heatmap_spec, chart_width
+
+    tokens = ["[CLS]", "<b>x</b>", "a & b", "[SEP]"]
+    matrix = np.arange(16, dtype=float).reshape(4, 4) / 16
+    spec = attention_heatmap_spec(matrix, tokens, "MiniLM, layer 0, head 2")
+    layer = spec["layer"][0]
+    assert "data" not in spec  # top-level data would go through pandas and pyarrow
+    labels = layer["encoding"]["y"]["sort"]
+    assert labels == ["0·[CLS]", "1·<b>x</b>", "2·a␣&␣b", "3·[SEP]"]  # plain text, not &lt;
+    assert layer["encoding"]["x"]["sort"] == labels
+    values = layer["data"]["values"]
+    assert [(v["q"], v["k"]) for v in values[:5]] == [
+        (labels[0], k) for k in labels] + [(labels[1], labels[0])]  # rows are queries
+    assert [v["w"] for v in values] == pytest.approx(matrix.ravel().tolist())
+    assert layer["encoding"]["color"]["scale"]["domain"] == [0, pytest.approx(15 / 16)]
+    assert spec["height"] >= 400  # a short input gets a plot big enough to read
+    assert chart_width(tokens) > spec["height"] + 100  # room for the labels and the legend
+    with pytest.raises(ValueError, match="matrix must be"):
+        attention_heatmap_spec(matrix[:3], tokens, "t")
+
+
+@pytest.mark.parametrize("top", [1.0, 0.998, 0.63, 0.3, 0.05])
+def test_the_colour_bar_is_labelled_from_zero_to_the_largest_weight(top):
+    from viz.attention_spec import legend_ticks
+
+    ticks = legend_ticks(top)
+    step = ticks[1] - ticks[0]
+    assert ticks[0] == 0 and 4 <= len(ticks) <= 12
+    assert -0.01 <= top - ticks[-1] <= step / 2 + 1e-9  # the top label is at the top
+    assert ticks == sorted(ticks)
