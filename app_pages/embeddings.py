@@ -14,7 +14,9 @@ from analysis.projection import (
 from ui.cache import get_model, shared
 from ui.sidebar import require_trace
 from ui.charts import chart_config
-from ui.widgets import index_slider
+from ui.text import md_escape
+from analysis.walkthrough.steps import plural
+from ui.widgets import index_slider, shown_model_name
 from viz.labels import axis_labels, looks_byte_level, plain_text, visible_text
 from viz.projection import joint_qk_figure, norms_figure, parts_figure, projection_figure
 
@@ -60,7 +62,7 @@ def _shapes_line(parts) -> str:
         line += f" = sum `{shape(parts.hooks['sum'])}`"
     if parts.normed is not None:
         line += f" → LayerNorm → `{shape(parts.hooks['after LayerNorm'])}`"
-    return line + "  (batch, position, d_model)"
+    return line + "  (texts, positions, numbers per token)"
 
 
 selection = st.session_state["selection"]
@@ -81,8 +83,11 @@ st.markdown(_shapes_line(parts))
 if len(parts.parts) > 1:
     recomputed = sum(parts.parts.values())  # [pos, d_model], in the model's order
     gap = float(np.abs(recomputed - parts.total).max())
-    st.caption(f"Adding the parts again gives the model's own sum (`{parts.hooks['sum']}`) "
+    st.caption("Adding the parts again gives the sum the model itself computed "
                + ("exactly." if gap == 0 else f"to within {gap:.1e}."))
+    with st.expander("For the curious: where these vectors are read"):
+        st.markdown("Read inside the model with hooks: "
+                    + ", ".join(f"{part} `{hook}`" for part, hook in parts.hooks.items()) + ".")
 _clamp("emb_token", len(labels) - 1, 1 if len(labels) > 1 else 0)
 i = st.selectbox("Token", range(len(labels)), key="emb_token",
                  format_func=lambda j: plain_text(labels[j]))
@@ -98,24 +103,31 @@ st.plotly_chart(parts_figure(
     key="emb_parts", config=CONFIG)
 norms = parts.norms()
 st.plotly_chart(norms_figure(norms, labels, "Lengths of the vectors, token by token",
-                             "L2 norms. LayerNorm scales each sum to mean 0 and variance 1, "
-                             "then applies its learned gain and bias"),
+                             "length = square root of the sum of squares"
+                             + (". LayerNorm scales each sum to mean 0 and variance 1, then "
+                                "applies its learned gain and bias"
+                                if parts.normed is not None else "")),
                 key="emb_norms", config=CONFIG)
 embed = lm.model.embed
 pos_ids = (embed.position_ids(trace.input_ids)[0] if hasattr(embed, "position_ids")
            else np.arange(trace.n_tokens))
 byte_level = looks_byte_level(trace.tokens)
-table = pd.DataFrame({"token": [visible_text(t, byte_level) for t in trace.tokens],
-                      "token id": trace.input_ids[0].tolist(),
-                      "token type id": trace.token_type_ids[0].tolist(),
-                      "position id": [int(p) for p in pos_ids]})
+columns = {"token": [visible_text(t, byte_level) for t in trace.tokens],
+           "token id": trace.input_ids[0].tolist()}
+if cfg.n_token_types:  # only models with sentence A / B rows have a type id
+    columns["token type id"] = trace.token_type_ids[0].tolist()
+if cfg.positions != "rotary":  # a rotary model adds no position row
+    columns["position id"] = [int(p) for p in pos_ids]
+table = pd.DataFrame(columns)
 for name, values in norms.items():
     table[f"‖{name}‖"] = np.round(values, 3)
 st.dataframe(table, hide_index=True, key="emb_table")
 
 # -------------------------------------------------------------------- 2. projections
 st.header("Where tokens live: projections layer by layer")
-st.caption("Each token's vector (384 numbers for MiniLM) after the embedding (layer 0) and "
+st.caption(f"Each token's vector ({cfg.d_model} numbers for "
+           f"{md_escape(shown_model_name(selection.model_name))}) after the embedding "
+           "(layer 0) and "
            "after each block, squeezed to 2 or 3 numbers so it can be drawn. PCA keeps the "
            "directions of largest variance and is exact and repeatable; t-SNE and UMAP keep "
            "neighbours together but distort distances, and depend on a random seed (fixed "
@@ -179,7 +191,7 @@ except ProjectionRefused as exc:
     st.warning(str(exc))
 st.caption(f"Bounds: t-SNE up to {MAX_POINTS['t-SNE']:,} points, UMAP up to "
            f"{MAX_POINTS['UMAP']:,} points (this view: {n_points:,} tokens × "
-           f"{n_layers if fit_all else 1} layer(s) = {n_fit:,}); several sentences up to "
+           f"{plural(n_layers if fit_all else 1, 'layer')} = {n_fit:,}); several sentences up to "
            f"{MAX_SENTENCES} lines. PCA has no bound.")
 if coords is not None:
     shown = coords[layer] if fit_all else coords  # [point, k]

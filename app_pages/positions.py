@@ -92,7 +92,7 @@ _clamp("pos_n_curves", 1, MAX_CURVES, 4)
 cols = st.columns(3)
 n_pos = cols[0].slider("Number of positions", 2, MAX_POSITIONS, key="pos_n_positions",
                        help=f"At most {MAX_POSITIONS} are drawn.")
-d_model = cols[1].slider("d_model of the sinusoidal table", 8, MAX_D_MODEL, step=2,
+d_model = cols[1].slider("Width of the sinusoidal table", 8, MAX_D_MODEL, step=2,
                          key="pos_d_model", help="Defaults to the loaded model's width "
                          "(d_head for rotary models), so both tables share their axes.")
 n_curves = cols[2].slider("Curves shown", 1, MAX_CURVES, key="pos_n_curves")
@@ -103,7 +103,7 @@ dims = _shown_dims(dim_range[0], dim_range[1], n_curves)
 
 sin_table = _sinusoidal(n_pos, d_model)  # [pos, d_model]
 own_n = min(n_pos, own_max)
-own, own_kind, own_source, own_params = _own_table(lm, model_key, own_n)  # [pos, width]
+own, own_kind, _source, own_params = _own_table(lm, model_key, own_n)  # [pos, width]
 freq = sinusoidal_frequencies(d_model).numpy()  # [d_model / 2]
 own_label = {"learned": "learned table", "sinusoidal": "fixed sinusoidal table",
              "rotary": "rotary rotations"}[own_kind]
@@ -132,7 +132,8 @@ if own_kind == "rotary":
     sub = (f"the model's own cos/sin of pos·θ_i: columns 0–{half - 1} cos, {half}–"
            f"{2 * half - 1} sin; no parameters")
 else:
-    sub = f"{own_source}, rows 0–{own_n - 1}: the model's weights"
+    sub = (f"rows 0–{own_n - 1} of the model's learned weights" if own_kind == "learned"
+           else f"rows 0–{own_n - 1} of the model's fixed table: computed, not learned")
     if own_n < n_pos:
         sub += f" (the table has only {cfg.n_ctx} rows)"
 right.plotly_chart(position_heatmap(own, f"{model_name}: {own_label}, {own_n} × "
@@ -140,6 +141,11 @@ right.plotly_chart(position_heatmap(own, f"{model_name}: {own_label}, {own_n} ×
                                     dim_name="dimension" if own_kind != "rotary" else "column"),
                    key="pos_model_heatmap", config=CONFIG)
 
+if own_kind == "sinusoidal":
+    same = own.shape[1] == d_model and np.allclose(own, sin_table[:own_n], atol=1e-5)
+    st.caption(f"{md_escape(model_name)} uses exactly this formula, so both sides match."
+               if same else f"{md_escape(model_name)} uses this formula with width "
+               f"{own.shape[1]}; set the width slider to {own.shape[1]} and both sides match.")
 left, right = st.container(key="wide_pos_curves").columns(2)
 names = [f"dim {d} ({'sin' if d % 2 == 0 else 'cos'}, {2 * np.pi / freq[d // 2]:,.1f} "
          "positions per turn)" for d in dims]
@@ -161,7 +167,7 @@ if own_kind == "rotary":
     series[f"{model_name}: rotary θ_i (base {cfg.rope_theta:g}, d_head "
            f"{cfg.d_head})"] = (np.arange(0, cfg.d_head, 2), wavelengths(inv).numpy())
 st.plotly_chart(wavelength_figure(
-    series, "Frequencies fall along the dimension",
+    series, "Higher dimensions turn more slowly",
     "positions per full turn of each sine/cosine pair, dimension 2i"), key="pos_wavelengths",
     config=CONFIG)
 if own_kind == "rotary":
@@ -173,7 +179,7 @@ if own_kind == "rotary":
     st.latex(ROTARY_FORMULA)
     st.caption("Rotary models add no vector. Inside every attention layer, each pair of "
                "components of q and k is rotated by pos·θ_i, with the frequencies θ_i above "
-               "(the model's own `inv_freq`). A dot product of two rotated vectors depends "
+               "(the model's own frequencies). A dot product of two rotated vectors depends "
                "only on the distance m − n between their positions.")
 
 # --------------------------------------------------------------------- principal components

@@ -9,6 +9,7 @@ import streamlit as st
 
 from model import Trace
 from analysis.walkthrough import Shown, Step, preview, top_tokens, walkthrough
+from analysis.walkthrough.steps import dim_words, plural, where_from
 from ui.cache import cached_run
 from ui.sidebar import require_trace
 from ui.urlstate import url_int, url_param, write_to_url
@@ -76,10 +77,9 @@ def _axis(dim: str, n: int, labels: list[str], n_layers: int, vocab=None) -> lis
 
 def _show_tensor(shown: Shown, pick: dict, labels: list[str], n_layers: int,
                  vocab=None) -> None:
-    st.markdown(f"**{shown.label}** · shape `{list(shown.shape)}` · `[{', '.join(shown.dims)}]`")
-    where = f"from `{shown.source}`" + (f", derived: {shown.how}" if shown.how else
-                                        " (the hook's own tensor)")
-    st.caption(where)
+    st.markdown(f"**{shown.label}** · shape `{list(shown.shape)}`: "
+                + " × ".join(dim_words(d) for d in shown.dims))
+    st.caption(where_from(shown))
     pv = preview(shown, pick, PREVIEW_ROWS, PREVIEW_COLS)
     rows, cols = pv.values.shape
     values = pv.values.round(4) if pv.values.dtype.kind == "f" else pv.values
@@ -88,10 +88,36 @@ def _show_tensor(shown: Shown, pick: dict, labels: list[str], n_layers: int,
     frame = pd.DataFrame(values, index=_axis(pv.row_dim, rows, labels, n_layers, vocab),
                          columns=_axis(pv.col_dim, cols, labels, n_layers, vocab))
     st.dataframe(frame, width="stretch")
-    fixed = ", ".join(f"{dim} {i}" + (f" ({_axis(dim, i + 1, labels, n_layers)[i]})"
-                                       if dim == "layer" else "") for dim, i in pv.fixed.items())
-    st.caption(f"Preview: first {rows} of {pv.n_rows} {pv.row_dim or 'row'} × first {cols} of "
-               f"{pv.n_cols} {pv.col_dim}" + (f", at {fixed}" if fixed else "") + ".")
+    fixed = ", ".join(_fixed_words(dim, i, labels, n_layers) for dim, i in pv.fixed.items())
+    st.caption(f"Preview: {_count(rows, pv.n_rows, pv.row_dim)} (rows) × "
+               f"{_count(cols, pv.n_cols, pv.col_dim)} (columns)"
+               + (f", for {fixed}" if fixed else "") + ".")
+
+
+def _count(shown: int, total: int, dim: str) -> str:
+    """"the first 6 of 13 positions", "all 13 positions", "1 text"."""
+    if total == 1:
+        return f"1 {dim_words(dim, one=True)}"
+    return (f"all {total}" if shown == total else f"the first {shown} of {total}") + \
+        f" {dim_words(dim)}"
+
+
+def _fixed_words(dim: str, i: int, labels: list[str], n_layers: int) -> str:
+    """A held dimension in plain words: "text 1", "head 0", "layer 2 (after layer 1)"."""
+    if dim == "batch":
+        return f"text {i + 1}"
+    if dim == "layer":
+        return f"{_axis(dim, i + 1, labels, n_layers)[i]}"
+    return f"{dim_words(dim, one=True)} {i}"
+
+
+def _curious(step: Step) -> None:
+    """The exact names behind the step's tensors, for whoever wants to find them in the code."""
+    with st.expander("For the curious: where these numbers are read in the code"):
+        st.markdown("\n".join(
+            f"- **{s.label}**: " + ("" if s.source.startswith("trace.") else "hook ")
+            + f"`{s.source}`" + (f", then {s.how}" if s.how else "")
+            + f"; dimensions `[{', '.join(s.dims)}]`" for s in step.shown))
 
 
 def _slice(shown: Shown, pick: dict) -> np.ndarray:
@@ -171,13 +197,16 @@ except ValueError as exc:  # e.g. a character model given two texts to pad toget
     st.stop()
 cfg = trace.cfg
 batch, n_pos = trace.input_ids.shape
-kind = ("causal decoder" if cfg.causal else "encoder") + (" (pre-LN)" if cfg.block == "pre_ln"
-                                                           else " (post-LN)")
-family = "This project's own" if cfg.family == "own" else cfg.family
-st.caption(f"{family} {kind} with {cfg.positions} positions: {cfg.n_layers} layers × "
-           f"{cfg.n_heads} heads, d_model "
-           f"{cfg.d_model}, d_head {cfg.d_head}, d_mlp {cfg.d_mlp}. This input: {batch} "
-           f"text(s) × {n_pos} positions. Every shape and number below is read from this run.")
+kind = "decoder (it writes text, one token after another)" if cfg.causal else \
+    "encoder (it reads the whole text at once)"
+family = {"own": "This project's own", "bert": "A BERT-style", "roberta": "A RoBERTa-style",
+          "gpt2": "A GPT-2-style", "llama": "A Llama-style"}.get(cfg.family, "A")
+mlp = f"; the feed-forward part widens them to {cfg.d_mlp}" if cfg.d_mlp else ""
+st.caption(f"{family} {kind}: {plural(cfg.n_layers, 'layer')} of "
+           f"{plural(cfg.n_heads, 'head')} each. Each token is a list of {cfg.d_model} "
+           f"numbers; each head works on {cfg.d_head} of them{mlp}. This input: "
+           f"{plural(batch, 'text')} × {plural(n_pos, 'position')}. Every shape and number "
+           "below is read from this run.")
 if any(name.startswith("decoder.") for name in trace.cache):
     st.info("An encoder-decoder: these steps follow its encoder, which reads your text. The "
             "decoder's own layers and its cross-attention are not part of this walkthrough.")
@@ -227,11 +256,19 @@ with body:
         with column:
             _show_tensor(shown, pick, labels, cfg.n_layers, selection.model.tokenizer.tokens)
     _figure(step, trace, pick, labels, selection.model)
+    _curious(step)
     if step.key == "stack" and layer + 1 < cfg.n_layers:
         first = next(i for i, s in enumerate(steps, 1) if s.layer is not None)
         st.button(f"Walk through layer {layer + 1} ▶", key="wk_next_layer",
                   on_click=step_state("wk_layer", 1, 0, cfg.n_layers - 1,
                                                   wk_step=first))
+    if number == n_steps:
+        st.markdown("**Where to go next:** see what every head attends to, or watch the "
+                    "guess for the next token form layer by layer.")
+        links = st.container(horizontal=True, gap="medium")
+        links.page_link("app_pages/attention.py", label="Attention ▸", icon=":material/grid_on:")
+        links.page_link("app_pages/logit_lens.py", label="Logit lens ▸",
+                        icon=":material/visibility:")
 
 write_to_url(step=number, wlayer=layer, wbatch="1" if as_batch else None,
              teacher="1" if teacher else None)

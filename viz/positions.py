@@ -133,10 +133,12 @@ def distance_curves(curves: dict, title: str, subtitle: str = "",
                     x_title: str = "distance between positions |m − n|") -> go.Figure:
     """One value per distance 0, 1, 2 ... for each name: how similarity falls with distance."""
     fig = go.Figure()
-    for (name, y), colour in zip(curves.items(), LINE_COLOURS):
+    for n, ((name, y), colour) in enumerate(zip(curves.items(), LINE_COLOURS)):
         y = to_numpy(y, name, 1)
+        # later curves dashed and thicker-first: a curve lying exactly on another still shows
+        line = dict(color=colour, width=4 - 1.5 * min(n, 1), dash="dash" if n else "solid")
         fig.add_trace(go.Scatter(
-            x=np.arange(len(y)), y=y, mode="lines", name=escape(name), line=dict(color=colour),
+            x=np.arange(len(y)), y=y, mode="lines", name=escape(name), line=line,
             hovertemplate=escape(name) + ", distance %{x}: %{y:.4f}<extra></extra>"))
     return _layout(fig, title, subtitle, height=380,
                    xaxis=dict(title=dict(text=escape(x_title))),

@@ -64,7 +64,7 @@ def projection_steps(w: Walk, layer: int) -> None:
           r"Q = XW_Q + b_Q,\quad K = XW_K + b_K,\quad V = XW_V + b_V",
           [Shown(n.upper(), _join_heads(qkv[n]), ("batch", "pos", wd), f"{p}attn.hook_{n}",
                  JOIN.format(f"hook_{n}", nh) + ": the heads side by side, as one Linear "
-                 "layer outputs them")
+                 "layer outputs them", "with the heads laid side by side (no arithmetic)")
            for n, wd, nh in (("q", width, "heads"), ("k", kv_width, kv_dim),
                              ("v", kv_width, kv_dim))], None, layer)
     w.add("split_heads", g, "Split into heads",
@@ -92,17 +92,20 @@ def score_steps(w: Walk, layer: int) -> None:
     cfg, p, g, h, kv, dh, width, kv_dim, kv_width = _names(w, layer)
     k_name = p + ("attn.hook_rot_k" if w.has(p + "attn.hook_rot_k") else "attn.hook_k")
     k_used, k_how = w.hook(k_name), "`.transpose(-1, -2)` of the hook tensor"
+    k_plain = "turned on its side: rows become columns (no arithmetic)"
     if kv != h:
         k_used = k_used.repeat_interleave(h // kv, dim=1)  # [batch, heads, pos, d_head]
         k_how = (f"`.repeat_interleave({h // kv}, dim=1).transpose(-1, -2)` of the hook tensor: "
                  f"each key head serves {h // kv} query heads")
+        k_plain = (f"each key head repeated for the {h // kv} query heads it serves, and "
+                   "turned on its side (no arithmetic)")
     w.add("k_transpose", g, "Transpose the key",
           "So that every query meets every key in one matrix product, the last two axes of K "
           "swap: the sequence now runs along the columns.",
           "A transpose copies nothing; it reads the same numbers in another order.",
           r"K_h^\top \in \mathbb{R}^{d_h \times T}",
           [Shown("Kᵀ", k_used.transpose(-1, -2), ("batch", "heads", "d_head", "pos"), k_name,
-                 k_how)], None, layer)
+                 k_how, k_plain)], None, layer)
     qk = w.hook(p + "attn.hook_qk")  # [batch, heads, q_pos, k_pos]
     w.add("scores", g, "Scores Q·Kᵀ",
           "Row i, column j is the dot product of query i with key j: how well token j matches "
@@ -117,7 +120,8 @@ def score_steps(w: Walk, layer: int) -> None:
           r"S'_h = \frac{Q_h K_h^\top}{\sqrt{d_h}}",
           [Shown("scaled scores", qk * dh ** -0.5, BHQK, p + "attn.hook_qk",
                  f"`hook_qk * {dh ** -0.5:.6g}`; the forward pass fuses this with the mask: "
-                 "`torch.add(mask, qk, alpha=scale)`")], "scores", layer)
+                 "`torch.add(mask, qk, alpha=scale)`", f"every score divided by √{dh}")],
+          "scores", layer)
     mask = attention_mask_bias(w.trace.attention_mask, cfg.causal, torch.float32)
     padded = bool((w.trace.attention_mask == 0).any())
     what = ("causal: the upper triangle (keys after the query) is −∞" if cfg.causal else
@@ -137,7 +141,8 @@ def score_steps(w: Walk, layer: int) -> None:
           [Shown("mask M", mask, ("batch", "heads (broadcast)",
                                   "q_pos" if cfg.causal else "q_pos (broadcast)", "k_pos"),
                  "trace.attention_mask", f"`attention_mask_bias(attention_mask, causal="
-                 f"{cfg.causal})`, the function the forward pass calls"),
+                 f"{cfg.causal})`, the function the forward pass calls",
+                 "turned into 0 (may look) and −∞ (blocked), as the model itself does"),
            w.shown("masked scores", p + "attn.hook_scores", BHQK)], "mask", layer)
     w.add("softmax", g, "Softmax over keys",
           "Each row is exponentiated and divided by its sum: weights between 0 and 1 that add "
@@ -164,11 +169,14 @@ def output_steps(w: Walk, layer: int) -> None:
           "Hugging Face's code does `permute(0, 2, 1, 3)` then `view`: still no arithmetic. "
           "The heads are mixed in the next step.", r"\operatorname{concat}(Z_1, \dots, Z_H)",
           [Shown("permuted", z.transpose(1, 2), ("batch", "pos", "heads", "d_head"),
-                 p + "attn.hook_z", "`hook_z.transpose(1, 2)`"),
+                 p + "attn.hook_z", "`hook_z.transpose(1, 2)`",
+                 "with the head axis moved after the positions (no arithmetic)"),
            Shown("joined", _join_heads(z), ("batch", "pos", width), p + "attn.hook_z",
-                 JOIN.format("hook_z", "heads"))], "values", layer)
+                 JOIN.format("hook_z", "heads"), "with the heads laid side by side "
+                 "(no arithmetic)")], "values", layer)
     w.add("attn_out", g, "Output projection",
-          "A last linear map W_O mixes the heads and brings the result back to d_model.",
+          "A last linear map W_O mixes the heads and brings the result back to "
+          f"{cfg.d_model} numbers per token.",
           "Each head writes into the residual stream through its own slice of W_O.",
           r"\text{Attn}(X) = \operatorname{concat}(Z_1, \dots, Z_H)\, W_O + b_O",
           [w.shown("attention output", p + "hook_attn_out", BTD)], "values", layer)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 
 from model.transformer import attention_mask_bias
-from .steps import BTD, Shown, Walk
+from .steps import BTD, Shown, Walk, plural
 
 
 def input_steps(w: Walk) -> None:
@@ -16,13 +16,14 @@ def input_steps(w: Walk) -> None:
     n_special = int((t.special_mask.bool() & t.attention_mask.bool()).sum())
     n_typed = sum(len(row) for row in (t.typed_special or []))
     n_added = n_special - n_typed  # special tokens typed in the text were not added
-    typed = (f" (and it reads the {n_typed} special token(s) typed in the text as the real "
-             "markers)" if n_typed else "")
+    typed = (f" (and it reads the {plural(n_typed, 'special token')} typed in the text as "
+             "the real markers)" if n_typed else "")
+    added = (f", adding {plural(n_added, 'special token')}" if n_added
+             else ", adding no special tokens")
     w.add("tokens", "Input", "Text → tokens → ids",
           f"The tokenizer cuts the text into pieces and looks each one up in a vocabulary of "
-          f"{cfg.d_vocab:,} entries, adding {n_added} special token(s){typed}. The model "
-          "sees only "
-          f"these integers: one row per text, {t.n_tokens} positions.",
+          f"{cfg.d_vocab:,} entries{added}{typed}. The model sees only "
+          f"these integers: one row per text, {plural(t.n_tokens, 'position')}.",
           "A token is a word, a piece of a word or a punctuation mark; its id is a row number "
           "in the embedding table. BERT-style models add [CLS] at the start and [SEP] after each "
           "sentence, GPT-2 adds nothing, Llama a beginning-of-sequence token. Texts that share "
@@ -31,7 +32,8 @@ def input_steps(w: Walk) -> None:
           r"\text{ids} \in \{0, \dots, V-1\}^{B \times T}",
           [Shown("input ids", t.input_ids, ("batch", "pos"), "trace.input_ids")], "tokens")
     padding = ("1 marks a real token, 0 a padding token that only fills a row up to the "
-               "batch's length. " + (f"Here {n_pad} position(s) are padding." if n_pad else
+               "batch's length. " + (f"Here {plural(n_pad, 'position')} {'is' if n_pad == 1 else 'are'} padding."
+                                     if n_pad else
                                      "All ones: nothing is padded in this input."))
     shown = [Shown("attention mask", t.attention_mask, ("batch", "pos"), "trace.attention_mask")]
     if cfg.causal:
@@ -47,7 +49,8 @@ def input_steps(w: Walk) -> None:
     if cfg.n_token_types:
         w.add("token_types", "Input", "Token types (segments)",
               f"Type 0 marks the first sentence, type 1 the second; here "
-              f"{int(t.token_type_ids.sum())} position(s) have type 1.",
+              f"{plural(int(t.token_type_ids.sum()), 'position')} "
+              f"{'has' if int(t.token_type_ids.sum()) == 1 else 'have'} type 1.",
               "BERT was trained on sentence pairs (does B follow A? does this answer fit the "
               "question?). The type tells each token which sentence it belongs to.",
               r"\text{type}_{b,j} \in \{0, 1\}",
@@ -60,7 +63,8 @@ def _causal_mask_step(w: Walk, padding: str, shown: list[Shown]) -> None:
     allowed = attention_mask_bias(w.trace.attention_mask, True, torch.float32)[:, 0] == 0
     shown.append(Shown("may attend (both masks)", allowed.long(), ("batch", "q_pos", "k_pos"),
                        "trace.attention_mask", "`attention_mask_bias(attention_mask, causal="
-                       "True) == 0`: the padding mask and the causal mask together"))
+                       "True) == 0`: the padding mask and the causal mask together",
+                       "combined with the causal mask: 1 where a query may look at a key"))
     w.add("attention_mask", "Input", "The attention masks: padding and causal",
           "A decoder has two masks. The padding mask: " + padding[0].lower() + padding[1:]
           + " The causal mask: token i may look only at itself and the tokens before it. "
@@ -82,7 +86,7 @@ def embedding_steps(w: Walk) -> None:
             if cfg.positions == "rotary" else "")
     w.add("embed_tok", "Embeddings", "Token embeddings",
           f"Each id picks one row of the token embedding table W_E [{cfg.d_vocab:,}, "
-          f"{cfg.d_model}]: a learned vector of d_model numbers.{rope}",
+          f"{cfg.d_model}]: a learned vector of {cfg.d_model} numbers.{rope}",
           "Looking up a row is the same as multiplying a one-hot vector by W_E. Tokens used in "
           "similar ways end up with similar rows."
           + (" The original transformer multiplies by √d_model so the embeddings are not "

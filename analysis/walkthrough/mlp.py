@@ -26,7 +26,8 @@ def mlp_steps(w: Walk, layer: int) -> None:
               "residual path lets each layer refine the vectors instead of replacing them.",
               r"X_{\text{mid}} = \mathrm{Norm}(X + \text{Attn}(X))",
               [Shown("X + Attn", w.hook(p + "hook_resid_pre") + w.hook(p + "hook_attn_out"), BTD,
-                     p + "hook_attn_out", "`hook_resid_pre + hook_attn_out`"),
+                     p + "hook_attn_out", "`hook_resid_pre + hook_attn_out`",
+                     "added to the layer's input"),
                w.shown(f"{name}(X + Attn)", p + "hook_resid_mid", BTD)], "values", layer)
     if not w.has(p + "hook_mlp_out"):  # attention-only model
         return
@@ -81,5 +82,6 @@ def mlp_steps(w: Walk, layer: int) -> None:
               "The same pattern as after attention: residual connection, then the norm (post-LN).",
               r"X^{(\ell+1)} = \mathrm{Norm}(X_{\text{mid}} + \text{MLP}(X_{\text{mid}}))",
               [Shown("X_mid + MLP", w.hook(p + "hook_resid_mid") + w.hook(p + "hook_mlp_out"),
-                     BTD, p + "hook_mlp_out", "`hook_resid_mid + hook_mlp_out`"),
+                     BTD, p + "hook_mlp_out", "`hook_resid_mid + hook_mlp_out`",
+                     "added to the stream after attention"),
                w.shown("layer output", p + "hook_resid_post", BTD)], "values", layer)

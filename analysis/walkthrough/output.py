@@ -13,17 +13,22 @@ def stack_step(w: Walk) -> None:
     n = w.cfg.n_layers
     names = ["blocks.0.hook_resid_pre"] + [f"blocks.{i}.hook_resid_post" for i in range(n)]
     stack = torch.stack([w.hook(name) for name in names], dim=1)  # [batch, layer, pos, d_model]
-    w.add("stack", "All layers", f"Repeat for all {n} layers",
-          f"The same block runs {n} times, each time with its own weights; each layer's output "
-          "is the next one's input. Move the layer slider to walk through another layer.",
+    w.add("stack", "All layers", (f"Repeat for all {n} layers" if n > 2 else
+                                          "Repeat for both layers" if n == 2 else
+                                          "One layer in all"),
+          (f"The same block runs {n} times, each time with its own weights; each layer's output "
+           "is the next one's input. Move the layer slider to walk through another layer."
+           if n > 1 else "This model has a single layer: its output is the stream below."),
           "The figure shows the length of every token's vector after each layer: the stream "
           "keeps its shape while its contents change.",
           r"X^{(\ell+1)} = \text{Block}_\ell(X^{(\ell)}),\quad \ell = 0, \dots, L-1",
           [Shown("all layers", stack, ("batch", "layer", "pos", "d_model"),
                  "blocks.*.hook_resid_post", "`torch.stack([blocks.0.hook_resid_pre, "
-                 "blocks.0.hook_resid_post, …], dim=1)`"),
+                 "blocks.0.hook_resid_post, …], dim=1)`",
+                 "stacked, from the embeddings to the last layer"),
            Shown("vector lengths", stack.norm(dim=-1), ("batch", "layer", "pos"),
-                 "blocks.*.hook_resid_post", "`stack.norm(dim=-1)`")], "stack")
+                 "blocks.*.hook_resid_post", "`stack.norm(dim=-1)`",
+                 "stacked, and the length of every vector taken")], "stack")
 
 
 def end_steps(w: Walk) -> None:
@@ -52,7 +57,8 @@ def end_steps(w: Walk) -> None:
               "again. Right padding is skipped: each text uses its own last real token.",
               r"p(t_T \mid t_{<T}) = \operatorname{softmax}(\text{logits}_{T-1})",
               [Shown("probabilities", probs, ("batch", "vocab"), "hook_logits",
-                     "`hook_logits[b, last real position of b].softmax(-1)`")], "top")
+                     "`hook_logits[b, last real position of b].softmax(-1)`",
+                     "turned into probabilities (a softmax) at the last real token")], "top")
         return
     w.add("output", "Output", "The encoder's output",
           "The last layer's output is the model's result: one contextual vector per token.",
@@ -67,5 +73,5 @@ def end_steps(w: Walk) -> None:
               "models like all-MiniLM-L6-v2 ignore the pooler and average the token vectors.",
               r"p = \tanh\big(W_p\, h_{[\mathrm{CLS}]} + b_p\big)",
               [Shown("[CLS] vector", w.hook(last)[:, 0], ("batch", "d_model"), last,
-                     "`[:, 0]`, the first position"),
+                     "`[:, 0]`, the first position", "only its first position ([CLS])"),
                w.shown("pooled", "pooler.hook_out", ("batch", "d_model"))])

@@ -44,6 +44,7 @@ class Shown:
     dims: tuple[str, ...]
     source: str
     how: str = ""
+    plain_how: str = ""  # `how` in plain words, for the learner ("" if none)
 
     def __post_init__(self) -> None:
         if len(self.dims) != self.tensor.dim():
@@ -53,6 +54,64 @@ class Shown:
     @property
     def shape(self) -> tuple[int, ...]:
         return tuple(self.tensor.shape)
+
+
+# Plain words for what the learner sees (the hook names stay for "for the curious").
+DIM_WORDS = {"batch": ("texts", "text"), "pos": ("positions", "position"),
+             "q_pos": ("queries", "query"), "k_pos": ("keys", "key"),
+             "heads": ("heads", "head"), "kv_heads": ("key/value heads", "key/value head"),
+             "d_head": ("numbers per head", "number"), "d_model": ("numbers", "number"),
+             "heads·d_head": ("numbers", "number"), "kv_heads·d_head": ("numbers", "number"),
+             "d_mlp": ("numbers", "number"), "layer": ("layers", "layer"),
+             "vocab": ("vocabulary entries", "vocabulary entry")}
+SOURCE_WORDS = {
+    "trace.input_ids": "the token ids from the tokenizer",
+    "trace.attention_mask": "the attention mask from the tokenizer",
+    "trace.token_type_ids": "the token types from the tokenizer",
+    "embed.hook_tok": "the token embeddings", "embed.hook_type": "the token type embeddings",
+    "embed.hook_pos": "the position embeddings", "embed.hook_sum": "the sum of the embeddings",
+    "embed.ln.hook_normalized": "the normalized embeddings",
+    "hook_resid_pre": "the input", "ln1.hook_normalized": "the norm before attention",
+    "attn.hook_q": "the queries", "attn.hook_k": "the keys", "attn.hook_v": "the values",
+    "attn.hook_rot_q": "the rotated queries", "attn.hook_rot_k": "the rotated keys",
+    "attn.hook_qk": "the attention scores", "attn.hook_scores": "the masked attention scores",
+    "attn.hook_pattern": "the attention pattern", "attn.hook_z": "the weighted values",
+    "hook_attn_out": "the attention output", "hook_resid_mid": "the stream after attention",
+    "ln2.hook_normalized": "the norm before the feed-forward part",
+    "mlp.hook_pre": "the feed-forward part, before the activation",
+    "mlp.hook_pre_linear": "the feed-forward up-projection",
+    "mlp.hook_post": "the feed-forward part, after the activation",
+    "hook_mlp_out": "the feed-forward output", "hook_resid_post": "the output",
+    "blocks.*.hook_resid_post": "the output of every layer",
+    "ln_final.hook_normalized": "the final norm", "hook_logits": "the logits",
+    "pooler.hook_out": "the pooler's output",
+}
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """"1 text", "2 texts"; `many` for irregular plurals."""
+    return f"{n} {word if n == 1 else many or word + 's'}"
+
+
+def dim_words(dim: str, one: bool = False) -> str:
+    """A dimension's name in plain words: "q_pos" -> "queries" (or "query" with one=True)."""
+    base = dim.replace(" (broadcast)", "")
+    words = DIM_WORDS.get(base, (base, base))
+    return words[1] if one else words[0]
+
+
+def where_from(shown: "Shown") -> str:
+    """Where a tensor on screen comes from, in plain words (no hook names)."""
+    name, layer = shown.source, ""
+    if name.startswith("blocks.") and name[7:].split(".", 1)[0].isdigit():
+        number, name = name[7:].split(".", 1)
+        layer = f" (layer {number})"
+    what = SOURCE_WORDS.get(name, "a tensor") + layer
+    read = (f"Given to the model: {what}." if shown.source.startswith("trace.")
+            else f"Read inside the model as it ran on your text: {what}.")
+    if shown.how:
+        read = read.rstrip(".") + f", then {shown.plain_how or 'worked out from it'}."
+    return read
 
 
 @dataclass(frozen=True)

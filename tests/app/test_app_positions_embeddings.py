@@ -186,3 +186,64 @@ def test_umap_with_several_sentences_and_their_bound():
     assert not at.exception
     assert any("first 20 of 25 lines" in w.value for w in at.warning)
     assert "20 lines" in " ".join(c.value for c in at.caption)
+
+
+# ------------------------------------------------------- words built from the loaded model
+def _outside_expanders(at: AppTest) -> str:
+    """Every markdown and caption on the page, minus what sits in a (collapsed) expander."""
+    hidden = [m.value for e in at.main.expander for m in list(e.markdown) + list(e.caption)]
+    shown = [m.value for m in list(at.main.markdown) + list(at.main.caption)]
+    for value in hidden:
+        shown.remove(value)
+    return "\n".join(shown).replace("\\", "")  # as rendered: no Markdown escapes
+
+
+def _fig_words(spec: dict) -> str:
+    """A figure's title and subtitle (its wrapping <br> as spaces) and its annotations."""
+    title = spec["layout"].get("title", {})
+    words = [str(title.get("text", "")), str(title.get("subtitle", {}).get("text", ""))]
+    words += [str(a.get("text", "")) for a in spec["layout"].get("annotations", [])]
+    return " ".join(words).replace("<br>", " ")
+
+
+def _chart_words(at: AppTest) -> str:
+    return "\n".join(_fig_words(spec) for spec in _charts(at).values())
+
+
+def test_embeddings_page_speaks_of_the_loaded_model():
+    """tiny-chars: its own width (64), not MiniLM's 384; no hook names; no columns or
+    sentences about parts it does not have (token types, LayerNorm after the sum)."""
+    at = _page("embeddings")
+    at.selectbox(key="sb_model_choice").set_value("tiny-chars").run()
+    assert not at.exception
+    text = _outside_expanders(at)
+    assert "Each token's vector (64 numbers for tiny-chars)" in text
+    assert "384" not in text and "MiniLM" not in text.split("Where tokens live")[-1]
+    assert "hook_" not in text and "embed." not in text
+    assert "layer(s)" not in text
+    assert "token type id" not in at.dataframe[0].value.columns
+    assert "LayerNorm" not in _fig_words(_charts(at)["emb_norms"])
+    assert any("embed.hook_sum" in m.value for e in at.main.expander for m in e.markdown)
+    # MiniLM: its own width, and its token types and LayerNorm are there
+    at.selectbox(key="sb_model_choice").set_value("minilm").run()
+    assert "Each token's vector (384 numbers for minilm)" in _outside_expanders(at)
+    assert "token type id" in at.dataframe[0].value.columns
+    assert "LayerNorm" in _fig_words(_charts(at)["emb_norms"])
+
+
+def test_positions_page_names_tables_in_plain_words():
+    at = _page("positions")
+    assert "embed." not in _chart_words(at) and "inv_freq" not in _chart_words(at)
+    assert "learned weights" in _fig_words(_charts(at)["pos_model_heatmap"])
+    assert (_charts(at)["pos_wavelengths"]["layout"]["title"]["text"]
+            .startswith("Higher dimensions turn more slowly"))
+    at.selectbox(key="sb_model_choice").set_value("tiny-chars").run()
+    assert not at.exception
+    title = _fig_words(_charts(at)["pos_model_heatmap"])
+    assert "embed." not in title and "not learned" in title
+    _set(at, "slider", "pos_d_model", 32)  # MiniLM's 384 stays until changed
+    assert "set the width slider to 64 and both sides match" in _outside_expanders(at)
+    _set(at, "slider", "pos_d_model", 64)
+    assert "uses exactly this formula, so both sides match" in _outside_expanders(at)
+    decay = _charts(at)["pos_decay"]["data"]  # the two equal curves: the second one dashed
+    assert decay[0]["line"].get("dash", "solid") == "solid" and decay[1]["line"]["dash"] == "dash"

@@ -45,14 +45,36 @@ def _shown_shapes(at: AppTest) -> list[list[int]]:
     return shapes
 
 
+INTERNAL = ("hook_", "trace.", "blocks.", "(s)", "q_pos", "k_pos",
+            "batch 0", "heads 0", "[:, 0]")
+
+
+def _outside_expanders(at: AppTest) -> str:
+    """Every markdown and caption of the page, minus what sits in a (collapsed) expander."""
+    hidden = [m.value for e in at.main.expander for m in list(e.markdown) + list(e.caption)]
+    shown = [m.value for m in list(at.main.markdown) + list(at.main.caption)]
+    for value in hidden:
+        shown.remove(value)
+    return "\n".join(shown)
+
+
+def _in_expanders(at: AppTest) -> str:
+    return "\n".join(m.value for e in at.main.expander for m in e.markdown)
+
+
 def _walk(at: AppTest, steps) -> list[str]:
-    """Click Next through every step, checking the title and every shape shown."""
+    """Click Next through every step, checking the title, every shape shown, and that no
+    internal name is on screen outside the "for the curious" expander."""
     seen = []
     for number, step in enumerate(steps, 1):
         assert not at.exception, (number, at.exception)
         assert at.radio(key="wk_step").value == number
         assert at.main.subheader[0].value == f"{number}. {step.title}"
         assert _shown_shapes(at) == [list(s.shape) for s in step.shown], step.key
+        text = _outside_expanders(at)
+        assert not [w for w in INTERNAL if w in text], (step.key, text)
+        for s in step.shown:  # the exact name is kept for the curious, collapsed
+            assert f"`{s.source}`" in _in_expanders(at), step.key
         seen.append(step.key)
         if number < len(steps):
             at.button(key="wk_next").click().run()
@@ -129,7 +151,9 @@ def test_link_opens_step_layer_and_teacher_notes_and_next_layer_button():
     at = _page(step=13, wlayer=2, teacher=1)
     assert not at.exception
     assert at.radio(key="wk_step").value == 13 and at.slider(key="wk_layer").value == 2
-    assert any("blocks.2.attn.hook_qk" in c.value for c in at.main.caption)
+    assert "blocks.2.attn.hook_qk" in _in_expanders(at)
+    assert "blocks.2" not in _outside_expanders(at)
+    assert any("the attention scores (layer 2)" in c.value for c in at.main.caption)
     assert at.main.info and "matrix per head" in at.main.info[0].value  # the teacher text
     at.toggle(key="wk_teacher").set_value(False).run()
     assert not at.main.info
@@ -164,3 +188,21 @@ def test_models_trained_here_walk_every_step(name):
     assert at.selectbox(key="sb_model_choice").value == name
     _walk(at, steps)
     assert bool(at.main.info) == (name == "tiny-reverse")  # the encoder-decoder is named so
+
+
+def test_counts_in_words_and_where_to_go_next():
+    """No "text(s)" or "token(s)": real singulars and plurals; the last step ends with links
+    to the Attention and Logit lens pages instead of a dead end."""
+    at = _page(model="tiny-chars")
+    assert not at.exception
+    words = _outside_expanders(at)
+    assert "1 text × 43 positions" in words and "2 layers of 4 heads each" in words
+    assert "adding no special tokens" in words
+    options = at.radio(key="wk_step").options
+    assert "24. Repeat for both layers" in options and not any("all 2" in o for o in options)
+    assert not at.main.get("page_link")  # only on the last step
+    at.radio(key="wk_step").set_value(len(options)).run()
+    assert "Where to go next" in _outside_expanders(at)
+    assert [link.proto.page for link in at.main.get("page_link")] == ["attention", "logit-lens"]
+    at = _page()  # MiniLM adds [CLS] and [SEP]
+    assert "adding 2 special tokens" in _outside_expanders(at)

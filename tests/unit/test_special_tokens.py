@@ -122,5 +122,5 @@ def test_the_walkthrough_counts_only_the_special_tokens_the_tokenizer_added(mini
     added = int(trace.special_mask.sum()) - typed
     first = walkthrough(trace, 0)[0]
     assert first.key == "tokens"
-    assert f"adding {added} special token(s)" in first.summary
-    assert f"the {typed} special token(s) typed in the text" in first.summary
+    assert f"adding {added} special tokens" in first.summary
+    assert f"the {typed} special tokens typed in the text" in first.summary
