@@ -24,6 +24,9 @@ MODES = {"zero": "Zero: the head outputs nothing",
 AUTO_SWEEP = 72 * 64  # heads × tokens below which the sweep runs without a click
 KEPT_SWEEPS = 16  # sweeps kept for every user of this server (a class often shares a text)
 HOSTED_SWEEP_TOKENS = 256  # hosted mode: longer texts get no sweep (72 runs each)
+# Short table headers: a long one widens its column past a narrow screen (help has METRICS).
+SHORT_HEADERS = {"loss": "Δ loss (nats)", "tokens": "1 − cosine (tokens)",
+                 "sentence": "1 − cosine (sentence)"}
 
 
 @st.cache_resource
@@ -63,7 +66,7 @@ if st.session_state.get("abl_layer") not in range(cfg.n_layers):
 top = st.columns([4, 3])
 chosen = top[0].multiselect("Heads to remove", heads_all, key="abl_heads",
                             format_func=lambda lh: f"L{lh[0]} H{lh[1]}",
-                            placeholder="Pick heads, or click them in the grid below")
+                            placeholder="Pick heads to remove")
 mode = top[1].radio("Replace each removed head by", list(MODES), key="abl_mode",
                     format_func=MODES.get)
 row = st.columns([2, 2, 1, 3], vertical_alignment="bottom")
@@ -74,8 +77,8 @@ row[2].button("Clear", key="abl_clear", on_click=set_state(abl_heads=[]))
 
 pooling = sentence_pooling(model_directory(selection.model_name))
 if not chosen:
-    st.info("No head removed yet: pick heads above (or click them in the importance grid "
-            "below) and the model re-runs without them.")
+    st.info("No head removed yet: pick heads above, or measure every head below and click "
+            "one in its grid, and the model re-runs without them.")
 else:
     result = _ablate(selection.model_name, selection.text, selection.pair,
                      tuple(sorted(tuple(h) for h in chosen)), mode)
@@ -172,7 +175,11 @@ if skey in sweeps:
         selection_mode="points", config=chart_config("head_importance"))
     ranking = pd.DataFrame({"layer": [lay for lay, _ in heads_all],
                             "head": [h for _, h in heads_all], "effect": values.reshape(-1)})
-    st.caption("The ten heads whose removal changes the output most:")
-    effect = st.column_config.NumberColumn(METRICS[metric], format="%.4f")
-    st.dataframe(ranking.sort_values("effect", ascending=False).head(10), hide_index=True,
-                 width="content", key="abl_ranking", column_config={"effect": effect})
+    shown = min(10, len(heads_all))
+    st.caption(f"The {shown} head{'s' if shown > 1 else ''} whose removal changes the output "
+               f"most, largest change first. Effect: {METRICS[metric]}.")
+    effect = st.column_config.NumberColumn(SHORT_HEADERS[metric], help=METRICS[metric],
+                                           format="%.4f")
+    order = ranking["effect"].abs().sort_values(ascending=False, kind="stable").index
+    st.dataframe(ranking.loc[order].head(shown), hide_index=True, width="content",
+                 key="abl_ranking", column_config={"effect": effect})

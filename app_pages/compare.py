@@ -10,6 +10,7 @@ from ui import settings
 from ui.cache import get_trace
 from ui.charts import chart_config
 from ui.callbacks import copy_state, pick_head
+from ui.patching_inputs import default_corruption
 from ui.sidebar import require_trace
 from ui.text import md_escape
 from ui.widgets import index_slider
@@ -17,8 +18,13 @@ from viz.attention import attention_heatmap
 from viz.compare import difference_heatmap
 from viz.heads import head_grid
 
-DEFAULT_B = "The dog sat on the rug because it was cold."
 HALF_PAGE_PX = 460  # a column of two on a 1400 px screen with the sidebar open
+
+
+def _default_b(loaded, text_a: str) -> str:
+    """Text A with one word swapped, keeping its length in tokens so the difference map lines
+    up; text A itself when no swap keeps the length."""
+    return default_corruption(loaded, text_a, loaded.cfg.n_ctx) or text_a
 
 
 def _stats(trace):
@@ -33,11 +39,20 @@ st.caption("Text A is the sidebar text; type text B here. Both run through the s
            "are shown with the same layer and head. Change one word to see which heads "
            "notice." + (" B uses the same second sentence as A." if selection.pair else ""))
 
-st.session_state.setdefault("cmp_text_b", DEFAULT_B)
+made = _default_b(selection.model, selection.text)
+if st.session_state.get("cmp_text_b", st.session_state.get("_cmp_default")) == \
+        st.session_state.get("_cmp_default"):
+    st.session_state["cmp_text_b"] = made  # follow text A until the user edits B
+st.session_state["_cmp_default"] = made
 left, right = st.columns([5, 1], vertical_alignment="bottom")
 text_b = left.text_area("Text B", key="cmp_text_b", height=90)
 right.button("Start from text A", key="cmp_copy", on_click=copy_state("sb_text", "cmp_text_b"),
              help="Copy the sidebar text here, then edit a word.")
+if text_b == made != selection.text:
+    st.caption("B starts as text A with one word swapped, so both have the same number of "
+               "tokens. Type your own B to compare anything else.")
+elif text_b == made:
+    st.caption("B starts as a copy of text A: change one word to see which heads notice.")
 
 for name in ("cmp_layer", "cmp_head"):  # start on the head open on the attention page
     st.session_state.setdefault(name, st.session_state.get(name.replace("cmp", "attn"), 0))

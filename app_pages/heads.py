@@ -16,6 +16,8 @@ from viz.heads import head_grid
 
 MAX_EXTRA_TEXTS = 8
 FORMATS = {"entropy": ".2f", "distance": ".1f"}  # the shares use ".2f" too
+TABLE_FORMATS = {"entropy": "%.2f", "distance": "%.1f"}  # the shares: percent, "26%"
+COLUMN_PX, INDEX_PX = 52, 40  # narrow columns, so most of the table fits an 800 px screen
 # Short column headers, so every column fits a 1400 px screen (the header's tooltip and the
 # caption above the table say the full name): the shares are "share of attention to ...".
 HEADERS = {"entropy": "Entropy (bits)", "special": "Special", "first": "First",
@@ -90,21 +92,25 @@ st.plotly_chart(fig, key="hs_grid",
 st.subheader("All statistics, sortable")
 shares = [n for n in names if n not in ("entropy", "distance")]
 targets = ", ".join(STATISTICS[n][0].removeprefix("To ") for n in shares)
-st.caption(", ".join(HEADERS[n] for n in shares) + ": the share of each row's attention that "
-           f"goes to, in order: {targets}. Distance: the mean distance in tokens. Click a column "
+st.caption(", ".join(HEADERS[n] for n in shares) + ": the share (in %) of each row's attention "
+           f"that goes to, in order: {targets}. Distance: the mean distance in tokens. Click a column "
            "header to sort; select a row to open that head.")
 table = pd.DataFrame({"layer": [lay for lay in range(cfg.n_layers) for _ in range(cfg.n_heads)],
                       "head": [h for _ in range(cfg.n_layers) for h in range(cfg.n_heads)]})
-for name in names:
-    table[STATISTICS[name][0]] = stats[name].reshape(-1)
+# The chosen statistic first; shares in percent ("26%" is narrower than "0.256").
+for name in [stat] + [n for n in names if n != stat]:
+    table[STATISTICS[name][0]] = stats[name].reshape(-1) * (100 if name in shares else 1)
 table = table.sort_values(label, ascending=False, kind="stable").reset_index(drop=True)
 st.session_state["_hs_rows"] = list(zip(table["layer"].tolist(), table["head"].tolist()))
 st.dataframe(
     table, key="hs_table", on_select=pick_row("hs_table", "_hs_rows", goto_flag="_hs_goto"),
     selection_mode="single-row", hide_index=True, width="stretch",
-    column_config={STATISTICS[n][0]: st.column_config.NumberColumn(
-        HEADERS.get(n, STATISTICS[n][0]), help=STATISTICS[n][0], format="%.3f")
-        for n in names},
+    column_config={
+        "layer": st.column_config.NumberColumn("layer", width=INDEX_PX),
+        "head": st.column_config.NumberColumn("head", width=INDEX_PX),
+        **{STATISTICS[n][0]: st.column_config.NumberColumn(
+            HEADERS.get(n, STATISTICS[n][0]), help=STATISTICS[n][0], width=COLUMN_PX,
+            format=TABLE_FORMATS.get(n, "%.0f%%")) for n in names}},
 )
 
 box, button = st.columns([3, 1], vertical_alignment="bottom")

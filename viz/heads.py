@@ -13,6 +13,30 @@ from .style import (COLORSCALE, DIVERGING, TEMPLATE, TEMPLATE_TOP, check_tokens,
                     subtitle_block, to_numpy)
 
 CELL_TEXT_LIMIT = 400  # above this many cells the values are left to the hover
+MAX_CELL_DECIMALS = 3
+# In-cell numbers only when they stay legible on the narrowest screen the app supports: an
+# 800 px window with the sidebar open leaves the grid about NARROW_GRID_PX of plot width, and
+# plotly's automatic text size (about 0.65 × size per character) must be at least MIN_TEXT_PX.
+NARROW_GRID_PX, MIN_TEXT_PX = 300, 10
+
+
+def cell_text(z: np.ndarray) -> list[list[str]]:
+    """Short in-cell labels for a grid: two significant digits of its largest |value|, the
+    same number of decimals in every cell (so they read as a column), "" for NaN. The hover
+    keeps the full value; the short form is what fits a cell on a narrow screen."""
+    finite = np.abs(z[np.isfinite(z)])
+    top = float(finite.max()) if finite.size else 0.0
+    decimals = 2 if top == 0 else int(np.clip(1 - np.floor(np.log10(top)), 0,
+                                              MAX_CELL_DECIMALS))
+    zero = format(0.0, f".{decimals}f")
+
+    def one(v: float) -> str:
+        if not np.isfinite(v):
+            return ""
+        out = format(v, f".{decimals}f")
+        return zero if out == "-" + zero else out  # no "-0.00"
+
+    return [[one(v) for v in row] for row in z.tolist()]
 
 
 def head_grid(values, title: str, value_name: str, fmt: str = ".2f", diverging: bool = False,
@@ -35,14 +59,19 @@ def head_grid(values, title: str, value_name: str, fmt: str = ".2f", diverging: 
         top = float(np.abs(finite).max()) if finite.size else 1.0
         scale = dict(colorscale=DIVERGING, zmid=0, zmin=-top or -1, zmax=top or 1)
     name = html.escape(value_name, quote=False)
-    show_text = n_layers * n_heads <= CELL_TEXT_LIMIT
+    labels = cell_text(z)
+    longest = max(len(t) for row in labels for t in row) or 1
+    show_text = (n_layers * n_heads <= CELL_TEXT_LIMIT
+                 and NARROW_GRID_PX / n_heads / (0.65 * longest) >= MIN_TEXT_PX)
     layer_idx, head_idx = np.divmod(np.arange(n_layers * n_heads), n_heads)
     value_text = [("" if not np.isfinite(v) else format(v, fmt)) for v in z.reshape(-1)]
     fig = go.Figure([
         go.Heatmap(
             z=z, x=list(range(n_heads)), y=list(range(n_layers)), hoverongaps=False,
-            texttemplate=f"%{{z:{fmt}}}" if show_text else None,
-            textfont=dict(size=10), xgap=1, ygap=1, hoverinfo="skip",
+            # No font size: plotly then sizes the text to fit the narrowest cell (up to the
+            # page's font size), so a narrow screen gets smaller text, never text that spills.
+            text=labels if show_text else None,
+            texttemplate="%{text}" if show_text else None, xgap=1, ygap=1, hoverinfo="skip",
             colorbar=dict(title=dict(text=name), thickness=14), **scale,
         ),
         # Hover and clicks go through this trace (the heatmap skips both); customdata is a
@@ -59,7 +88,7 @@ def head_grid(values, title: str, value_name: str, fmt: str = ".2f", diverging: 
     ])
     for layer, head in marked:
         fig.add_shape(type="rect", x0=head - 0.5, x1=head + 0.5, y0=layer - 0.5, y1=layer + 0.5,
-                      line=dict(color="black", width=3))
+                      line=dict(color="black", width=2))
     sub, top = subtitle_block(subtitle)
     fig.update_layout(
         template=TEMPLATE, clickmode="event+select", dragmode=False, hovermode="closest",
