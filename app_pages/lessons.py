@@ -120,7 +120,7 @@ def _step(lesson: Lesson, number: int) -> None:
         run_page(step.page)
     _navigation(lesson, number, "bottom")
     st.caption("Send a class to this step with this link:")
-    st.code(_step_link(lesson.id, number), language=None)
+    st.code(_step_link(lesson.id, number), language=None, wrap_lines=True)
 
 
 def page() -> None:

@@ -3,6 +3,8 @@ lesson file, and run the app for a class."""
 
 from __future__ import annotations
 
+import re
+import textwrap
 from functools import partial
 
 import pandas as pd
@@ -18,6 +20,8 @@ from ui.lesson_step import go_to
 from ui.teacher_tools import draft
 from ui.text import md_escape
 
+COMMENT_WIDTH = 44  # a comment line of the sample fits the code box of a narrow screen
+COMMENT = re.compile(r'^(?P<code>(?:[^"#]|"[^"]*")*?)\s*#\s?(?P<comment>.*)$')
 KINDS = {"": "No question", "choice": "Multiple choice", "cell": "Click the brightest cell"}
 
 
@@ -143,6 +147,38 @@ def _open_file() -> None:
                       help="Every .toml file in it appears on the Lessons page.")
 
 
+def comments_on_own_lines(text: str, width: int = COMMENT_WIDTH) -> str:
+    """The sample lesson file as shown: a comment after code goes on its own line above the
+    code (with the indented comment lines that carry it on), and a long comment is wrapped
+    with a # on every line, so a narrow screen that wraps the code never shows part of a
+    comment without its #. The TOML means the same."""
+    out, in_string, pending = [], False, None  # pending: [code, comment] not yet written
+
+    def flush() -> None:
+        if pending is not None:
+            out.extend(f"# {part}".rstrip() for part in textwrap.wrap(pending[1], width - 2))
+            out.append(pending[0])
+
+    for line in text.splitlines():
+        opens = line.count('"""') % 2 == 1
+        match = None if in_string or opens else COMMENT.match(line)
+        in_string ^= opens
+        if match is not None and pending is not None and not match["code"] and line[:1] == " ":
+            pending[1] += " " + match["comment"]  # an indented comment carries the last one on
+            continue
+        flush()
+        pending = None
+        if match is not None and match["code"].strip():
+            pending = [match["code"].rstrip(), match["comment"]]
+        elif match is not None:
+            out.extend(f"# {part}".rstrip()
+                       for part in textwrap.wrap(match["comment"], width - 2) or [""])
+        else:
+            out.append(line)
+    flush()
+    return "\n".join(out) + "\n"
+
+
 def _reference() -> None:
     st.subheader("The lesson file")
     st.markdown("A lesson is a plain text file in TOML: a title, then one `[[steps]]` table per "
@@ -150,7 +186,7 @@ def _reference() -> None:
                 "`{prev.share:.0%}`: the app fills them in from the run, so a lesson stays true "
                 "for the model it names.")
     with open(EXAMPLE_FILE, encoding="utf-8") as f:
-        st.code(f.read(), language="toml", wrap_lines=True)
+        st.code(comments_on_own_lines(f.read()), language="toml", wrap_lines=True)
     rows = [{"page": name, "settings a step may set": ", ".join(specs) or "—"}
             for name, (_, _, specs) in PAGES.items()]
     with st.expander("Pages a step can open, and what it can set on each"):

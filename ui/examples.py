@@ -1,5 +1,10 @@
 """Ready-made inputs, written for this project."""
 
+from __future__ import annotations
+
+import functools
+import re
+
 SHORT = "The cat sat on the mat because it was warm."
 
 LONG = (
@@ -30,3 +35,40 @@ EXAMPLES = {
     "Long paragraph": (LONG, ""),
     "Sentence pair": PAIR,
 }
+
+
+# ------------------------------------------------------------- text a small model knows
+# Models trained here on one narrow kind of text: what they learned from, in one plain line.
+# On other English they guess worse than chance, so the sidebar says so and offers a sentence
+# of the kind they know.
+LEARNED_FROM = {
+    "tiny-chars": "tiny-chars learned only from a few paragraphs we wrote about attention and "
+                  "simple sentences like them, so on other English it guesses badly.",
+}
+
+
+def is_app_example(text: str) -> bool:
+    """The sidebar still holds one of the app's own examples (or nothing): not the learner's."""
+    ours = {t for t, _ in EXAMPLES.values()}
+    return not text.strip() or text.strip() in ours
+
+
+@functools.cache
+def known_sentence(name: str) -> str | None:
+    """A sentence of the kind of text `name` was trained on, that fits its context: the first
+    sentence of its held-out text (made by the same code as its training text, never trained
+    on). None for a model without one."""
+    if name not in LEARNED_FROM:
+        return None
+    from model.loading import read_config
+    from model.registry import BUNDLED
+    from training.tasks import corpus
+
+    try:
+        config = read_config(BUNDLED[name]())
+        seed, n_ctx = config["training"]["settings"]["seed"], config["config"]["n_ctx"]
+    except (KeyError, TypeError, ValueError, OSError):
+        return None
+    held_out = corpus(seed, n_chars=1)[1]
+    sentences = re.split(r"(?<=[.?!])\s+", held_out)
+    return next((s.strip() for s in sentences if 0 < len(s.strip()) <= n_ctx), None)

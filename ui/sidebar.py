@@ -8,11 +8,12 @@ from pathlib import Path
 import streamlit as st
 
 from model import BUNDLED, LoadedModel, ModelLoadError, Trace
-from model.registry import BUNDLED_DESCRIPTIONS, HubOffline
+from model.registry import HubOffline
 
 from . import charts, settings
 from .cache import get_model, get_trace
-from .examples import EXAMPLES, SHORT
+from .examples import EXAMPLES, LEARNED_FROM, SHORT, known_sentence
+from .model_names import description, short_label
 from .text import md_escape
 from .urlstate import link_was_unreadable, url_default, write_to_url
 
@@ -51,6 +52,27 @@ def _apply_example() -> None:
     st.session_state["sb_pair"] = pair
 
 
+def use_known_sentence(name: str) -> None:
+    """on_click: put a sentence of the kind `name` was trained on in the text box."""
+    sentence = known_sentence(name)
+    if sentence:
+        st.session_state["sb_text"] = sentence
+        st.session_state["sb_pair"] = ""
+        st.session_state.pop("sb_example", None)
+
+
+def _known_text_note(name: str) -> None:
+    """For a model trained on one narrow kind of text: what it learned from, in one line, and
+    a one-click sentence of that kind (unless the text box already holds it)."""
+    line, sentence = LEARNED_FROM.get(name), known_sentence(name)
+    if not line:
+        return
+    st.caption(line)
+    if sentence and st.session_state.get("sb_text") != sentence:
+        st.button("Use a sentence it knows", key="sb_known_text", on_click=use_known_sentence,
+                  args=(name,), help=f"Puts “{md_escape(sentence)}” in the text box.")
+
+
 def model_label(name: str) -> str:
     """How a model is named on screen and in links: a server directory by its folder name."""
     looks_like_path = name.startswith(("/", "~", ".")) or name.count("/") > 1
@@ -78,8 +100,12 @@ def _model_choice() -> tuple[str, str]:
     choice = st.selectbox(
         "Model", options, key="sb_model_choice",
         format_func=lambda n: n if n == OTHER or n in trained else
-        f"{n} — {BUNDLED_DESCRIPTIONS[n]}" if n in BUNDLED_DESCRIPTIONS else model_label(n),
+        short_label(n) if n in BUNDLED else model_label(n),
     )
+    about = None if choice in trained else description(choice)
+    if about:
+        st.caption(about)
+    _known_text_note(choice)
     if choice in trained:
         return trained[choice], choice
     if choice != OTHER:

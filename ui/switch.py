@@ -11,18 +11,20 @@ from __future__ import annotations
 
 import streamlit as st
 
-from model.registry import BUNDLED_DESCRIPTIONS
-
 from . import settings
-from .sidebar import model_label
+from .examples import is_app_example, known_sentence
+from .model_names import description
+from .sidebar import model_label, use_known_sentence
 from .text import md_escape
 
 MODEL_KEY = "sb_model_choice"  # the sidebar's model picker (ui/sidebar.py)
 PAIR_KEY = "sb_pair"
+TEXT_KEY = "sb_text"
 # Bundled decoders with a language-model head, best first for a learner's English text.
 DECODERS = ("tiny-chars", "tiny-induction")
 WHAT_THEY_ARE = {
-    "tiny-chars": "reads English one character at a time",
+    "tiny-chars": "reads one character at a time and knows only our own sentences about "
+                  "attention",
     "tiny-induction": "continues repeated letters (a-z and digits)",
 }
 
@@ -33,8 +35,18 @@ def bundled_decoders() -> list[str]:
     return [name for name in DECODERS if allowed is None or name in allowed]
 
 
+def _keeps_text(name: str) -> bool:
+    """Does switching to `name` keep the sidebar's text? Not when the text is still one of the
+    app's own examples and `name` knows only one kind of text: then it gets a sentence of
+    that kind (the learner's own text is always kept)."""
+    return known_sentence(name) is None or not is_app_example(str(
+        st.session_state.get(TEXT_KEY, "")))
+
+
 def _switch_to(name: str) -> None:
     """on_click: set the sidebar's picker before it is drawn on the next run."""
+    if not _keeps_text(name):
+        use_known_sentence(name)
     st.session_state[MODEL_KEY] = name
     st.session_state[PAIR_KEY] = ""  # character models read one text, not a sentence pair
 
@@ -74,10 +86,14 @@ def offer_decoder(reason: str, key: str = "switch") -> None:
     for i, name in enumerate(names):
         row.button(f"Switch to {name}", key=f"{key}_{name}", on_click=_switch_to, args=(name,),
                    type="primary" if i == 0 else "secondary",
-                   help=BUNDLED_DESCRIPTIONS.get(name))
+                   help=description(name))
     told = "; ".join(f"{n} {WHAT_THEY_ARE[n]}" for n in names)
     st.caption(f"Both come with the app and work offline: {told}." if len(names) > 1 else
                f"It comes with the app and works offline: {told}.")
     if pair:
         st.caption("Switching clears the second sentence: these models read one text at a "
                    "time.")
+    swapped = [n for n in names if not _keeps_text(n)]
+    if swapped:
+        st.caption(f"Switching to {swapped[0]} also puts in a sentence of the kind it learned "
+                   "from, so its guesses mean something.")

@@ -15,7 +15,7 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from analysis.head_stats import head_statistics, pooled_statistics, trace_totals  # noqa: E402
-from ui.examples import SHORT  # noqa: E402
+from ui.examples import SHORT, known_sentence  # noqa: E402
 from chart_data import chart_specs as _charts, plotly_array as _array  # noqa: E402
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
@@ -161,7 +161,7 @@ def test_the_logit_lens_switches_an_encoder_to_a_bundled_decoder_in_one_click():
     assert at.selectbox(key="sb_model_choice").value == "tiny-chars"
     assert at.text_input(key="sb_pair").value == ""  # a character model reads one text
     lens = _charts(at)["lens_table"]
-    trace = tiny_chars.run(SHORT)
+    trace = tiny_chars.run(known_sentence("tiny-chars"))  # the switch puts in a text it knows
     start, end = at.slider(key="lens_window").value
     top = trace.logits[0].softmax(-1).max(-1).values.numpy()  # [pos]
     np.testing.assert_allclose(_array(lens["data"][0]["z"])[-1], top[start:end + 1], atol=1e-5)

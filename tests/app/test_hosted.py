@@ -30,7 +30,9 @@ def test_hosted_picker_offers_only_the_allowlist(hosted):
     at = _app()
     assert not at.exception
     options = at.selectbox(key="sb_model_choice").options
-    assert sorted(o.split(" — ")[0] for o in options) == sorted(BUNDLED)
+    from ui.model_names import short_label
+
+    assert sorted(options) == sorted(short_label(n) for n in BUNDLED)
     assert not any("Other" in o for o in options)
     assert st.get_option("client.showErrorDetails") == "none"
 

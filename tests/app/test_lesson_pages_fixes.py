@@ -1,0 +1,56 @@
+"""The Teach page's sample lesson file keeps every comment on lines of its own that start with
+# (a narrow screen wraps long lines, and a wrapped comment without its # reads as code); a
+lesson step's class link wraps instead of being cut."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+
+import pytest
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from ui.lesson_library import EXAMPLE_FILE  # noqa: E402
+
+pytestmark = pytest.mark.app
+
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
+
+
+def _outside_strings(text: str) -> list[str]:
+    lines, in_string = [], False
+    for line in text.splitlines():
+        opens = line.count('"""') % 2 == 1
+        if not in_string and not opens:
+            lines.append(line)
+        in_string ^= opens
+    return lines
+
+
+def test_the_sample_lesson_file_has_short_comment_lines_of_their_own():
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.switch_page("app_pages/teach.py")
+    at.run()
+    assert not at.exception
+    shown = next(c.value for c in at.code if c.language == "toml" and "[[steps]]" in c.value)
+    original = EXAMPLE_FILE.read_text(encoding="utf-8")
+    assert tomllib.loads(shown) == tomllib.loads(original)  # the same lesson
+    commented = [line for line in _outside_strings(shown) if "#" in line]
+    assert len(commented) >= original.count("#") // 2  # the comments are all still there
+    for line in commented:
+        assert line.startswith("# ") or line == "#", line
+        assert len(line) <= 46, line  # what an 800-pixel-wide window shows
+
+
+def test_the_class_link_of_a_step_wraps():
+    at = AppTest.from_file(APP, default_timeout=600)
+    at.query_params["lesson"] = "reading-heatmaps"
+    at.query_params["step"] = "3"
+    at.switch_page("app_pages/lessons.py")
+    at.run()
+    assert not at.exception
+    link = next(c for c in at.code if "lesson=reading-heatmaps" in c.value)
+    assert link.proto.wrap_lines

@@ -1,0 +1,75 @@
+"""How the sidebar names the bundled models: a short label that fits the model box, and a
+longer description (with the model's size) shown as a caption under it. Sizes are read from each model's config.json,
+never typed in."""
+
+from __future__ import annotations
+
+import functools
+
+from model.loading import read_config
+from model.registry import BUNDLED, OWN_MODEL_TYPE, ModelLoadError, config_from_hf
+
+NAMES = {"minilm": "MiniLM"}  # any other bundled model is shown by its own name
+DOES = {  # what the model does, in two or three words (the short label)
+    "minilm": "reads text",
+    "tiny-chars": "writes text",
+    "tiny-induction": "copies repeats",
+    "tiny-reverse": "reverses words",
+}
+ABOUT = {  # the caption under the model box
+    "minilm": "all-MiniLM-L6-v2, a BERT-style encoder: every token may look at the whole text.",
+    "tiny-chars": "Trained in this project: a decoder that reads one character at a time and "
+                  "predicts the next one.",
+    "tiny-induction": "Trained in this project: a decoder with attention only, whose heads "
+                      "learned to continue a repeated stretch of letters.",
+    "tiny-reverse": "Trained in this project: an encoder reads a word and a decoder writes it "
+                    "backwards, looking at the encoder through cross-attention.",
+}
+
+
+@functools.cache
+def _sizes(name: str) -> tuple[tuple[int, int, int], ...]:
+    """(layers, heads, vector size) of each stack of a bundled model: one, or an encoder and a
+    decoder. Empty when its config cannot be read (the label then leaves the size out)."""
+    try:
+        data = read_config(BUNDLED[name]())
+        if data.get("model_type") == OWN_MODEL_TYPE:
+            stacks = [data["config"]] + ([data["decoder"]] if "decoder" in data else [])
+            return tuple((int(s["n_layers"]), int(s["n_heads"]), int(s["d_model"]))
+                         for s in stacks)
+        cfg = config_from_hf(data)
+        return ((cfg.n_layers, cfg.n_heads, cfg.d_model),)
+    except (ModelLoadError, KeyError, TypeError, ValueError, OSError):
+        return ()
+
+
+def _size(name: str) -> str:
+    sizes = _sizes(name)
+    if not sizes:
+        return ""
+    layers = (f"{sizes[0][0]} encoder + {sizes[1][0]} decoder" if len(sizes) == 2
+              else str(sizes[0][0]))
+    heads = {s[1] for s in sizes}
+    if len(heads) > 1:  # stacks with different head counts: say each
+        return ", ".join(f"{s[0]} layers × {s[1]} heads" for s in sizes)
+    return f"{layers} layers × {heads.pop()} heads"
+
+
+def short_label(name: str) -> str:
+    """"MiniLM (reads text)": short enough for the sidebar's model box (about 30 characters
+    show in it); the size goes in the caption under the box."""
+    if name not in BUNDLED:
+        return name
+    shown = NAMES.get(name, name)
+    return f"{shown} ({DOES[name]})" if name in DOES else shown
+
+
+def description(name: str) -> str | None:
+    """The caption under the model box: what it is, then its size (None: not bundled)."""
+    if name not in BUNDLED:
+        return None
+    parts = [ABOUT.get(name, "")]
+    sizes = _sizes(name)
+    if sizes:
+        parts.append(f"{_size(name)}; each token is a vector of {sizes[0][2]} numbers.")
+    return " ".join(p for p in parts if p) or None
