@@ -225,6 +225,20 @@ def generate_ids(loaded, prompt_ids, n_new: int, sampling: Sampling = Sampling()
                       sampling=sampling, notes=notes)
 
 
+def prompt_window(loaded, text: str, limit: int | None = None) -> tuple[list[int], int]:
+    """The token ids of `text`, tokenized as every page does (special tokens included) but not
+    cut to the context, then only its LAST `limit` (default: MAX_PROMPT_TOKENS, at most the
+    model's context), so that generation continues from where the prompt ends. Returns
+    (ids, how many tokens were left out at the start)."""
+    limit = limit or min(MAX_PROMPT_TOKENS, loaded.cfg.n_ctx)
+    enc = loaded.encode(text)
+    n_full = int(enc.attention_mask[0].sum()) + enc.n_dropped[0]
+    if enc.n_dropped[0]:  # encode again, this time without the cut at the context
+        enc = loaded.tokenizer.encode([text], None, n_full)
+    ids = [int(i) for i in enc.input_ids[0, :int(enc.attention_mask[0].sum())].tolist()]
+    return ids[-limit:], max(0, len(ids) - limit)
+
+
 def generate(loaded, prompt: str, n_new: int, sampling: Sampling = Sampling(),
              stop_ids=()) -> Generation:
     """Tokenize `prompt` (as every page does, special tokens included) and generate."""

@@ -14,6 +14,7 @@ from ui.sidebar import require_trace
 from ui.switch import offer_decoder
 from ui.urlstate import init_from_link, url_int, url_param, write_to_url
 from viz.attribution import head_attribution_grid, logit_waterfall
+from viz.numbers import TINY, gap
 from viz.labels import axis_labels, looks_byte_level, plain_text, visible_text
 
 N_CHOICES = 10  # the likeliest tokens offered as targets
@@ -93,7 +94,7 @@ def _parts(a) -> tuple[list[str], list[float]]:
     values = list(a.embeddings.values())
     per_layer = a.per_layer()  # [layer, 2]
     for layer in range(per_layer.shape[0]):
-        names.append(f"layer {layer} attention (all heads)")
+        names.append(f"layer {layer} attention")  # all its heads: the subtitle says so
         values.append(float(per_layer[layer, 0]))
         if a.has_mlp:
             names.append(f"layer {layer} MLP")
@@ -110,8 +111,10 @@ def _sum_check(a, what: str) -> None:
     cols = st.columns(3)
     cols[0].metric("From the model", f"{a.value:.4f}", help=f"The model's own {what}.")
     cols[1].metric("Sum of the parts", f"{total:.4f}")
-    cols[2].metric("Gap", f"{abs(total - a.value):.1e}",
-                   help="Rounding in the last digits of the computer's arithmetic.")
+    off = abs(total - a.value)
+    cols[2].metric("Gap", "≈ 0" if off < TINY else gap(off, note=""),
+                   help=f"{'Below 0.000001: r' if off < TINY else 'R'}ounding in the last "
+                   "digits of the computer's arithmetic.")
 
 
 selection = st.session_state["selection"]
@@ -148,7 +151,8 @@ _sum_check(a, what)
 fig = logit_waterfall(*_parts(a), total_name=f"= the {what}",
                       title=f"How the {what} of {word} is built, part by part",
                       subtitle=f"after position {pos} ({plain_text(labels[pos])}); red adds, "
-                      "blue takes away; the last bar is the sum", value_name=what)
+                      "blue takes away; the last bar is the sum; “attention”: all heads of that "
+                      "layer together", value_name=what)
 st.plotly_chart(fig, key="attr_layers", config=chart_config("attribution-layers", fig,
                                                              position=pos))
 

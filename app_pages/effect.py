@@ -22,6 +22,7 @@ from ui.widgets import index_slider, shown_model_name
 from viz.effect import method_strip
 from viz.heads import head_grid
 from viz.labels import axis_labels, plain_text
+from viz.numbers import gap
 
 if st.session_state.pop("_eff_goto", False):  # a head was clicked in the per-head view
     st.switch_page("app_pages/attention.py")
@@ -42,6 +43,7 @@ BASELINES = {"zero": "zero vectors", "pad": "[PAD] tokens", "mask": "[MASK] toke
 OCCLUSION = {"remove": "remove the token", "pad": "replace it by [PAD]",
              "mask": "replace it by [MASK]"}
 STEPS = (4, 8, 16, 32, 64, 128, 256)
+DEFAULT_STEPS = 64  # lowered to what fits one batch for a long text
 AUTO_WORK = 32 * 64  # tokens × steps small enough to run without a click
 WARNING = (
     "**Attention is not explanation.** A head can put most of its attention on a token whose "
@@ -77,7 +79,7 @@ def _init_state(n_tokens: int, cfg) -> None:
         st.session_state["eff_average"] = url_param("eavg") == "1"
     if "eff_steps" not in st.session_state:
         value = url_int(url_param("esteps") or "")
-        st.session_state["eff_steps"] = value if value in STEPS else 64
+        st.session_state["eff_steps"] = value if value in STEPS else DEFAULT_STEPS
     for key, param, allowed in (("eff_baseline", "ebase", BASELINES),
                                 ("eff_occlusion", "eocc", OCCLUSION)):
         if key not in st.session_state and url_param(param) in allowed:
@@ -128,14 +130,13 @@ def _method_controls(loaded, k: int) -> tuple[str, int, str | None]:
                              "means “nothing”. Integrated gradients add up how the target "
                              "changes on the straight path from it to your text.")
     allowed = _steps_allowed(k)
-    if st.session_state["eff_steps"] not in allowed:
-        st.info(f"{st.session_state['eff_steps']} steps of integrated gradients are too many for "
-                f"{k} tokens (one batch holds at most {MAX_IG_BATCH_TOKENS:,} tokens, steps × "
-                f"tokens), so {allowed[-1]} steps are used. Shorten the text for more.")
+    if st.session_state["eff_steps"] not in allowed:  # starts at what fits this text, quietly
         st.session_state["eff_steps"] = allowed[-1]
     steps = cols[1].select_slider("Integrated gradients: steps", options=allowed,
                                   key="eff_steps", help="Points along the path, all run in "
                                   "one batch. More steps: a more exact sum, more time.")
+    if allowed[-1] < DEFAULT_STEPS:  # the usual start does not fit: said quietly
+        cols[1].caption(f"Up to {allowed[-1]} steps fit one batch for {k} tokens.")
     if k > MAX_OCCLUSION_TOKENS:
         cols[2].caption(f"Occlusion: not run. It runs the model once per token, for at most "
                         f"{MAX_OCCLUSION_TOKENS} tokens; the target sees {k}.")
@@ -152,7 +153,8 @@ def _bounds(k: int) -> None:
                f"{MAX_IG_BATCH_TOKENS:,} tokens per batch (steps × tokens: here at most "
                f"{_steps_allowed(k)[-1] if _steps_allowed(k) else 0} steps for {k} tokens); "
                f"occlusion up to {MAX_OCCLUSION_TOKENS} tokens (one run per token). "
-               "A longer text is never cut: the page says what it cannot do.")
+               "Past a limit, the method is skipped and the page says so; these limits "
+               "never shorten your text.")
 
 
 def _results(every, layer: int, head: int | None, labels: list[str], n_heads: int) -> None:
@@ -175,8 +177,8 @@ def _results(every, layer: int, head: int | None, labels: list[str], n_heads: in
     st.caption(
         f"Integrated gradients: {ig.steps} steps from {BASELINES[ig.baseline]}, in one batch. "
         f"Their sum is {ig.attributions.sum():+.4f}; the target moved by "
-        f"{ig.value - ig.baseline_value:+.4f} from the baseline to your text (gap {ig.gap:+.1e}: "
-        "the smaller, the more exact the steps).")
+        f"{ig.value - ig.baseline_value:+.4f} from the baseline to your text (gap "
+        f"{gap(ig.gap, floor=1e-4, note='')}: the smaller, the more exact the steps).")
     _per_head(every, layer, head, n_heads)
 
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from analysis.generation import MAX_NEW_TOKENS, MAX_PROMPT_TOKENS, Generation, Sampling
+from analysis.generation import (MAX_NEW_TOKENS, MAX_PROMPT_TOKENS, Generation, Sampling,
+                                 prompt_window)
+from ui import settings
 from ui.callbacks import set_state, step_state
 from ui.charts import chart_config
 from ui.decoder_lab import decoder_reason, generation, induction_head
@@ -58,13 +60,6 @@ def _controls(vocab: int) -> tuple[int, Sampling]:
         return n_new, Sampling()
     return n_new, Sampling(greedy=False, temperature=float(temp), top_k=int(top_k) or None,
                            top_p=None if top_p >= 1 else float(top_p), seed=int(seed))
-
-
-def _prompt_ids(trace, limit: int) -> tuple[list[int], int]:
-    """The tokens the sidebar's run read, at most `limit` (the last ones), and how many were
-    left out at the start."""
-    ids = [int(i) for i in trace.token_ids.reshape(-1)[:trace.n_tokens].tolist()]
-    return ids[-limit:], max(0, len(ids) - limit)
 
 
 def _pieces(loaded, gen: Generation) -> tuple[str, list[str]]:
@@ -163,9 +158,26 @@ def _attention(loaded, gen: Generation, step_index: int, cfg) -> None:
                    "a repeated text and watch it look back.")
 
 
+def _one_note(slot, selection, n_tokens: int, limit: int, left_out: int) -> None:
+    """Replace the sidebar's notes (which say the run read the FIRST tokens) by one that is
+    true here: generation continues from the prompt's LAST tokens."""
+    with slot.container():
+        if selection.cut_chars:
+            st.warning(f"The text was cut by {selection.cut_chars:,} characters "
+                       f"(limit {settings.max_chars():,}).")
+        if selection.trace.notice:
+            st.warning(md_escape(selection.trace.notice))
+        st.warning(f"The prompt is {n_tokens:,} tokens long and this model reads {limit} at a "
+                   f"time, so generation continues from the prompt's last {limit} tokens (the "
+                   f"first {left_out:,} are left out), and each new step again reads only the "
+                   f"last {limit}.")
+
+
 selection = st.session_state["selection"]
 st.title("Generate, step by step")
-trace = require_trace(selection)
+notes_slot = st.empty()  # the sidebar's notes; replaced below if the prompt is too long
+with notes_slot.container():
+    trace = require_trace(selection)
 reason = decoder_reason(selection, "Generation")
 if reason is not None:
     offer_decoder(reason, key="gen_switch")
@@ -185,12 +197,11 @@ if "gen_layer" not in st.session_state and url_param("glayer") is not None:
 st.caption(f"Bounds: up to {MAX_NEW_TOKENS} new tokens; the prompt is at most {limit} tokens. "
            f"This model reads {cfg.n_ctx} tokens at a time: once the text is longer, each step "
            f"reads only the last {cfg.n_ctx}.")
-prompt_ids, left_out = _prompt_ids(trace, limit)
-if left_out:
-    st.warning(f"The prompt is {len(prompt_ids) + left_out} tokens long: generation starts "
-               f"from its last {limit} ({left_out} left out at the start).")
+prompt_ids, left_out = prompt_window(loaded, selection.text, limit)
+if left_out:  # one message, true for this page (the sidebar's says "the first tokens")
+    _one_note(notes_slot, selection, len(prompt_ids) + left_out, limit, left_out)
 gen = generation(selection.model_name, tuple(prompt_ids), n_new, sampling)
-for note in gen.notes:
+for note in [] if left_out else gen.notes:  # with a cut prompt, the note above says it
     st.info(note)
 
 prompt_text, pieces = _pieces(loaded, gen)
@@ -199,7 +210,7 @@ step = _step_slider(n_steps)
 if not left_out and not trace.dropped[0] and "?" in prompt_text and "?" not in selection.text:
     st.caption("“?” marks characters of your text that this model has no token for.")
 st.caption("The text so far, with this step's new token marked:")
-st.markdown(_text_so_far(prompt_text, pieces, step))
+st.markdown(("…" if left_out else "") + _text_so_far(prompt_text, pieces, step))
 row = st.container(horizontal=True, gap="small")  # side by side, or one under the other
 left, right = row.container(width=CHART_PX[0]), row.container(width=CHART_PX[1])
 with left:

@@ -8,6 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .heads import head_grid
+from .numbers import signed
 from .style import escape, label_px, titled_layout, to_numpy
 
 UP, DOWN, TOTAL = "#D6604D", "#4393C3", "#555555"
@@ -25,25 +26,32 @@ def logit_waterfall(names, values, total_name: str, title: str, subtitle: str = 
                          f"{len(names)} names")
     total = float(v.sum())
     labels = [escape(n) for n in names] + [escape(total_name)]
+    texts = [signed(x, 3) if abs(x) < 0.001 else f"{x:+.3f}" for x in v] + [f"{total:.3f}"]
     fig = go.Figure(go.Waterfall(
         orientation="h", y=labels, x=v.tolist() + [total],
-        measure=["relative"] * len(names) + ["total"],
-        text=[f"{x:+.3f}" for x in v] + [f"{total:.3f}"], textposition="outside",
-        cliponaxis=False, connector=dict(line=dict(color="#bbb", width=1)),
+        measure=["relative"] * len(names) + ["total"], text=texts, textposition="none",
+        connector=dict(line=dict(color="#bbb", width=1)),
         increasing=dict(marker=dict(color=UP)), decreasing=dict(marker=dict(color=DOWN)),
         totals=dict(marker=dict(color=TOTAL)),
-        hovertemplate="%{y}: %{x:+.4f}<extra></extra>"))
+        hovertemplate="%{y}: %{text}<extra></extra>"))
+    # the numbers in a column of their own right of the plot: never on a bar, never across
+    # the zero line, never touching a name, however narrow the figure
+    colours = [UP if x > 0 else DOWN for x in v] + [TOTAL]
+    for label, text, colour in zip(labels, texts, colours):
+        fig.add_annotation(x=1, xref="paper", xanchor="left", xshift=6, y=label, yref="y",
+                           text=text, showarrow=False, font=dict(size=12, color=colour))
     ends = np.concatenate([[0.0], np.cumsum(v), [total]])  # where every bar starts and ends
     low, high = float(ends.min()), float(ends.max())
-    pad = 0.35 * (high - low or 1.0)  # room for the numbers written beside the bars
-    left = int(40 + max(map(label_px, labels)))
+    pad = 0.04 * (high - low or 1.0)
+    left = int(24 + max(map(label_px, labels)))
+    right = int(16 + max(map(label_px, texts)))
     titled_layout(fig, title, subtitle, height=int(150 + 26 * len(labels)),
-                  margin=dict(l=left, r=70, b=50),
+                  margin=dict(l=left, r=right, b=50),
                   xaxis=dict(title=dict(text=escape(value_name)), showgrid=True,
-                             range=[low - (pad if low < 0 else 0), high + pad],
+                             range=[min(low, 0.0) - pad, max(high, 0.0) + pad],
                              gridcolor="#eee", zeroline=True, zerolinecolor="#888"),
-                  yaxis=dict(autorange="reversed", type="category"), dragmode=False,
-                  showlegend=False)
+                  yaxis=dict(autorange="reversed", type="category", ticklabelstandoff=6),
+                  dragmode=False, showlegend=False)
     return fig
 
 

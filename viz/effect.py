@@ -14,6 +14,7 @@ from .style import (DIVERGING, MASKED_GREY, TEMPLATE, check_tokens, escape,
 
 ROW_PX = 34  # one method's row
 MAX_TICK_LABELS = 150  # above this many tokens the x labels are left to the hover
+BAR_SHARE = [0.68, 0.32]  # the ρ panel: about 90 px of a phone-width figure's plot area
 
 
 def normalise_rows(values: np.ndarray) -> np.ndarray:
@@ -48,8 +49,8 @@ def method_strip(tokens, values, methods, correlations, title: str,
     show_x = len(labels) <= MAX_TICK_LABELS
     margin = label_margins(rows, labels, show_x=show_x)
     sub, top = subtitle_block(subtitle)
-    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, column_widths=[0.8, 0.2],
-                        horizontal_spacing=0.04)
+    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, column_widths=BAR_SHARE,
+                        horizontal_spacing=0.09)  # room for a negative ρ's label
     fig.add_trace(go.Heatmap(
         z=normalise_rows(v), x=labels, y=rows, customdata=real, zmin=-1, zmax=1, zmid=0,
         colorscale=DIVERGING, showscale=False, xgap=1 if len(labels) <= 80 else 0, ygap=2,
@@ -64,13 +65,14 @@ def method_strip(tokens, values, methods, correlations, title: str,
         hovertemplate="%{y}: Spearman with raw attention %{text}<extra></extra>"), 1, 2)
     fig.update_layout(
         template=TEMPLATE, height=int(top + margin["b"] + ROW_PX * len(methods)),
-        margin=dict(t=top, l=margin["l"] - 40, b=margin["b"], r=20),
+        margin=dict(t=top, l=margin["l"] - 40, b=margin["b"], r=48),  # a +0.95 label
         title=dict(text=escape(title), subtitle=dict(text=sub)), dragmode=False,
         plot_bgcolor="white")
     fig.update_xaxes(type="category", tickangle=-60, showticklabels=show_x,
                      title=dict(text="" if show_x else "tokens (hover for each)"), row=1, col=1)
-    fig.update_xaxes(range=[-1, 1.9], tickvals=[0, 1], zeroline=True,
-                     zerolinecolor="#888", title=dict(text="ρ with attention"), row=1, col=2)
+    fig.update_xaxes(range=[-1, 1], tickvals=[-1, 0, 1], ticktext=["−1", "0", "1"],
+                     zeroline=True, zerolinecolor="#555", zerolinewidth=1.5, showgrid=False,
+                     title=dict(text="ρ with attention"), row=1, col=2)
     fig.update_yaxes(type="category", autorange="reversed")
     fig.layout.xaxis.update(showgrid=False)
     fig.add_shape(type="rect", xref="x domain", yref="y domain", x0=0, x1=1, y0=0, y1=1,

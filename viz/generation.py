@@ -8,6 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .labels import SEPARATOR, looks_byte_level, token_label
+from .numbers import percent
 from .style import check_tokens, label_px, titled_layout, to_numpy
 
 KEPT, CUT, CHOSEN, MASS = "#4C78A8", "#C9C9C9", "#F58518", "#9D755D"
@@ -16,10 +17,9 @@ TICKS_UP_TO = 64  # attention rows longer than this show no tick labels (hover n
 
 
 def share(p: float) -> str:
-    """A probability as text: three decimals, or two significant digits below 0.001 (so a
-    small cut is not shown as nothing), and exactly 0 as "0"."""
-    p = float(p)
-    return "0" if p == 0 else (f"{p:.3f}" if p >= 0.001 else f"{p:.1e}")
+    """A probability as a percentage a newcomer can read: "61%", "3.1%", "0.07%", "< 0.01%"
+    (so a small cut is not shown as nothing), exactly 0 as "0%"; never "7.3e-04"."""
+    return percent(p)
 
 
 def _bar_labels(tokens: list[str], kept: list[bool], chosen: int | None) -> list[str]:
@@ -50,14 +50,14 @@ def next_token_figure(tokens, probs, kept, chosen: int | None, cut_top_k: float 
     fig = go.Figure(go.Bar(
         y=labels, x=p, orientation="h", marker_color=colours, customdata=notes,
         text=[share(v) for v in p], textposition="outside", cliponaxis=False,
-        hovertemplate="%{y}: p = %{x:.4f} (%{customdata})<extra></extra>", showlegend=False))
+        hovertemplate="%{y}: %{x:.2%} (%{customdata})<extra></extra>", showlegend=False))
     rows = list(labels)
     if cut_top_k is not None and cut_top_p is not None:
         extra = ["cut away by top-k", "cut away by top-p"]
         fig.add_bar(y=extra, x=[cut_top_k, cut_top_p], orientation="h", marker_color=MASS,
                     marker_pattern_shape="/", text=[share(cut_top_k), share(cut_top_p)],
                     textposition="outside", cliponaxis=False, showlegend=False,
-                    hovertemplate="%{y}: %{x:.4f} of the probability, over the whole "
+                    hovertemplate="%{y}: %{x:.2%} of the probability, over the whole "
                     "vocabulary<extra></extra>")
         rows += extra
     top = max([float(p.max()) if p.size else 0.0, cut_top_k or 0.0, cut_top_p or 0.0])
@@ -65,7 +65,7 @@ def next_token_figure(tokens, probs, kept, chosen: int | None, cut_top_k: float 
     titled_layout(fig, title, subtitle, height=int(140 + 30 * len(rows)),
                   margin=dict(l=left, r=40, b=50),
                   xaxis=dict(title=dict(text="probability"), range=[0, min(1.0, top * 1.18) or 1],
-                             showgrid=True, gridcolor="#eee"),
+                             showgrid=True, gridcolor="#eee", tickformat=".0%"),
                   yaxis=dict(autorange="reversed", type="category"),
                   bargap=0.25, dragmode=False)
     return fig

@@ -16,6 +16,7 @@ from .style import (DIVERGING, TEMPLATE, check_tokens, escape, label_margins, su
                     to_numpy)
 
 MAX_TICKS = 24  # beyond this many positions only every k-th one is labelled (and the marked)
+THIN_ABOVE = 16  # more position labels than this: no two neighbours labelled (800 px wide)
 
 
 def position_labels(clean_tokens, corrupted_tokens, byte_level: bool = False) -> list[str]:
@@ -63,11 +64,13 @@ def residual_grid(values, labels, row_names, title: str, subtitle: str = "",
         {marked_pos} if marked_pos is not None and 0 <= marked_pos < n_pos else set())
     ticks = sorted(keep | {t for t in range(0, n_pos, step)
                            if not any(0 < abs(t - k) < step for k in keep)})
+    if step == 1 and len(ticks) > THIN_ABOVE:  # neighbours' slanted labels would overlap
+        ticks = _no_neighbours(ticks, keep, marked_pos)
     custom = [[[rows[r], labels[p]] for p in range(n_pos)] for r in range(n_rows)]
     fig = go.Figure(go.Heatmap(
         z=z, x=list(range(n_pos)), y=list(range(n_rows)), customdata=custom, xgap=1, ygap=1,
         texttemplate="%{z:.2f}" if n_pos * n_rows <= 160 and n_pos <= 14 else None,
-        textfont=dict(size=10), hoverongaps=False,
+        hoverongaps=False,  # no font size: plotly fits it to the cell, so numbers never touch
         hovertemplate="%{customdata[0]}, position %{customdata[1]}<br>recovered: %{z:.3f}"
                       "<extra></extra>",
         colorbar=dict(title=dict(text="recovered"), thickness=14), **_scale(z)))
@@ -90,3 +93,14 @@ def residual_grid(values, labels, row_names, title: str, subtitle: str = "",
     )
     return fig
 
+
+def _no_neighbours(ticks: list[int], keep: set, marked_pos: int | None) -> list[int]:
+    """About every other tick, no two neighbours in the list: the read position (marked_pos)
+    first, then the changed ones (keep), then every other one. The hover names them all."""
+    order = sorted(range(len(ticks)),
+                   key=lambda j: (ticks[j] != marked_pos, ticks[j] not in keep, j % 2, j))
+    shown: set[int] = set()
+    for j in order:
+        if j - 1 not in shown and j + 1 not in shown:
+            shown.add(j)
+    return [ticks[j] for j in sorted(shown)]

@@ -71,6 +71,7 @@ def test_generate_shows_the_engines_top_10_and_marks_the_chosen_token(tiny_chars
         want = engine.steps[step - 1]
         np.testing.assert_allclose(_array(bars["x"]), want.top_probs, atol=1e-6)
         assert len(bars["y"]) == 10 and "◀ chosen" in bars["y"][0]  # greedy: the top one
+        assert all(t.endswith("%") and "e-" not in t for t in bars["text"])  # 0.07%, no 7e-04
         assert sum("◀ chosen" in label for label in bars["y"]) == 1
         assert len(_charts(at)["gen_next_tokens"]["data"]) == 1  # greedy cuts nothing
         row = _charts(at)["gen_attention"]["data"][0]
@@ -84,6 +85,21 @@ def test_generate_shows_the_engines_top_10_and_marks_the_chosen_token(tiny_chars
     assert not at.exception
     assert at.text_area(key="sb_text").value == SHORT + tiny_chars.tokenizer.decode(
         engine.new_ids)
+
+
+def test_a_long_prompt_continues_from_its_end_with_one_message(tiny_chars):
+    """tiny-chars reads 64 characters. A longer prompt: generation continues from its LAST 64
+    (not mid-prompt from the first 64), and one message says so; none says "first 64"."""
+    text = "The old keeper climbed the stairs every evening to light the lamp. " * 3 + "the end"
+    at = _app("tiny-chars", GENERATE, text=text, gn=5)
+    notes = _texts(at.warning) + " " + _texts(at.info)
+    assert "last 64" in notes and "first 64 tokens" not in notes
+    assert sum("64" in str(w.value) for w in list(at.warning) + list(at.info)) == 1  # once
+    whole = _texts(at.code)
+    assert whole.startswith(text[-64:]) and text[-64:].endswith("the end")
+    engine = generate_ids(tiny_chars, tiny_chars.tokenizer.encode([text[-64:]], None, 64)
+                          .input_ids[0].tolist(), 5)
+    assert whole == tiny_chars.tokenizer.decode(engine.ids)
 
 
 def test_the_induction_head_opens_first_on_tiny_induction():
@@ -132,11 +148,11 @@ def test_the_same_seed_gives_the_same_text_and_the_cut_mass_is_shown(tiny_models
 
 
 def test_generated_text_is_shown_as_text_never_as_markup(tiny_dirs):
-    hostile = "$x$ <img src=x> **bold** [x](javascript:alert(1))"
+    hostile = "$x$ <img> **b** [x](javascript:1)"  # fits the tiny GPT-2's 40 tokens whole
     at = _app(str(tiny_dirs["gpt2"]), GENERATE, text=hostile)
     (shown,) = [m for m in at.markdown if "img" in m.value]
     assert not shown.proto.allow_html
-    assert "\\*\\*bold\\*\\*" in shown.value and "](javascript" not in shown.value
+    assert "\\*\\*b\\*\\*" in shown.value and "](javascript" not in shown.value
     assert "\\$x\\$" in shown.value and not at.get("html")[1:]
 
 
@@ -148,7 +164,9 @@ def test_attribution_parts_sum_to_the_logit_shown(family, tiny_dirs, tiny_models
     logits = trace.logits[0, -1]
     assert at.select_slider(key="attr_pos").value == trace.n_tokens - 1  # default: the last
     assert at.selectbox(key="attr_target").value == int(logits.argmax())  # the prediction
-    metrics = {m.label: float(m.value) for m in at.metric}
+    metrics = {m.label: float(m.value) for m in at.metric if m.label != "Gap"}
+    gap = next(m.value for m in at.metric if m.label == "Gap")
+    assert "e-" not in gap and (gap == "≈ 0" or float(gap) < 1e-4)  # plain, fits at 800 px
     assert metrics["From the model"] == pytest.approx(float(logits.max()), abs=1e-4)
     assert metrics["Sum of the parts"] == pytest.approx(float(logits.max()), abs=1e-4)
     waterfall = _charts(at)["attr_layers"]["data"][0]
@@ -164,7 +182,7 @@ def test_attribution_parts_sum_to_the_logit_shown(family, tiny_dirs, tiny_models
     second = int(logits.argsort(descending=True)[1])
     assert at.selectbox(key="attr_base").value == second
     diff = float(logits.max() - logits[second])
-    metrics = {m.label: float(m.value) for m in at.metric}
+    metrics = {m.label: float(m.value) for m in at.metric if m.label != "Gap"}
     assert metrics["From the model"] == pytest.approx(diff, abs=1e-4)
     assert metrics["Sum of the parts"] == pytest.approx(diff, abs=1e-4)
     assert _param(at, "amode") == "diff" and _param(at, "abase") == str(second)

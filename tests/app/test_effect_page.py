@@ -118,8 +118,11 @@ def test_a_long_text_is_never_cut_silently():
     text = _texts(at)
     n = MAX_OCCLUSION_TOKENS + 22  # with [CLS] and [SEP]
     assert f"for at most {MAX_OCCLUSION_TOKENS} tokens; the target sees {n}" in text
-    assert "steps are used" in text  # 64 steps would not fit one batch: said, not hidden
+    # the default (64 steps) does not fit one batch: the slider starts at what fits, and a
+    # quiet caption says so, not a warning about a setting the learner never chose
     assert at.select_slider(key="eff_steps").value == 16
+    assert "Up to 16 steps fit one batch" in text
+    assert not any("too many" in str(e.value) for e in at.info)
     assert "eff_strip" not in _charts(at)  # heavy: waits for the button
     at.button(key="eff_run").click().run()
     assert not at.exception
@@ -161,3 +164,18 @@ def test_a_link_reopens_the_same_view():
     assert "16 steps from [MASK] tokens" in _texts(at)
     assert "layer 2, the average of its heads" in _charts(at)["eff_strip"]["layout"]["title"][
         "subtitle"]["text"]
+
+
+def test_a_text_cut_by_the_context_does_not_say_it_is_never_cut():
+    """tiny-chars reads 64 characters: the page says the text was cut, and no caption on the
+    same page may claim that a longer text is never cut."""
+    at = _app("tiny-chars", text="the old keeper climbed the stairs every evening to light "
+              "the lamp, and the sea below was grey. " * 3)
+    text = _texts(at)
+    assert "never cut" not in text
+    assert "never shorten your text" in text  # what the page's own limits do, said truly
+    if any(b.key == "eff_run" for b in at.button):  # 64 tokens × 64 steps: waits for a click
+        at.button(key="eff_run").click().run()
+    assert not at.exception
+    caption = next(c.value for c in at.caption if "Integrated gradients:" in c.value)
+    assert "e-0" not in caption and "gap" in caption  # a plain number, no 3.9e-06

@@ -24,7 +24,10 @@ def test_next_token_bars_mark_the_chosen_and_the_cut_tokens_and_show_the_cut_mas
 
 
 def test_share_never_shows_a_small_cut_as_nothing():
-    assert share(0) == "0" and share(0.1234) == "0.123" and share(3e-5) == "3.0e-05"
+    assert share(0) == "0%" and share(0.1234) == "12%" and share(3e-4) == "0.03%"
+    assert share(3e-5) == "< 0.01%"  # small, and still not shown as nothing
+    for p in (7.3e-4, 5.4e-5, 0.608, 1e-9):  # no scientific notation on screen
+        assert "e-" not in share(p) and share(p).endswith("%")
 
 
 def test_attention_row_labels_start_at_the_window_and_colour_prompt_and_new_tokens():
@@ -43,6 +46,21 @@ def test_the_waterfall_ends_on_the_sum_of_its_parts():
     assert list(bar.measure) == ["relative"] * 3 + ["total"]
     assert bar.x[-1] == pytest.approx(sum(values)) and bar.y[-1] == "= the logit"
     low, high = fig.layout.xaxis.range
-    assert low < -0.5 and high > 2.5  # room for every bar and the number beside it
+    assert low < -0.5 and high > 2.5  # room for every bar
     grid = head_attribution_grid(np.array([[0.5, -1.0]]), title="t")
     assert grid.data[0].zmid == 0 and list(grid.data[1].customdata[1]) == [0, 1]
+
+
+def test_the_waterfall_numbers_never_touch_a_name_nor_cross_the_zero_line():
+    """The numbers stand in a column right of the plot (paper x = 1), not beside the bars,
+    where "+0.014" was drawn across the zero line and "-0.800" touched its name."""
+    values = [-0.8, 0.014, 0.02, 2.477, 3e-7]
+    fig = logit_waterfall(["token embedding", "position embedding", "layer 0 attention",
+                           "layer 0 MLP", "bias"], values, "= the logit", title="t")
+    assert fig.data[0].textposition == "none"
+    notes = {a.y: a for a in fig.layout.annotations if a.xref == "paper" and a.x == 1}
+    assert list(notes) == list(fig.data[0].y)  # one number per row, the total too
+    assert notes["token embedding"].text == "-0.800" and notes["position embedding"].text \
+        == "+0.014" and notes["= the logit"].text == f"{sum(values):.3f}"
+    assert notes["token embedding"].xanchor == "left" and fig.layout.margin.r >= 50
+    assert "e-" not in notes["bias"].text  # a tiny part, in plain decimals

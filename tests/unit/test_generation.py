@@ -157,3 +157,21 @@ def test_bad_requests_get_a_clear_message(tiny_models_loaded, tiny_chars):
         Sampling(greedy=False, top_k=0)
     with pytest.raises(ValueError, match="empty"):
         generate_ids(tiny_chars, [], 5)
+
+
+@pytest.mark.parametrize("name", ["gpt2", "tiny-chars"])
+def test_a_long_prompt_keeps_its_last_tokens(name, tiny_models_loaded, tiny_chars):
+    """Past the context, generation continues from the END of the prompt: the last tokens are
+    kept, the first ones left out, and a short prompt is kept whole."""
+    from analysis.generation import prompt_window
+    lm = _decoder(name, tiny_models_loaded, tiny_chars)
+    n_ctx = lm.cfg.n_ctx
+    text = "".join(f"{i} apples, " for i in range(400)) + "the end"
+    full = lm.tokenizer.encode([text], None, 10**6)
+    everything = full.input_ids[0, :int(full.attention_mask[0].sum())].tolist()
+    assert len(everything) > n_ctx  # the test needs a prompt past the context
+    ids, left_out = prompt_window(lm, text, limit=n_ctx)
+    assert ids == everything[-n_ctx:] and left_out == len(everything) - n_ctx
+    assert lm.tokenizer.decode(ids).endswith("the end")
+    short, none_left = prompt_window(lm, PROMPT)
+    assert short == lm.encode(PROMPT).input_ids[0].tolist() and none_left == 0

@@ -33,3 +33,23 @@ def test_the_grid_keeps_the_changed_position_labelled_and_checks_shapes():
     assert len(fig.layout.shapes) == 1  # the metric's column is outlined
     with pytest.raises(ValueError, match="row names"):
         residual_grid(z, labels[:-1], [f"row {i}" for i in range(7)], "t")
+
+
+def test_cell_numbers_fit_their_cells_and_neighbouring_labels_are_thinned():
+    """At 800 px MiniLM's cells are ~20 px wide: a fixed 10 px "0.00" ran into the next cell.
+    With no fixed size plotly fits the font to the cell. A decoder's 23 positions: no two
+    neighbours labelled (they overlapped), the changed and the read positions kept."""
+    from viz.patching import THIN_ABOVE
+    clean = list("the cat sat on the mat.")
+    corrupted = list(clean)
+    corrupted[19:22] = list("rug")
+    fig = residual_grid(np.zeros((3, 23)), position_labels(clean, corrupted),
+                        ["a", "b", "c"], "t", marked_pos=22, marked_cols=[19, 20, 21])
+    ticks = list(fig.layout.xaxis.tickvals)
+    assert 22 in ticks and 20 in ticks and len(ticks) <= THIN_ABOVE  # read, one changed
+    assert all(b - a > 1 for a, b in zip(ticks, ticks[1:]))  # no two neighbours
+    assert len(ticks) >= 23 // 2  # about every other one
+    short = residual_grid(np.zeros((7, 13)), [f"{i}·t" for i in range(13)],
+                          [f"row {i}" for i in range(7)], "t")
+    assert list(short.layout.xaxis.tickvals) == list(range(13))  # few: all labelled
+    assert short.data[0].texttemplate and short.data[0].textfont.size is None  # fitted

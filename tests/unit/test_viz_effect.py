@@ -38,3 +38,16 @@ def test_long_inputs_leave_token_labels_to_the_hover():
     fig = method_strip(tokens, np.ones((2, 300)), METHODS, [1.0, 0.3], "t")
     assert fig.layout.xaxis.showticklabels is False
     assert "hover" in fig.layout.xaxis.title.text
+
+
+def test_negative_agreement_is_drawn_on_a_minus_one_to_one_axis_wide_enough_to_read():
+    """ρ runs from −1 to 1: a negative ρ is a bar left of a visible zero line, not a label in
+    the gap; the panel takes about a third of the plot area (~90 px at 800 px)."""
+    values = np.array([[0.5, 0.25, 0.0, 0.25], [-4.0, 2.0, 1.0, 0.0], [1.0, 0.0, 0.5, 0.2]])
+    fig = method_strip(TOKENS, values, METHODS + ["Third"], [1.0, -0.09, 0.7], "t")
+    bars = fig.data[1]
+    assert list(bars.x)[1] == pytest.approx(-0.09) and bars.cliponaxis is False
+    assert tuple(fig.layout.xaxis2.range) == (-1, 1) and fig.layout.xaxis2.zeroline
+    assert -1 in fig.layout.xaxis2.tickvals and 0 in fig.layout.xaxis2.tickvals
+    left, right = fig.layout.xaxis.domain, fig.layout.xaxis2.domain
+    assert (right[1] - right[0]) >= 0.28 * ((left[1] - left[0]) + (right[1] - right[0]))
