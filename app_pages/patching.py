@@ -17,7 +17,8 @@ from ui import settings
 from ui.cache import get_model, shared
 from ui.charts import chart_config
 from ui.patching_inputs import (
-    candidates, default_corruption, open_chosen, open_patched_head, switch_model, token_count,
+    candidates, default_corruption, first_words, open_chosen, open_patched_head, switch_model,
+    token_count, use_text,
 )
 from ui.sidebar import require_trace
 from ui.switch import needs_lm_head, offer_decoder
@@ -209,7 +210,12 @@ def _prompts(selection, loaded) -> None:
     n_clean = token_count(loaded, clean)
     if n_clean > limit:
         st.warning(f"The clean prompt is {n_clean:,} tokens long; patching takes at most "
-                   f"{limit}. Shorten the sidebar text.")
+                   f"{limit}.")
+        shorter = first_words(loaded, clean, limit)
+        if shorter:
+            st.button(f"Use the first {token_count(loaded, shorter)} tokens of the text",
+                      key="pt_shorten", on_click=use_text(shorter), type="primary",
+                      help="Puts the beginning of your text, in whole words, in the sidebar.")
         return
     if not corrupted.strip():
         st.info("Type a corrupted prompt: the sidebar text with a word changed.")

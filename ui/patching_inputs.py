@@ -32,6 +32,29 @@ def token_count(loaded, text: str) -> int:
     return int(enc.attention_mask[0].sum()) + int(enc.n_dropped[0])
 
 
+def first_words(loaded, text: str, limit: int) -> str:
+    """The longest run of the text's first whole words that is at most `limit` tokens, as every
+    page counts them ("" when even the first word is longer)."""
+    words = text.split()
+    low, high = 0, len(words)  # invariant: the first `low` words fit
+    while low < high:
+        mid = (low + high + 1) // 2
+        if token_count(loaded, " ".join(words[:mid])) <= limit:
+            low = mid
+        else:
+            high = mid - 1
+    return " ".join(words[:low])
+
+
+def _set_text(text: str) -> None:
+    st.session_state["sb_text"] = text
+
+
+def use_text(text: str):
+    """An on_click callback: put `text` in the sidebar's text box."""
+    return partial(_set_text, text)
+
+
 def _swap(word: str) -> list[str]:
     target = SWAPS.get(word.lower())
     options = ([target] if target else []) + [w for w in FALLBACKS if w != word.lower()]

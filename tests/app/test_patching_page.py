@@ -158,3 +158,23 @@ def test_a_decoder_gets_a_logit_difference_of_two_chosen_tokens():
                                residual_patching(p), atol=1e-6)
     caption = _texts(at, "caption")
     assert f"{p.clean_value:.3f} on the clean prompt, {p.corrupted_value:.3f}" in caption
+
+
+def test_a_text_too_long_to_patch_gets_a_one_click_shorter_version():
+    from ui.examples import LONG
+    from ui.patching_inputs import token_count
+
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.session_state["sb_text"] = LONG * 3
+    at.run()
+    at.switch_page(PAGE).run()
+    assert not at.exception
+    assert "patching takes at most" in _texts(at, "warning")
+    button = at.button(key="pt_shorten")
+    button.click().run()
+    assert not at.exception
+    shorter = at.session_state["sb_text"]
+    minilm = load_model("minilm")
+    assert 0 < token_count(minilm, shorter) <= 128 and (LONG * 3).startswith(shorter)
+    assert f"first {token_count(minilm, shorter)} tokens" in button.label
+    assert "patching takes at most" not in _texts(at, "warning")  # the page goes on
