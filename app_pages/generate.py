@@ -8,7 +8,6 @@ import streamlit as st
 
 from analysis.generation import (MAX_NEW_TOKENS, MAX_PROMPT_TOKENS, Generation, Sampling,
                                  prompt_window)
-from ui import settings
 from ui.callbacks import set_state, step_state
 from ui.charts import chart_config
 from ui.decoder_lab import decoder_reason, generation, induction_head
@@ -158,27 +157,13 @@ def _attention(loaded, gen: Generation, step_index: int, cfg) -> None:
                    "a repeated text and watch it look back.")
 
 
-def _one_note(slot, selection, n_tokens: int, limit: int, left_out: int) -> None:
-    """Replace the sidebar's notes (which say the run read the FIRST tokens) by one that is
-    true here: generation continues from the prompt's LAST tokens."""
-    with slot.container():
-        if selection.cut_chars:
-            st.warning(f"The text was cut by {selection.cut_chars:,} characters "
-                       f"(limit {settings.max_chars():,}).")
-        if selection.trace.notice:
-            st.warning(md_escape(selection.trace.notice))
-        st.warning(f"The prompt is {n_tokens:,} tokens long and this model reads {limit} at a "
-                   f"time, so generation continues from the prompt's last {limit} tokens (the "
-                   f"first {left_out:,} are left out), and each new step again reads only the "
-                   f"last {limit}.")
-
-
 selection = st.session_state["selection"]
 st.title("Generate, step by step")
-notes_slot = st.empty()  # the sidebar's notes; replaced below if the prompt is too long
-with notes_slot.container():
-    trace = require_trace(selection)
-reason = decoder_reason(selection, "Generation")
+reason = None if selection.model is None else decoder_reason(selection, "Generation")
+# Generation reads a long prompt's LAST tokens (said below), so not the sidebar's note that
+# the run read the FIRST ones; a model that cannot generate keeps that note.
+trace = require_trace(selection, context_note=reason is not None)
+window_note = st.empty()  # where generation starts in a long prompt, beside the other notes
 if reason is not None:
     offer_decoder(reason, key="gen_switch")
     st.stop()
@@ -198,8 +183,11 @@ st.caption(f"Bounds: up to {MAX_NEW_TOKENS} new tokens; the prompt is at most {l
            f"This model reads {cfg.n_ctx} tokens at a time: once the text is longer, each step "
            f"reads only the last {cfg.n_ctx}.")
 prompt_ids, left_out = prompt_window(loaded, selection.text, limit)
-if left_out:  # one message, true for this page (the sidebar's says "the first tokens")
-    _one_note(notes_slot, selection, len(prompt_ids) + left_out, limit, left_out)
+if left_out:
+    window_note.warning(
+        f"The prompt is {len(prompt_ids) + left_out:,} tokens long and this model reads {limit} "
+        f"at a time, so generation continues from the prompt's last {limit} tokens (the first "
+        f"{left_out:,} are left out), and each new step again reads only the last {limit}.")
 gen = generation(selection.model_name, tuple(prompt_ids), n_new, sampling)
 for note in [] if left_out else gen.notes:  # with a cut prompt, the note above says it
     st.info(note)

@@ -219,8 +219,10 @@ def remember_input() -> None:
     st.session_state["_last_input"] = tuple(st.session_state.get(k) for k in _INPUT_KEYS)
 
 
-def require_trace(selection: Selection) -> Trace:
-    """Stop the page with a friendly message unless there is a trace to show."""
+def require_trace(selection: Selection, context_note: bool = True) -> Trace:
+    """Stop the page with a friendly message unless there is a trace to show. Notes on what
+    was cut are shown above the page; `context_note=False` leaves out the one saying the run
+    read only the first tokens, for a page that reads a long text another way and says so."""
     if selection.model is None:
         if selection.load_error:  # where the eye is, not only in the sidebar
             st.error(selection.load_error)
@@ -243,7 +245,7 @@ def require_trace(selection: Selection) -> Trace:
         notes.append(f"The text was cut by {selection.cut_chars:,} characters "
                      f"(limit {settings.max_chars():,}).")
     dropped = trace.dropped[0]
-    if dropped:
+    if dropped and context_note:
         notes.append(f"The text is longer than the model's context of {trace.cfg.n_ctx} "
                      f"tokens: it ran on the first {trace.n_tokens} tokens and "
                      f"{dropped:,} were dropped.")
