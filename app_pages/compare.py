@@ -10,7 +10,7 @@ from ui import settings
 from ui.cache import get_trace
 from ui.charts import chart_config
 from ui.callbacks import copy_state, pick_head
-from ui.patching_inputs import default_corruption
+from ui.patching_inputs import default_corruption, follow_default
 from ui.sidebar import require_trace
 from ui.text import md_escape
 from ui.widgets import index_slider
@@ -40,10 +40,7 @@ st.caption("Text A is the sidebar text; type text B here. Both run through the s
            "notice." + (" B uses the same second sentence as A." if selection.pair else ""))
 
 made = _default_b(selection.model, selection.text)
-if st.session_state.get("cmp_text_b", st.session_state.get("_cmp_default")) == \
-        st.session_state.get("_cmp_default"):
-    st.session_state["cmp_text_b"] = made  # follow text A until the user edits B
-st.session_state["_cmp_default"] = made
+follow_default("cmp_text_b", "_cmp_default", made)  # text A's, until the user edits B
 left, right = st.columns([5, 1], vertical_alignment="bottom")
 text_b = left.text_area("Text B", key="cmp_text_b", height=90)
 right.button("Start from text A", key="cmp_copy", on_click=copy_state("sb_text", "cmp_text_b"),

@@ -17,8 +17,8 @@ from ui import settings
 from ui.cache import get_model, shared
 from ui.charts import chart_config
 from ui.patching_inputs import (
-    candidates, default_corruption, first_words, open_chosen, open_patched_head, switch_model,
-    token_count, use_text,
+    candidates, default_corruption, first_words, follow_default, open_chosen, open_patched_head,
+    switch_model, token_count, use_text,
 )
 from ui.sidebar import require_trace
 from ui.switch import needs_lm_head, offer_decoder
@@ -198,10 +198,7 @@ def _prompts(selection, loaded) -> None:
     clean = selection.text
     limit = min(MAX_PATCH_TOKENS, loaded.cfg.n_ctx)
     made = default_corruption(loaded, clean, limit, last_first=loaded.cfg.has_lm_head)
-    if st.session_state.get("pt_corrupt", st.session_state.get("_pt_default")) == \
-            st.session_state.get("_pt_default"):
-        st.session_state["pt_corrupt"] = made  # follow the sidebar until the user edits it
-    st.session_state["_pt_default"] = made
+    follow_default("pt_corrupt", "_pt_default", made)  # the sidebar's, until the user edits it
     st.caption(f"Clean prompt: the sidebar text. Bounds: both prompts at most {limit} tokens; "
                f"grids of at most {MAX_GRID_CELLS:,} cells.")
     corrupted = st.text_input("Corrupted prompt (same number of tokens, a word changed)",

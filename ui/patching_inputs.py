@@ -55,6 +55,15 @@ def use_text(text: str):
     return partial(_set_text, text)
 
 
+def follow_default(key: str, memory_key: str, made: str) -> None:
+    """Let the text box `key` follow its made default (`made`, e.g. the sidebar text with a word
+    swapped) until the user types in it: the last default is kept under `memory_key`."""
+    if st.session_state.get(key, st.session_state.get(memory_key)) == \
+            st.session_state.get(memory_key):
+        st.session_state[key] = made
+    st.session_state[memory_key] = made
+
+
 def _swap(word: str) -> list[str]:
     target = SWAPS.get(word.lower())
     options = ([target] if target else []) + [w for w in FALLBACKS if w != word.lower()]
