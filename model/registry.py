@@ -54,12 +54,6 @@ BUNDLED = {
     "minilm": _minilm_path,
     **{name: _own_path(name) for name in OWN_MODELS},
 }
-BUNDLED_DESCRIPTIONS = {
-    "minilm": "all-MiniLM-L6-v2: BERT-style encoder, 6 layers x 12 heads, d_model 384",
-    "tiny-induction": "trained here: 2-layer attention-only decoder with induction heads",
-    "tiny-chars": "trained here: character-level decoder, 2 layers x 4 heads, our own text",
-    "tiny-reverse": "trained here: encoder-decoder that reverses words (cross-attention)",
-}
 
 
 # config.json fields the builders below read as sizes or token ids: whole numbers (or null).
