@@ -190,10 +190,13 @@ def effects(clean: ModelOutput, ablated: ModelOutput, inputs: Inputs,
     return out
 
 
-METRICS = {
-    "loss": "change in the loss on the text (nats; > 0: the model predicts the text worse)",
-    "tokens": "1 − mean cosine similarity of the final token vectors",
-    "sentence": "1 − cosine similarity of the sentence embeddings",
+METRICS = {  # what each effect measures, in plain words first
+    "loss": "how much worse the model predicts the text (change in its loss, in nats; "
+            "> 0: worse, < 0: better)",
+    "tokens": "how far the final token vectors turned (1 − mean cosine similarity: 0 = "
+              "not at all)",
+    "sentence": "how far the sentence's meaning vector turned (1 − cosine similarity of the "
+                "sentence embeddings: 0 = not at all)",
 }
 
 

@@ -148,6 +148,17 @@ class Generation:
     steps: list[Step]
     sampling: Sampling
     notes: list[str] = field(default_factory=list)  # e.g. the window slid
+    stopped_at_end: bool = False  # True: it stopped early, on a token of `stop_ids`
+
+    @property
+    def why_stopped(self) -> str:
+        """One plain sentence: why the text ends where it does."""
+        n = len(self.new_ids)
+        written = "1 new token" if n == 1 else f"{n} new tokens"
+        if self.stopped_at_end:
+            return f"Stopped after {written}: the model wrote an end token."
+        return (f"Stopped after {written}, the number asked for, so the text may end in the "
+                "middle of a word.")
 
     @property
     def n_prompt(self) -> int:
@@ -201,7 +212,7 @@ def generate_ids(loaded, prompt_ids, n_new: int, sampling: Sampling = Sampling()
     _check(loaded, n_new, len(prompt))
     gen = torch.Generator().manual_seed(sampling.seed)
     ids, steps, n_ctx = list(prompt), [], loaded.cfg.n_ctx
-    stop = {int(s) for s in stop_ids}
+    stop, ended = {int(s) for s in stop_ids}, False
     for _ in range(n_new):
         start = max(0, len(ids) - n_ctx)
         logits, attention = _step_forward(loaded, ids[start:])  # [vocab], [layer, head, k]
@@ -215,6 +226,7 @@ def generate_ids(loaded, prompt_ids, n_new: int, sampling: Sampling = Sampling()
             n_kept=int(choice.kept.sum()), attention=attention))
         ids.append(choice.chosen)
         if choice.chosen in stop:
+            ended = True
             break
     notes = []
     if len(ids) - 1 > n_ctx:
@@ -222,7 +234,7 @@ def generate_ids(loaded, prompt_ids, n_new: int, sampling: Sampling = Sampling()
                      f"from then on each step read only the last {n_ctx} tokens.")
     return Generation(prompt_ids=prompt, ids=ids, tokens=loaded.tokenizer.tokens(ids),
                       new_text=loaded.tokenizer.decode(ids[len(prompt):]), steps=steps,
-                      sampling=sampling, notes=notes)
+                      sampling=sampling, notes=notes, stopped_at_end=ended)
 
 
 def prompt_window(loaded, text: str, limit: int | None = None) -> tuple[list[int], int]:

@@ -150,3 +150,16 @@ def trace_totals(trace, item: int = 0) -> StatTotals:
     attn = torch.stack([trace.cache[n][item] for n in trace.layer_names("attn.hook_pattern")])
     return statistic_totals(attn, trace.batch_tokens[item], trace.special_mask[item],
                             trace.attention_mask[item])
+
+
+def special_tokens_in(trace, item: int = 0) -> list[str]:
+    """The distinct special tokens of one text of a Trace ("[CLS]", "[SEP]", BOS...), in the
+    order they first appear; padding left out. Empty for a model that adds none (a character
+    model, GPT-2) unless one was typed in the text."""
+    real = trace.attention_mask[item].reshape(-1).bool()
+    special = trace.special_mask[item].reshape(-1).bool() & real  # [pos]
+    found: list[str] = []
+    for token, is_special in zip(trace.batch_tokens[item], special.tolist()):
+        if is_special and token not in found:
+            found.append(token)
+    return found

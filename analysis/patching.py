@@ -36,6 +36,8 @@ from .induction import fresh_repeats
 MAX_PATCH_TOKENS = 128  # tokens per prompt
 MAX_GRID_CELLS = 4096  # cells of one grid: (layers + 1) × positions, or layers × heads
 MIN_GAP = 1e-6  # |clean − corrupted| metric below which there is nothing to recover
+SMALL_GAP = 0.5  # logits: a clean-vs-corrupted gap below this makes the grids noisy
+CLEAR_GAP = 2.0  # logits: a default corruption with at least this gap is taken at once
 
 
 @dataclass
@@ -117,6 +119,38 @@ def default_pair(clean_logits: torch.Tensor,
     ranked = torch.sort(corrupted_logits, descending=True, stable=True).indices  # [vocab]
     wrong = int(ranked[0]) if int(ranked[0]) != answer else int(ranked[1])
     return answer, wrong
+
+
+def logit_gaps(loaded, clean: str, corrupted: list[str], chunk: int = 16) -> list[float]:
+    """For a decoder: |clean − corrupted| of the logit difference at the last token, with
+    `default_pair`'s two tokens, for each corrupted prompt (the same number of tokens as the
+    clean one, at most the context). Runs the prompts in batches of `chunk`; no hooks."""
+    texts = [clean] + list(corrupted)
+    rows = [loaded.encode(t).input_ids[0] for t in texts]  # [pos] each
+    if len({r.numel() for r in rows}) > 1 or rows[0].numel() > loaded.cfg.n_ctx:
+        raise ValueError("the prompts must have the same number of tokens, within the context")
+    last = []
+    with torch.no_grad():
+        for start in range(0, len(rows), chunk):
+            ids = torch.stack(rows[start:start + chunk]).to(loaded.device)  # [b, pos]
+            out = loaded.model(ids, torch.ones_like(ids), torch.zeros_like(ids))
+            last.append(out.logits[:, -1].double().cpu())  # [b, vocab]
+    logits = torch.cat(last)  # [1 + n, vocab]
+    gaps = []
+    for row in logits[1:]:
+        answer, wrong = default_pair(logits[0], row)
+        gaps.append(abs(float(logits[0, answer] - logits[0, wrong] - row[answer] + row[wrong])))
+    return gaps
+
+
+def pick_corruption(loaded, clean: str, candidates: list[str]) -> str:
+    """Of the candidate corrupted prompts (most sensible first), the first whose logit gap
+    (`logit_gaps`) is at least CLEAR_GAP, else the one with the largest gap ("" for none)."""
+    if not candidates:
+        return ""
+    gaps = logit_gaps(loaded, clean, candidates)
+    clear = [c for c, g in zip(candidates, gaps) if g >= CLEAR_GAP]
+    return clear[0] if clear else candidates[int(np.argmax(gaps))]
 
 
 def prepare_ids(loaded, clean_ids, corrupted_ids, answer: int | None = None,

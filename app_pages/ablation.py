@@ -15,7 +15,8 @@ from ui import settings
 from ui.cache import get_model
 from ui.charts import chart_config
 from ui.callbacks import add_layer_heads, set_state, toggle_head
-from ui.sidebar import require_trace
+from ui.examples import known_sentence
+from ui.sidebar import require_trace, use_known_sentence
 from viz.heads import head_grid, next_token_bars, token_bars
 from viz.labels import axis_labels, looks_byte_level, visible_text, plain_text
 
@@ -27,6 +28,27 @@ HOSTED_SWEEP_TOKENS = 256  # hosted mode: longer texts get no sweep (72 runs eac
 # Short table headers: a long one widens its column past a narrow screen (help has METRICS).
 SHORT_HEADERS = {"loss": "Δ loss (nats)", "tokens": "1 − cosine (tokens)",
                  "sentence": "1 − cosine (sentence)"}
+
+
+EFFECT_HELP = ("Δ loss: the loss is how surprised the model is by each next token of the text, "
+               "on average (in nats); above 0, it predicts the text worse without the head. "
+               "1 − cosine: 0 when a vector points the same way as with every head, up to 2 "
+               "when it points the opposite way.")
+
+
+def _helped_note(values: np.ndarray, model_name: str) -> None:
+    """Under the loss grid: heads whose removal made the text easier to predict, said plainly
+    (a learner would read them as harmful heads), with a sentence the model knows when it has
+    one."""
+    better = int((values < 0).sum())
+    if not better:
+        return
+    st.caption(f"Blue cells: the model predicts this text better without that head ({better} "
+               f"of {values.size}). A head learned what helped on the model's training text; "
+               "on text unlike it, some heads get in the way.")
+    if known_sentence(model_name) and st.session_state.get("sb_text") != known_sentence(model_name):
+        st.button("Use a sentence it knows", key="abl_known_text", on_click=use_known_sentence,
+                  args=(model_name,))
 
 
 @st.cache_resource
@@ -44,18 +66,19 @@ def _ablate(model_name: str, text: str, pair: str, heads: tuple, mode: str) -> d
 
 
 selection = st.session_state["selection"]
-st.title("Head ablation")
+st.title("Head ablation", anchor=False)
 trace = require_trace(selection)
 cfg = trace.cfg
 loaded = selection.model
 tokens = trace.tokens
 labels = axis_labels(tokens)
 st.caption(
-    "Remove heads and run the model again. A removed head's output (its attention-weighted "
-    "mix of values, before the output projection W_O) is replaced by zeros, or by its own "
-    "average over the positions of this text, which keeps its typical contribution but "
-    "drops what it says about any one token. The shared model is never changed: the "
-    "replacement is a temporary hook that is gone when the run ends.")
+    "Remove heads and run the model again. What a removed head passes on (the mix of "
+    "tokens it attended to) is replaced by zeros, or by its own average over the positions "
+    "of this text, which keeps its typical contribution but drops what it says about any "
+    "one token.", help="The head's output is replaced before the output projection W_O. "
+    "The shared model is never changed: the replacement is a temporary hook that is gone "
+    "when the run ends.")
 
 heads_all = [(lay, h) for lay in range(cfg.n_layers) for h in range(cfg.n_heads)]
 st.session_state["_abl_n_heads"] = cfg.n_heads
@@ -164,7 +187,7 @@ if skey in sweeps:
     sweep = sweeps[skey]
     metrics = [m for m in ("loss", "sentence", "tokens") if m in sweep]
     metric = st.radio("Effect", metrics, key="abl_metric", horizontal=True,
-                      format_func=lambda m: METRICS[m])
+                      format_func=SHORT_HEADERS.get, help=EFFECT_HELP)
     values = sweep[metric]
     st.plotly_chart(
         head_grid(values, title=f"Effect of removing each head alone ({mode})",
@@ -173,11 +196,14 @@ if skey in sweeps:
                   subtitle=METRICS[metric] + "; outlined: heads removed above"),
         key="abl_grid", on_select=toggle_head("abl_grid", cfg.n_heads, "abl_heads"),
         selection_mode="points", config=chart_config("head_importance"))
+    if metric == "loss":
+        _helped_note(values, selection.model_name)
     ranking = pd.DataFrame({"layer": [lay for lay, _ in heads_all],
                             "head": [h for _, h in heads_all], "effect": values.reshape(-1)})
     shown = min(10, len(heads_all))
-    st.caption(f"The {shown} head{'s' if shown > 1 else ''} whose removal changes the output "
-               f"most, largest change first. Effect: {METRICS[metric]}.")
+    which = (f"All {shown} heads" if shown == len(heads_all) and shown > 1 else
+             f"The {shown} head{'s' if shown > 1 else ''} whose removal changes the output most")
+    st.caption(f"{which}, largest change first. Effect: {METRICS[metric]}.")
     effect = st.column_config.NumberColumn(SHORT_HEADERS[metric], help=METRICS[metric],
                                            format="%.4f")
     order = ranking["effect"].abs().sort_values(ascending=False, kind="stable").index

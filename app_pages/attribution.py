@@ -14,10 +14,11 @@ from ui.sidebar import require_trace
 from ui.switch import offer_decoder
 from ui.urlstate import init_from_link, url_int, url_param, write_to_url
 from viz.attribution import head_attribution_grid, logit_waterfall
-from viz.numbers import TINY, gap
+from viz.numbers import gap, plain
 from viz.labels import axis_labels, looks_byte_level, plain_text, visible_text
 
 N_CHOICES = 10  # the likeliest tokens offered as targets
+SHOWN = 1e-4  # the metrics show 4 decimals: a smaller gap reads "≈ 0"
 MODES = {"one": "One token's logit", "diff": "Difference between two tokens"}
 
 if st.session_state.pop("_attr_goto", False):
@@ -111,26 +112,27 @@ def _sum_check(a, what: str) -> None:
     cols = st.columns(3)
     cols[0].metric("From the model", f"{a.value:.4f}", help=f"The model's own {what}.")
     cols[1].metric("Sum of the parts", f"{total:.4f}")
-    off = abs(total - a.value)
-    cols[2].metric("Gap", "≈ 0" if off < TINY else gap(off, note=""),
-                   help=f"{'Below 0.000001: r' if off < TINY else 'R'}ounding in the last "
-                   "digits of the computer's arithmetic.")
+    off = abs(total - a.value)  # below the 4 decimals shown above: "≈ 0", the exact gap in help
+    cols[2].metric("Gap", "≈ 0" if off < SHOWN else plain(off),
+                   help=f"The gap is {gap(off, note='')}: rounding in the last digits of the "
+                   "computer's arithmetic.")
 
 
 selection = st.session_state["selection"]
-st.title("Which parts made the logit")
+st.title("Which parts made the logit", anchor=False)
+st.caption(
+    "A model that writes text gives every possible next token a score, its *logit*: the "
+    "higher, the likelier. Inside the model, every part writes into one running sum (the "
+    "residual stream): the embeddings, then every head and every MLP. The score is read off "
+    "that sum at the end, so it can be taken apart: this page shows how much each part added "
+    "to it directly.")
 trace = require_trace(selection)
-reason = decoder_reason(selection, "Direct logit attribution", attribution=True)
+reason = decoder_reason(selection, "Taking the score apart", attribution=True)
 if reason is not None:
     offer_decoder(reason, key="attr_switch")
     st.stop()
 
 loaded, cfg = selection.model, trace.cfg
-st.caption(
-    "A logit is the score the model gives a token as the next one. Inside the model, every "
-    "part writes into one running sum (the residual stream): the embeddings, then every head "
-    "and every MLP. The logit is read off that sum at the end, so it can be taken apart: each "
-    "part's number below is how much it added to the score directly.")
 _link_ids()
 labels = axis_labels(trace.tokens)
 pos, target, base, names = _pickers(loaded, trace, labels)

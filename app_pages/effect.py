@@ -50,6 +50,7 @@ WARNING = (
     "value vector is tiny, so almost nothing of that token reaches the output. Attention shows "
     "where a head *looks*; gradients, integrated gradients and occlusion measure what "
     "*changes the answer*. Where they disagree, trust those, not the heatmap.")
+RHO = "rank agreement, from −1 to 1: 1 means the two orders match"  # Spearman ρ in plain words
 AGREEMENT = (
     "ρ on the right: near +1, the method ranks the tokens as this attention does; near 0 or "
     "below, the tokens the head looks at are not the ones that change the target, so its "
@@ -117,6 +118,16 @@ def _position(labels: list[str], causal: bool) -> int | None:
         format_func=lambda i: plain_text(labels[i]))
 
 
+def _choice(col, label: str, alone: str, options: list[str], names: dict, key: str,
+            help: str | None = None) -> str:
+    """A radio over `options`, or, when there is only one, that choice said in plain text
+    (`alone` with "{}" for its name): a radio with a single option offers nothing to pick."""
+    if len(options) == 1:
+        col.markdown(":small[" + alone.format(f"**{names[options[0]]}**") + "]", help=help)
+        return options[0]
+    return col.radio(label, options, key=key, format_func=names.get, help=help)
+
+
 def _steps_allowed(k: int) -> list[int]:
     return [s for s in STEPS if s <= MAX_IG_STEPS and s * k <= MAX_IG_BATCH_TOKENS]
 
@@ -124,11 +135,11 @@ def _steps_allowed(k: int) -> list[int]:
 def _method_controls(loaded, k: int) -> tuple[str, int, str | None]:
     """Integrated gradients' baseline and steps, and the occlusion mode."""
     cols = st.columns(3)
-    baselines = _options(loaded, BASELINES)
-    baseline = cols[0].radio("Integrated gradients start from", baselines, key="eff_baseline",
-                             format_func=BASELINES.get, help="The baseline: the input that "
-                             "means “nothing”. Integrated gradients add up how the target "
-                             "changes on the straight path from it to your text.")
+    baseline = _choice(cols[0], "Integrated gradients start from",
+                       "Integrated gradients start from {}.", _options(loaded, BASELINES),
+                       BASELINES, "eff_baseline", help="The baseline: the input that means "
+                       "“nothing”. Integrated gradients add up how the target changes on the "
+                       "straight path from it to your text.")
     allowed = _steps_allowed(k)
     if st.session_state["eff_steps"] not in allowed:  # starts at what fits this text, quietly
         st.session_state["eff_steps"] = allowed[-1]
@@ -141,9 +152,9 @@ def _method_controls(loaded, k: int) -> tuple[str, int, str | None]:
         cols[2].caption(f"Occlusion: not run. It runs the model once per token, for at most "
                         f"{MAX_OCCLUSION_TOKENS} tokens; the target sees {k}.")
         return baseline, steps, None
-    modes = _options(loaded, OCCLUSION)
-    mode = cols[2].radio("Occlusion: for each token in turn", modes, key="eff_occlusion",
-                         format_func=OCCLUSION.get)
+    mode = _choice(cols[2], "Occlusion: for each token in turn",
+                   "Occlusion: for each token in turn, {}.", _options(loaded, OCCLUSION),
+                   OCCLUSION, "eff_occlusion")
     return baseline, steps, mode
 
 
@@ -167,7 +178,7 @@ def _results(every, layer: int, head: int | None, labels: list[str], n_heads: in
                          "How much each token matters, six ways",
                          f"attention: layer {layer}, {where}; each row scaled to its largest "
                          "value (red > 0 > blue), hover for real values; right: Spearman ρ "
-                         f"with attention over {int(imp.visible.sum())} tokens")
+                         f"with attention ({RHO}), over {int(imp.visible.sum())} tokens")
     st.plotly_chart(strip, key="eff_strip", config=chart_config("effect", strip,
                     layer=layer, head=head))
     st.caption(AGREEMENT)

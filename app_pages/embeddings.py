@@ -12,13 +12,16 @@ from analysis.projection import (
     query_key_vectors, token_points,
 )
 from ui.cache import get_model, shared
+from ui.model_names import NAMES
 from ui.sidebar import require_trace
 from ui.charts import chart_config
 from ui.text import md_escape
 from analysis.walkthrough.steps import plural
 from ui.widgets import index_slider, shown_model_name
 from viz.labels import axis_labels, looks_byte_level, plain_text, visible_text
-from viz.projection import joint_qk_figure, norms_figure, parts_figure, projection_figure
+from viz.projection import (
+    joint_qk_figure, length_of, norms_figure, parts_figure, projection_figure,
+)
 
 MAX_SENTENCES = 20  # "several sentences" mode: lines beyond this are ignored, and we say so
 MAX_LINE_CHARS = 300  # each line is cut to this many characters
@@ -65,20 +68,40 @@ def _shapes_line(parts) -> str:
     return line + "  (texts, positions, numbers per token)"
 
 
+def _sum_words(parts, cfg, name: str) -> str:
+    """What this model's embedding adds up, in plain words: only the parts it really has."""
+    words = [f"Each token's id picks one row of a large table that {name} learned: the "
+             "token's vector."]
+    added = []
+    if "token type" in parts.parts:
+        added.append("a row that says which sentence the token is in (the first or the "
+                     "second: its token type)")
+    if "position" in parts.parts:
+        added.append("a row for its position in the text" + (
+            " (a fixed pattern of waves, not learned)" if cfg.positions == "sinusoidal" else ""))
+    if added:
+        words.append("To it, the model adds " + " and ".join(added) + ".")
+    if cfg.positions == "rotary":
+        words.append("The model adds no position row: it brings in word order later, inside "
+                     "attention, by turning each query and key by an angle set by its "
+                     "position.")
+    if parts.normed is not None:
+        words.append("Then LayerNorm rescales the sum: each token's numbers are shifted and "
+                     "scaled to average 0 and spread 1, then a learned gain and bias apply.")
+    return " ".join(words) + " With your text:"
+
+
 selection = st.session_state["selection"]
 st.title("Embeddings")
 trace = require_trace(selection)
 lm, cfg = selection.model, trace.cfg
 labels = axis_labels(trace.tokens)
+model_name = md_escape(NAMES.get(selection.model_name, shown_model_name(selection.model_name)))
 
 # ------------------------------------------------------------------ 1. the embedding sum
 st.header("The embedding sum, taken apart")
 parts = embedding_parts(trace)
-st.markdown(
-    "Each token id picks a row of the token-embedding table. BERT-style models add a "
-    "token-type row (sentence A or B) and a position row, then normalise the sum with "
-    "LayerNorm; GPT-2 adds token and position; Llama-style models use the token row alone "
-    "and bring positions in later, as rotations of q and k. With your text:")
+st.markdown(_sum_words(parts, cfg, model_name))
 st.markdown(_shapes_line(parts))
 if len(parts.parts) > 1:
     recomputed = sum(parts.parts.values())  # [pos, d_model], in the model's order
@@ -97,16 +120,17 @@ if parts.normed is not None:
 st.plotly_chart(parts_figure(
     np.stack([v[i] for v in rows.values()]), list(rows),  # [part, d_model]
     f"Token {plain_text(labels[i])}: every vector, dimension by dimension",
-    "each column of 'sum' is the column sum of the parts above it"
-    + ("; colours set by the parts and the sum" if parts.normed is not None else ""),
+    "each column of 'sum' adds up the column above it"
+    + ("; the LayerNorm row's larger values are clipped to the same colours"
+       if parts.normed is not None else ""),
     scale_rows=len(parts.parts) + 1),
     key="emb_parts", config=CONFIG)
 norms = parts.norms()
 st.plotly_chart(norms_figure(norms, labels, "Lengths of the vectors, token by token",
-                             "length = square root of the sum of squares"
-                             + (". LayerNorm scales each sum to mean 0 and variance 1, then "
-                                "applies its learned gain and bias"
-                                if parts.normed is not None else "")),
+                             "a vector's length: the square root of the sum of its "
+                             "squared numbers"
+                             + ("; LayerNorm scales each sum to spread 1, then applies a "
+                                "learned gain and bias" if parts.normed is not None else "")),
                 key="emb_norms", config=CONFIG)
 embed = lm.model.embed
 pos_ids = (embed.position_ids(trace.input_ids)[0] if hasattr(embed, "position_ids")
@@ -120,18 +144,18 @@ if cfg.positions != "rotary":  # a rotary model adds no position row
     columns["position id"] = [int(p) for p in pos_ids]
 table = pd.DataFrame(columns)
 for name, values in norms.items():
-    table[f"‖{name}‖"] = np.round(values, 3)
+    table[length_of(name)] = np.round(values, 3)
 st.dataframe(table, hide_index=True, key="emb_table")
 
 # -------------------------------------------------------------------- 2. projections
 st.header("Where tokens live: projections layer by layer")
-st.caption(f"Each token's vector ({cfg.d_model} numbers for "
-           f"{md_escape(shown_model_name(selection.model_name))}) after the embedding "
-           "(layer 0) and "
-           "after each block, squeezed to 2 or 3 numbers so it can be drawn. PCA keeps the "
-           "directions of largest variance and is exact and repeatable; t-SNE and UMAP keep "
-           "neighbours together but distort distances, and depend on a random seed (fixed "
-           "here).")
+st.caption(f"Each token's vector ({cfg.d_model} numbers for {model_name}) after the "
+           "embedding (layer 0) and after each block, squeezed to 2 or 3 numbers so it can be "
+           "drawn. PCA keeps the directions in which the tokens differ most (PC1 first; the "
+           "% says how much of the differences each direction shows) and is exact and "
+           "repeatable; t-SNE and UMAP keep neighbours together but bend distances, and "
+           "depend on a random seed (fixed here). Points too close to name on the plot are "
+           "named on hover.")
 cols = st.columns([3, 2, 2, 3])
 source = cols[0].radio("Tokens of", SOURCES, key="emb_source")
 method = cols[1].radio("Method", ["PCA", "t-SNE", "UMAP"], key="emb_method")
@@ -218,25 +242,31 @@ if coords is not None:
 
 # ------------------------------------------------------------ 3. queries and keys together
 st.header("Queries and keys in one space")
-st.caption("The AttentionViz idea: the query vectors and the key vectors of one head, "
-           "projected together by one PCA. A line joins each query to the key it attends to "
-           "most. " + ("Rotary model: q and k are shown after their rotation, as the model "
-                       "dots them. " if cfg.positions == "rotary" else ""))
+st.caption(
+    f"Each layer of {model_name} has {plural(cfg.n_heads, 'head')}: small units that each "
+    "decide, for every token, which other tokens to look at. In a head, every token makes a "
+    f"query (what it looks for) and a key (what it offers), {cfg.d_head} numbers each. "
+    "Here one head's queries (red circles) and keys (blue diamonds) are squeezed into one "
+    "picture, and a grey line joins each query to the key it looks at most."
+    + (" The queries and keys are drawn after the turn by an angle that tells them their "
+       "position, as the model uses them." if cfg.positions == "rotary" else ""))
 cols = st.columns([3, 3, 3])
 qk_layer = index_slider(cols[0], "Layer", cfg.n_layers, key="emb_qk_layer")
 qk_head = index_slider(cols[1], "Head", cfg.n_heads, key="emb_qk_head")
 balance = cols[2].toggle("Balance queries and keys", key="emb_qk_balance",
                          help="Shift the keys onto the queries' centre and give both the same "
-                         "mean length. Every softmax row stays exactly the same.")
+                         "mean length. What each token looks at stays exactly the same.")
 q, kk, pattern = query_key_vectors(trace, qk_layer, qk_head)
 joint = joint_qk(q, kk, pattern, balance=balance)
 st.plotly_chart(joint_qk_figure(
     joint.q, joint.k, joint.top_key, labels, f"Layer {qk_layer}, head {qk_head}: "
-    f"{len(labels)} queries and {len(labels)} keys", "balanced (softmax unchanged)" if balance
-    else "raw q and k vectors (d_head " + str(cfg.d_head) + ")",
+    f"{len(labels)} queries and {len(labels)} keys",
+    "balanced: keys moved onto the queries, what each token looks at unchanged" if balance
+    else f"each token's query and key ({cfg.d_head} numbers each), as the model made them",
     axis_titles=[f"PC{j + 1} ({100 * joint.explained[j]:.1f}%)" for j in range(2)]),
     key="emb_qk", config=CONFIG)
 if balance:
-    st.caption("Moving every key by the same vector c changes a query's scores by q·c for "
-               "all keys alike, and scaling q by a and k by 1/a leaves q·k unchanged: the "
-               "attention pattern is the same, but queries and keys now share one cloud.")
+    st.caption("Moving every key by the same amount adds the same number to all of a "
+               "query's scores, and making the queries longer and the keys shorter by the same "
+               "factor changes no score at all: what each token looks at stays exactly the "
+               "same, but queries and keys now share one cloud.")

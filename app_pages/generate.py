@@ -208,6 +208,8 @@ with right:
 
 st.subheader("The whole text")
 st.code(prompt_text + "".join(pieces), language=None, wrap_lines=True)
+more = not gen.stopped_at_end and n_new < MAX_NEW_TOKENS
+st.caption(gen.why_stopped + (" Raise “New tokens” above for more." if more else ""))
 if not left_out and not selection.pair:
     st.button("Put the whole text in the sidebar", key="gen_to_sidebar",
               on_click=set_state(sb_text=selection.text + "".join(pieces)),

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from analysis.head_stats import STATISTICS, StatTotals, pooled_statistics, trace_totals
+from analysis.head_stats import (STATISTICS, StatTotals, pooled_statistics, special_tokens_in,
+                                 trace_totals)
 from ui import settings
 from ui.cache import get_model, shared
 from ui.charts import chart_config
@@ -17,12 +18,16 @@ from viz.heads import head_grid
 MAX_EXTRA_TEXTS = 8
 FORMATS = {"entropy": ".2f", "distance": ".1f"}  # the shares use ".2f" too
 TABLE_FORMATS = {"entropy": "%.2f", "distance": "%.1f"}  # the shares: percent, "26%"
-COLUMN_PX, INDEX_PX = 52, 40  # narrow columns, so most of the table fits an 800 px screen
-# Short column headers, so every column fits a 1400 px screen (the header's tooltip and the
-# caption above the table say the full name): the shares are "share of attention to ...".
-HEADERS = {"entropy": "Entropy (bits)", "special": "Special", "first": "First",
-           "punctuation": "Punctuation", "previous": "Previous", "self": "Itself",
-           "next": "Next", "distance": "Distance"}
+INDEX_PX = 40
+# Short column headers, each column just wide enough for its header (the header's tooltip and
+# the caption above the table say the full name): the shares are "share of attention to ...".
+HEADERS = {"entropy": ("Entropy", 66), "special": ("Special", 66), "first": ("First", 52),
+           "punctuation": ("Punctuation", 94), "previous": ("Previous", 72),
+           "self": ("Itself", 58), "next": ("Next", 50), "distance": ("Distance", 72)}
+# Table columns after the chosen statistic: first the ones the intro talks about, so they are
+# the ones an 800 px screen shows without scrolling sideways.
+TABLE_ORDER = ("previous", "self", "next", "distance", "special", "first", "punctuation",
+               "entropy")
 
 
 @shared("head_totals")
@@ -46,15 +51,23 @@ st.title("Head statistics")
 trace = require_trace(selection)
 cfg = trace.cfg
 key = (selection.model_name, selection.text, selection.pair)
-names = [n for n in STATISTICS if not (cfg.causal and n == "next")]
+specials = special_tokens_in(trace)
+# No "next" for a model that cannot look ahead; no "special" for a text with no special token
+# (a character model, GPT-2): that column would be all zeros.
+names = [n for n in STATISTICS if not (cfg.causal and n == "next")
+         and not (n == "special" and not specials)]
+sink = (" or ".join(md_escape(t) for t in specials[:3]) if specials
+        else "the first token")
 
 st.caption(
     "One number per head, so you can scan all "
     f"{cfg.n_layers} × {cfg.n_heads} = {cfg.n_layers * cfg.n_heads} heads at once and find the "
     "ones worth opening: heads that look at the previous token, heads that park their "
-    "attention on [SEP], heads that spread it evenly. Each statistic is computed per query "
+    f"attention on {sink}, heads that spread it evenly. Each statistic is computed per query "
     "token (row) and averaged over the rows.")
 
+if st.session_state.get("hs_stat") not in (None, *names):  # e.g. "special" on another model
+    del st.session_state["hs_stat"]
 left, right = st.columns([2, 3])
 stat = left.selectbox("Statistic", names, key="hs_stat",
                       format_func=lambda n: STATISTICS[n][0])
@@ -90,15 +103,16 @@ st.plotly_chart(fig, key="hs_grid",
                 selection_mode="points", config=chart_config("head-statistics", fig))
 
 st.subheader("All statistics, sortable")
-shares = [n for n in names if n not in ("entropy", "distance")]
+shares = [n for n in TABLE_ORDER if n in names and n not in ("entropy", "distance")]
 targets = ", ".join(STATISTICS[n][0].removeprefix("To ") for n in shares)
-st.caption(", ".join(HEADERS[n] for n in shares) + ": the share (in %) of each row's attention "
-           f"that goes to, in order: {targets}. Distance: the mean distance in tokens. Click a column "
-           "header to sort; select a row to open that head.")
+st.caption(", ".join(HEADERS[n][0] for n in shares) + ": the share (in %) of each row's "
+           f"attention that goes to, in order: {targets}. Distance: the mean distance in "
+           "tokens. Entropy: in bits. Click a column header to sort; select a row to open "
+           "that head.")
 table = pd.DataFrame({"layer": [lay for lay in range(cfg.n_layers) for _ in range(cfg.n_heads)],
                       "head": [h for _ in range(cfg.n_layers) for h in range(cfg.n_heads)]})
 # The chosen statistic first; shares in percent ("26%" is narrower than "0.256").
-for name in [stat] + [n for n in names if n != stat]:
+for name in [stat] + [n for n in TABLE_ORDER if n in names and n != stat]:
     table[STATISTICS[name][0]] = stats[name].reshape(-1) * (100 if name in shares else 1)
 table = table.sort_values(label, ascending=False, kind="stable").reset_index(drop=True)
 st.session_state["_hs_rows"] = list(zip(table["layer"].tolist(), table["head"].tolist()))
@@ -109,7 +123,7 @@ st.dataframe(
         "layer": st.column_config.NumberColumn("layer", width=INDEX_PX),
         "head": st.column_config.NumberColumn("head", width=INDEX_PX),
         **{STATISTICS[n][0]: st.column_config.NumberColumn(
-            HEADERS.get(n, STATISTICS[n][0]), help=STATISTICS[n][0], width=COLUMN_PX,
+            HEADERS[n][0], help=STATISTICS[n][0], width=HEADERS[n][1],
             format=TABLE_FORMATS.get(n, "%.0f%%")) for n in names}},
 )
 

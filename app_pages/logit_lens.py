@@ -12,7 +12,7 @@ from ui.sidebar import require_trace
 from ui.switch import needs_lm_head, offer_decoder
 from ui.text import md_escape
 from viz.labels import axis_labels, looks_byte_level, visible_text, plain_text
-from viz.lens import CELL_TEXT_LIMIT, lens_table
+from viz.lens import CELL_TEXT_LIMIT, detail_columns, lens_table
 
 TOP_K = 5
 DEFAULT_WIDTH = 12  # positions shown at first
@@ -96,17 +96,16 @@ st.caption(f"Reading position {pos} (“{md_escape(visible_text(tokens[pos], byt
            + (f"The true next token is “{md_escape(truth)}”: rank 1 means the layer already "
               "puts it first." if truth is not None else
               "This is the last token, so there is no true next token to rank."))
-table = pd.DataFrame({"layer": lens.row_names})
-for i in range(TOP_K):
-    table[f"#{i + 1}"] = [visible_text(words[r * TOP_K + i], byte_level)
-                          for r in range(lens.n_rows)]
-    table[f"p{i + 1}"] = lens.top_probs[:, pos, i].numpy()
-config = {f"p{i + 1}": st.column_config.ProgressColumn(f"p #{i + 1}", format="%.3f",
-                                                       min_value=0.0, max_value=1.0)
-          for i in range(TOP_K)}
-if truth is not None:
-    table["true next: rank"] = lens.next_rank[:, pos].numpy()
-    table["true next: p"] = lens.next_prob[:, pos].numpy()
-    config["true next: p"] = st.column_config.ProgressColumn(
-        "true next: p", format="%.4f", min_value=0.0, max_value=1.0)
-st.dataframe(table, hide_index=True, key="lens_detail", column_config=config, width="stretch")
+ranked = [[visible_text(words[r * TOP_K + i], byte_level) for i in range(TOP_K)]
+          for r in range(lens.n_rows)]
+columns = (detail_columns(lens.row_names, ranked, lens.top_probs[:, pos])
+           if truth is None else
+           detail_columns(lens.row_names, ranked, lens.top_probs[:, pos],
+                          lens.next_rank[:, pos], lens.next_prob[:, pos]))
+# A static table: its cells wrap, so it fits a narrow screen with no sideways scroll. Its
+# cells are Markdown, so every token is escaped.
+st.table(pd.DataFrame({name: [md_escape(c) for c in cells] for name, cells in columns.items()}),
+         hide_index=True)
+st.caption("Each cell: the token the layer ranks there and its probability."
+           + (" True next: the rank and probability the layer gives the token that really "
+              "comes next." if truth is not None else ""))

@@ -10,15 +10,15 @@ import streamlit as st
 
 from analysis.induction import repeat_scores
 from analysis.patching import (
-    MAX_GRID_CELLS, MAX_PATCH_TOKENS, default_pair, head_patching, induction_preset, prepare,
-    residual_patching,
+    MAX_GRID_CELLS, MAX_PATCH_TOKENS, SMALL_GAP, default_pair, head_patching, induction_preset,
+    prepare, residual_patching,
 )
 from ui import settings
 from ui.cache import get_model, shared
 from ui.charts import chart_config
 from ui.patching_inputs import (
-    candidates, default_corruption, first_words, follow_default, open_chosen, open_patched_head,
-    switch_model, token_count, use_text,
+    best_corruption, candidates, default_corruption, first_words, follow_default, open_chosen,
+    open_patched_head, switch_model, token_count, use_text,
 )
 from ui.sidebar import require_trace
 from ui.switch import needs_lm_head, offer_decoder
@@ -30,7 +30,6 @@ from viz.patching import position_labels, residual_grid
 
 PRESET_MODEL = "tiny-induction"
 N_SYMBOLS = 36  # tiny-induction's letters a-z and digits (id 36 is the unknown mark)
-SMALL_GAP = 0.5  # logits: a clean-vs-corrupted gap below this makes the grids noisy
 AUTO_WORK = 40_000  # patched runs × tokens below which the grids run without a click
 GOTO = "_pt_goto"
 MODES = {"prompts": "Your two prompts", "preset": "Induction preset (tiny-induction)"}
@@ -58,6 +57,12 @@ def _patch(model_name: str, clean: str, corrupted: str, answer, wrong, _bar) -> 
                 corrupted_tokens=p.corrupted_tokens, answer=p.answer, wrong=p.wrong,
                 position=p.position, clean_value=p.clean_value,
                 corrupted_value=p.corrupted_value)
+
+
+@shared("patching_default")
+def _decoder_default(model_name: str, text: str, limit: int) -> str:
+    """A decoder's default corrupted prompt: a swap that moves its answer clearly."""
+    return best_corruption(get_model(model_name), text, limit)
 
 
 @shared("patching_preset")
@@ -114,6 +119,11 @@ def _show_grids(r: dict, cfg, chart_prefix: str, text_key: str | None, heads_not
                             "" if cosine else "; outlined: where the metric is read"),
                         marked_pos=None if cosine else r["position"], marked_cols=differ)
     st.plotly_chart(fig, key=f"{chart_prefix}_resid", config=chart_config("patching_residual"))
+    if not cosine and differ == [r["position"]]:
+        st.caption("The prompts differ only at the last position, where the answer is read, so "
+                   "only that column brings it back. To watch information move from one "
+                   "position to another, change a word further back, or try the induction "
+                   "preset.")
     st.markdown("**Every head.** One head's output (at every position) put back from the "
                 f"clean run. {heads_note} Click a head to open it on the attention page.")
     fig = head_grid(r["heads"], title="Metric recovered, patching one head",
@@ -197,13 +207,17 @@ def _metric_pair(loaded, clean: str, corrupted: str) -> tuple[int | None, int | 
 def _prompts(selection, loaded) -> None:
     clean = selection.text
     limit = min(MAX_PATCH_TOKENS, loaded.cfg.n_ctx)
-    made = default_corruption(loaded, clean, limit, last_first=loaded.cfg.has_lm_head)
+    decoder = loaded.cfg.has_lm_head
+    made = _decoder_default(selection.model_name, clean, limit) if decoder else \
+        default_corruption(loaded, clean, limit)
     follow_default("pt_corrupt", "_pt_default", made)  # the sidebar's, until the user edits it
     st.caption(f"Clean prompt: the sidebar text. Bounds: both prompts at most {limit} tokens; "
                f"grids of at most {MAX_GRID_CELLS:,} cells.")
-    corrupted = st.text_input("Corrupted prompt (same number of tokens, a word changed)",
-                              key="pt_corrupt", max_chars=2_000,
-                              help="By default the sidebar text with one word swapped.")
+    corrupted = st.text_input(
+        "Corrupted prompt (same number of tokens, one small change)", key="pt_corrupt",
+        max_chars=2_000, help="By default the sidebar text with one word swapped" + (
+            " (or its last mark or letter): of the swaps tried near the end, one that clearly "
+            "changes what the model predicts next." if decoder else "."))
     n_clean = token_count(loaded, clean)
     if n_clean > limit:
         st.warning(f"The clean prompt is {n_clean:,} tokens long; patching takes at most "

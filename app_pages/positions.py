@@ -68,7 +68,7 @@ def _clamp(key: str, low: int, high: int, default) -> None:
 
 
 selection = st.session_state["selection"]
-st.title("Positional encodings")
+st.title("Positional encodings", anchor=False)
 trace = require_trace(selection)
 lm, cfg = selection.model, trace.cfg
 model_key = selection.model_name
@@ -92,8 +92,9 @@ _clamp("pos_n_curves", 1, MAX_CURVES, 4)
 cols = st.columns(3)
 n_pos = cols[0].slider("Number of positions", 2, MAX_POSITIONS, key="pos_n_positions",
                        help=f"At most {MAX_POSITIONS} are drawn.")
-d_model = cols[1].slider("Width of the sinusoidal table", 8, MAX_D_MODEL, step=2,
-                         key="pos_d_model", help="Defaults to the loaded model's width "
+d_model = cols[1].slider("Table width", 8, MAX_D_MODEL, step=2,
+                         key="pos_d_model", help="How many numbers the sinusoidal table has "
+                         "per position (its d_model). Defaults to the loaded model's width "
                          "(d_head for rotary models), so both tables share their axes.")
 n_curves = cols[2].slider("Curves shown", 1, MAX_CURVES, key="pos_n_curves")
 _clamp("pos_dims", 0, d_model - 1, (0, min(d_model - 1, 64)))
@@ -123,7 +124,7 @@ order = np.r_[0:d_model:2, 1:d_model:2] if grouped else np.arange(d_model)  # [d
 # each pair side by side, one under the other on a narrow screen (ui/page_style.py)
 left, right = st.container(key="wide_pos_tables").columns(2)
 left.plotly_chart(position_heatmap(
-    sin_table[:, order], f"Sinusoidal encoding: {n_pos} positions × d_model {d_model}",
+    sin_table[:, order], f"Sinusoidal encoding: {n_pos} positions × {d_model} numbers",
     "computed from the formula; no parameters" + ("; sin columns, then cos" if grouped
                                                    else ""),
     dim_labels=order if grouped else None), key="pos_sin_heatmap", config=CONFIG)
@@ -160,7 +161,7 @@ if own_dims:
 else:
     right.info(f"The model's table has only {own.shape[1]} columns; choose lower dimensions.")
 
-series = {f"sinusoidal, d_model {d_model}": (np.arange(0, d_model, 2), wavelengths(
+series = {f"sinusoidal, width {d_model}": (np.arange(0, d_model, 2), wavelengths(
     sinusoidal_frequencies(d_model)).numpy())}
 if own_kind == "rotary":
     inv = rotary_inv_freq(lm.model)  # [d_head / 2], the model's own buffer
@@ -274,7 +275,7 @@ if own_kind == "learned":
 else:
     own_cost = "0: computed from a formula"
     own_limit = ("any length in principle; trained up to " if own_kind == "rotary"
-                 else "the buffer holds ") + f"{cfg.n_ctx:,} positions"
+                 else "the table is computed for ") + f"{cfg.n_ctx:,} positions"
     own_where = ("rotates q and k in every attention layer" if own_kind == "rotary"
                  else "added to the token embedding, once, before block 0")
 tok_params = cfg.d_vocab * cfg.d_model

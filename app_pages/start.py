@@ -59,7 +59,7 @@ def _ways_in() -> None:
 
 
 def page() -> None:
-    st.title("Attention Lab")
+    st.title("Attention Lab", anchor=False)
     st.markdown("See what happens inside a transformer, the kind of model behind chatbots and "
                 "translators. Give it a sentence and watch how each word gathers information "
                 "from the others, head by head and layer by layer.")

@@ -200,7 +200,7 @@ def _reference() -> None:
 def page() -> None:
     if st.session_state.pop("_teach_open", False):
         st.switch_page("app_pages/lessons.py", query_params=dict(st.query_params))
-    st.title("Teach with it")
+    st.title("Teach with it", anchor=False)
     st.markdown("Lead a class through the app with a lesson of your own. Every lesson step has "
                 "its own link, so you can send a whole room to the same view. **Projector "
                 "mode** (bottom of the sidebar) makes text and figures larger.")

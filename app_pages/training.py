@@ -16,8 +16,11 @@ from ui.text import md_escape
 from viz.training import loss_curve, snapshot_grid
 
 TASKS = {  # choice -> (task key, description)
-    "induction": ("induction", "Induction heads: random characters with a repeated stretch. "
-                  "A previous-token head forms in layer 0, then an induction head in layer 1."),
+    "induction": ("induction", "Random letters in which a stretch repeats. To predict the "
+                  "repeat, the model learns to copy: first a head in layer 0 that looks at the "
+                  "token just before (a previous-token head), then a head in layer 1 that finds "
+                  "where the current letter came before and looks at the letter after it (an "
+                  "induction head)."),
     "chars": ("chars", "A character-level language model on text this project wrote itself."),
     "own": ("chars", "A character-level language model on your own text (at least 400 "
             "characters; the last 15% is held out)."),
@@ -248,13 +251,14 @@ def _reverse(model, task, word: str) -> str:
     return "".join(task.chars[i] for i in out[0, 1:].tolist()).split(EOS)[0]
 
 
-st.title("Train a tiny transformer")
+st.title("Train a tiny transformer", anchor=False)  # no link icon: it wrapped to a blank line
 st.caption(
-    f"Training runs on this server's CPU in the background while the page updates every "
-    f"second; other users are not blocked. Bounds: at most {runs.MAX_LAYERS} layers, "
-    f"{runs.MAX_HEADS} heads, d_model {runs.MAX_D_MODEL}, {runs.MAX_STEPS:,} steps and "
-    f"{runs.MAX_SECONDS} seconds per run, one run at a time per browser (a new one ends "
-    f"the one still going), {runs.MAX_CONCURRENT_RUNS} runs on the server at once. If you "
+    "Pick a task and press Start training. A small model learns it on this server while the "
+    "page updates every second: watch its loss fall and its attention patterns form.",
+    help=f"Limits: at most {runs.MAX_LAYERS} layers, {runs.MAX_HEADS} heads, vectors of "
+    f"{runs.MAX_D_MODEL} numbers, {runs.MAX_STEPS:,} steps and {runs.MAX_SECONDS} seconds per "
+    f"run. One run at a time per browser (a new one ends the one still going) and "
+    f"{runs.MAX_CONCURRENT_RUNS} on the server at once; other users are not blocked. If you "
     f"close the tab, its run stops and is deleted within {sessions.FREED_WITHIN_SECONDS} "
     "seconds.")
 
@@ -279,9 +283,9 @@ if choice == "own":
 c = st.columns(5)
 c[0].slider("Layers", MIN_LAYERS, runs.MAX_LAYERS, key="train_layers", disabled=busy)
 c[1].select_slider("Heads", HEADS, key="train_heads", disabled=busy)
-c[2].select_slider("d_model", D_MODELS, key="train_d_model", disabled=busy,
-                   help="The width of every vector in the model; each head works in "
-                   "d_model / heads dimensions.")
+c[2].select_slider("Width", D_MODELS, key="train_d_model", disabled=busy,
+                   help="How many numbers each token's vector holds inside the model (its "
+                   "d_model). Each head works on width ÷ heads of them.")
 c[3].slider("Steps", 50, runs.MAX_STEPS, step=50, key="train_steps", disabled=busy)
 c[4].select_slider("Snapshot every", [10, 25, 50, 100], value=runs.DEFAULT_SNAPSHOT_EVERY,
                    key="train_every",

@@ -1,5 +1,6 @@
-"""The patching page's inputs: a default corrupted prompt of the same token length, token
-counts, the candidate tokens of the logit difference, and the click that opens a head.
+"""The patching page's inputs: a default corrupted prompt of the same token length (for a
+decoder, one that clearly moves its answer), token counts, the candidate tokens of the logit
+difference, and the click that opens a head.
 
 Callbacks are bound (functools.partial) to names and small values only, like ui/callbacks.py.
 """
@@ -12,8 +13,10 @@ from functools import partial
 import streamlit as st
 import torch
 
-from .callbacks import _clicked_points, open_on_attention
+from analysis.patching import pick_corruption
 from viz.heads import picked_head
+
+from .callbacks import _clicked_points, open_on_attention
 
 # Word swaps that keep a sentence sensible; tried first, then the fallbacks below.
 SWAPS = {"cat": "dog", "dog": "cat", "warm": "cold", "cold": "warm", "mat": "rug",
@@ -22,7 +25,10 @@ SWAPS = {"cat": "dog", "dog": "cat", "warm": "cold", "cold": "warm", "mat": "rug
          "night": "day", "paris": "rome", "france": "italy", "sentence": "paragraph",
          "one": "two", "two": "one", "yes": "no", "good": "bad", "bad": "good"}
 FALLBACKS = ("dog", "cat", "cold", "red", "tree", "car", "x", "a")
-MAX_TRIES = 24  # tokenizations tried before giving up on a default
+PUNCTUATION = ".,?!;:"  # a closing mark swapped for another (a character model reads it)
+LETTERS = "aeost"  # last resort: the last letter of the last word swapped for one of these
+MAX_TRIES = 24  # tokenizations tried before giving up on a default (decoders: kept swaps)
+MAX_CHECKS = 64  # a decoder's swaps tokenized before giving up
 WORD = re.compile(r"[^\W\d_]+")
 
 
@@ -93,6 +99,47 @@ def default_corruption(loaded, text: str, limit: int, last_first: bool = False) 
             if tries >= MAX_TRIES:
                 return ""
     return ""
+
+
+def decoder_corruptions(loaded, text: str, limit: int, n_words: int = 3) -> list[str]:
+    """Corrupted prompts worth trying for a decoder (whose metric is read at the last token),
+    each as many tokens as the text, most sensible first: a word of SWAPS among the last
+    `n_words` words swapped, then the closing punctuation mark swapped for another, then the
+    fallback words in the last words, then the last word's last letter. [] when the text
+    is longer than `limit` tokens."""
+    n = token_count(loaded, text)
+    if not text.strip() or n > limit:
+        return []
+    words = list(WORD.finditer(text))[::-1][:n_words]
+
+    def swapped(m, other: str) -> str:
+        return text[:m.start()] + other + text[m.end():]
+
+    end = text.rstrip()
+    tries = [swapped(m, _swap(m.group())[0]) for m in words if m.group().lower() in SWAPS]
+    tries += [end[:-1] + p + text[len(end):] for p in PUNCTUATION
+              if end[-1] in PUNCTUATION and p != end[-1]]
+    tries += [swapped(m, o) for m in words for o in _swap(m.group()) if o.lower() in FALLBACKS]
+    if words:  # the last word's last letter (a character model keeps its length)
+        last = words[0]
+        tries += [text[:last.end() - 1] + c + text[last.end():] for c in LETTERS]
+    kept = []
+    for c in [c for c in dict.fromkeys(tries) if c != text][:MAX_CHECKS]:
+        if token_count(loaded, c) == n:
+            kept.append(c)
+        if len(kept) >= MAX_TRIES:
+            break
+    return kept
+
+
+def best_corruption(loaded, text: str, limit: int) -> str:
+    """For a decoder: of `decoder_corruptions`, one that moves the answer clearly (the first
+    with a logit gap of at least CLEAR_GAP, else the largest gap), read from the model's
+    logits; else `default_corruption` (words further back); "" when no swap keeps the length."""
+    tries = decoder_corruptions(loaded, text, limit)
+    if not tries:
+        return default_corruption(loaded, text, limit, last_first=True)
+    return pick_corruption(loaded, text, tries)
 
 
 def candidates(clean_logits: torch.Tensor, corrupted_logits: torch.Tensor,

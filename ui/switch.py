@@ -13,7 +13,7 @@ import streamlit as st
 
 from . import settings
 from .examples import is_app_example, known_sentence
-from .model_names import description
+from .model_names import NAMES, description
 from .sidebar import model_label, use_known_sentence
 from .text import md_escape
 
@@ -59,7 +59,7 @@ def needs_lm_head(selection, what: str) -> str | None:
     loaded = selection.model
     if loaded is None or loaded.cfg.has_lm_head:
         return None
-    name = md_escape(model_label(selection.model_name))
+    name = md_escape(NAMES.get(selection.model_name) or model_label(selection.model_name))
     if getattr(loaded, "headless", False):
         return (f"{what} needs the model's language-model head, and {name} was saved without "
                 "one: its folder holds the decoder's layers but no `lm_head` weights, so "

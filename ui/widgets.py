@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from .sidebar import model_label
+from .model_names import NAMES
 
 
 def index_slider(container, label: str, n: int, key: str, **kwargs) -> int:
@@ -22,8 +23,9 @@ def index_slider(container, label: str, n: int, key: str, **kwargs) -> int:
 
 def shown_model_name(model_name: str) -> str:
     """How a page names the model in its text: a model trained on the training page by its
-    label there ("trained: induction"), a model folder by its folder name, never a server path."""
+    label there ("trained: induction"), a bundled model by its name ("MiniLM"), a model folder
+    by its folder name, never a server path."""
     for label, directory in st.session_state.get("trained_models", {}).items():
         if directory == model_name:
             return label
-    return model_label(model_name)
+    return NAMES.get(model_name) or model_label(model_name)

@@ -9,10 +9,47 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .labels import SEPARATOR, looks_byte_level, token_label
+from .numbers import percent
 from .style import (COLORSCALE, MASKED_GREY, TEMPLATE, TEMPLATE_TOP, check_tokens, subtitle_block,
                     to_numpy)
 
 CELL_TEXT_LIMIT = 40  # with more positions than this, cells carry colour only (hover has all)
+DETAIL_TOKEN_CHARS = 8  # a longer token is cut with "…", so the detail table fits a narrow screen
+
+
+def detail_columns(row_names, top_tokens, top_probs, next_rank=None,
+                   next_prob=None) -> dict[str, list[str]]:
+    """The logit lens at one position as a narrow table, plain text (not escaped): column
+    "layer"; one column per rank, "#1" ... "#k", whose cell holds the token and its probability
+    in one ("␣ 61%"), so the table fits a narrow screen; and, when `next_rank` is given,
+    "true next": the true next token's rank and probability ("#3 · 12%").
+
+    row_names: [row]; top_tokens: [row][k] visible token strings; top_probs: [row, k];
+    next_rank, next_prob: [row] (rank 1 = ranked first).
+    """
+    probs = to_numpy(top_probs, "top_probs", ndim=2)
+    n_rows, k = probs.shape
+    if len(row_names) != n_rows or len(top_tokens) != n_rows or any(
+            len(r) != k for r in top_tokens):
+        raise ValueError(f"expected {len(row_names)} rows of {k} tokens, got top_probs "
+                         f"{list(probs.shape)} and {len(top_tokens)} rows of tokens")
+
+    def short(token: str) -> str:
+        token = str(token)
+        return token if len(token) <= DETAIL_TOKEN_CHARS else token[:DETAIL_TOKEN_CHARS - 1] + "…"
+
+    out = {"layer": [str(r) for r in row_names]}
+    for i in range(k):
+        out[f"#{i + 1}"] = [f"{short(top_tokens[r][i])} {percent(probs[r, i])}"
+                            for r in range(n_rows)]
+    if next_rank is not None:
+        rank = to_numpy(next_rank, "next_rank", ndim=1, dtype=np.int64)
+        nprob = to_numpy(next_prob, "next_prob", ndim=1)
+        if rank.size != n_rows or nprob.size != n_rows:
+            raise ValueError(f"next_rank and next_prob need {n_rows} entries, got "
+                             f"{rank.size} and {nprob.size}")
+        out["true next"] = [f"#{int(rank[r]):,} · {percent(nprob[r])}" for r in range(n_rows)]
+    return out
 
 
 def lens_table(row_names, input_tokens, top_tokens, top_probs, next_tokens, next_rank,

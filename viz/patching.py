@@ -8,16 +8,26 @@ fixed from 0 (white) to 1 (red), negative values blue, so two grids read the sam
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import plotly.graph_objects as go
 
 from .labels import token_label
-from .style import (DIVERGING, TEMPLATE, check_tokens, escape, label_margins, subtitle_block,
-                    to_numpy)
+from .style import (COLORBAR_MARGIN, DIVERGING, FULL_PAGE_PX, TEMPLATE, check_tokens, escape,
+                    label_margins, subtitle_block, to_numpy)
 
 MAX_TICKS = 24  # beyond this many positions only every k-th one is labelled (and the marked)
-THIN_ABOVE = 16  # more position labels than this: no two neighbours labelled (800 px wide)
-
+# What fits is decided for the narrowest plot the app shows: the page's main column beside the
+# open sidebar on an 800 px screen (FULL_PAGE_PX), less the row names and the colour bar.
+# Plotly sizes cell text itself (no textfont.size): floor((cell width - gap) / (0.65 × the
+# longest label's characters)), at most the page's 13 px, so a wider screen only gets larger
+# text. Numbers are drawn only when that size is at least MIN_TEXT_PX on the narrowest plot.
+MIN_TEXT_PX = 9
+FIT_PER_CHAR = 0.65  # plotly.js: a character counts LINE_SPACING / 2 = 0.65 × the font size
+TICK_GAP_PX = 15  # neighbouring slanted tick labels at least this far apart (13 px text)
+TEXT_CELLS = 400  # more cells than this: no numbers (the hover has them)
+XGAP = 1  # px between cells
 
 def position_labels(clean_tokens, corrupted_tokens, byte_level: bool = False) -> list[str]:
     """One HTML-safe label per position: "3·cat", or "3·cat→dog" where the prompts differ."""
@@ -58,19 +68,16 @@ def residual_grid(values, labels, row_names, title: str, subtitle: str = "",
     if len(labels) != n_pos or len(rows) != n_rows:
         raise ValueError(f"values are {n_rows} rows × {n_pos} positions but there are "
                          f"{len(rows)} row names and {len(labels)} labels")
-    step = max(1, -(-n_pos // MAX_TICKS))
-    cols = [int(i) for i in marked_cols if 0 <= int(i) < n_pos]
-    keep = (set(cols) if len(cols) <= MAX_TICKS // 3 else set()) | (
-        {marked_pos} if marked_pos is not None and 0 <= marked_pos < n_pos else set())
-    ticks = sorted(keep | {t for t in range(0, n_pos, step)
-                           if not any(0 < abs(t - k) < step for k in keep)})
-    if step == 1 and len(ticks) > THIN_ABOVE:  # neighbours' slanted labels would overlap
-        ticks = _no_neighbours(ticks, keep, marked_pos)
+    left = max(20, label_margins(rows, [])["l"] - 40)  # no y-axis title: the row names say it
+    cell_px = (FULL_PAGE_PX - left - COLORBAR_MARGIN) / n_pos  # on the narrowest plot
+    angle = 90 if n_pos > MAX_TICKS else 60
+    ticks = thin_ticks(n_pos, cell_px, angle, marked_pos, marked_cols)
+    text = cell_labels(z, cell_px)
     custom = [[[rows[r], labels[p]] for p in range(n_pos)] for r in range(n_rows)]
     fig = go.Figure(go.Heatmap(
-        z=z, x=list(range(n_pos)), y=list(range(n_rows)), customdata=custom, xgap=1, ygap=1,
-        texttemplate="%{z:.2f}" if n_pos * n_rows <= 160 and n_pos <= 14 else None,
-        hoverongaps=False,  # no font size: plotly fits it to the cell, so numbers never touch
+        z=z, x=list(range(n_pos)), y=list(range(n_rows)), customdata=custom, xgap=XGAP, ygap=1,
+        text=text, texttemplate="%{text}" if text else None,
+        hoverongaps=False,  # no font size: plotly fits it to the cell (see MIN_TEXT_PX)
         hovertemplate="%{customdata[0]}, position %{customdata[1]}<br>recovered: %{z:.3f}"
                       "<extra></extra>",
         colorbar=dict(title=dict(text="recovered"), thickness=14), **_scale(z)))
@@ -78,29 +85,51 @@ def residual_grid(values, labels, row_names, title: str, subtitle: str = "",
         fig.add_shape(type="rect", x0=marked_pos - 0.5, x1=marked_pos + 0.5, y0=-0.5,
                       y1=n_rows - 0.5, line=dict(color="black", width=2))
     sub, top = subtitle_block(subtitle)
-    margin = label_margins(rows, [labels[t] for t in ticks],
-                           x_angle=90 if n_pos > MAX_TICKS else 60)
-    margin["l"] = max(20, margin["l"] - 40)  # no y-axis title: the row names say it
+    margin = dict(label_margins(rows, [labels[t] for t in ticks], x_angle=angle), l=left)
     fig.update_layout(
-        template=TEMPLATE, dragmode=False, margin=dict(t=top, r=30, **margin),
+        template=TEMPLATE, dragmode=False, margin=dict(t=top, r=COLORBAR_MARGIN, **margin),
         title=dict(text=escape(title), subtitle=dict(text=sub)),
         height=int(top + margin["b"] + max(180, 44 * n_rows)),
         xaxis=dict(title=dict(text="position (clean token→corrupted token where they differ)"),
                    tickmode="array", tickvals=ticks, ticktext=[labels[t] for t in ticks],
-                   tickangle=-90 if n_pos > MAX_TICKS else -60, range=[-0.5, n_pos - 0.5], showgrid=False, zeroline=False),
+                   tickangle=-angle, range=[-0.5, n_pos - 0.5], showgrid=False,
+                   zeroline=False),
         yaxis=dict(tickmode="array", tickvals=list(range(n_rows)), ticktext=rows,
                    range=[n_rows - 0.5, -0.5], showgrid=False, zeroline=False),
     )
     return fig
 
 
-def _no_neighbours(ticks: list[int], keep: set, marked_pos: int | None) -> list[int]:
-    """About every other tick, no two neighbours in the list: the read position (marked_pos)
-    first, then the changed ones (keep), then every other one. The hover names them all."""
-    order = sorted(range(len(ticks)),
-                   key=lambda j: (ticks[j] != marked_pos, ticks[j] not in keep, j % 2, j))
-    shown: set[int] = set()
-    for j in order:
-        if j - 1 not in shown and j + 1 not in shown:
-            shown.add(j)
-    return [ticks[j] for j in sorted(shown)]
+def cell_labels(z: np.ndarray, cell_px: float) -> list[list[str]] | None:
+    """In-cell numbers for cells `cell_px` wide on the narrowest plot: two decimals, else one,
+    whichever plotly would draw at MIN_TEXT_PX or more there (it shrinks text to fit the
+    cell); None when neither fits, or for more than TEXT_CELLS cells: the hover has them."""
+    if z.size > TEXT_CELLS:
+        return None
+    for decimals in (2, 1):
+        zero = format(0.0, f".{decimals}f")
+        labels = [["" if not np.isfinite(v) else format(v, f".{decimals}f").replace(
+            "-" + zero, zero) for v in row] for row in z.tolist()]  # no "-0.0"
+        chars = max((len(t) for row in labels for t in row), default=0) or 1
+        if math.floor((cell_px - XGAP) / (FIT_PER_CHAR * chars)) >= MIN_TEXT_PX:
+            return labels
+    return None
+
+
+def thin_ticks(n_pos: int, cell_px: float, angle: float, marked_pos: int | None = None,
+               marked_cols=()) -> list[int]:
+    """The positions to label, no two closer than the step at which labels slanted by
+    `angle` degrees stay TICK_GAP_PX apart on cells `cell_px` wide (and at most about
+    MAX_TICKS): the read position (marked_pos) first, then the changed ones (marked_cols,
+    unless there are many), then every step-th, then any that still fit."""
+    step = max(1, math.ceil(n_pos / MAX_TICKS),
+               math.ceil(TICK_GAP_PX / (cell_px * math.sin(math.radians(angle)))))
+    cols = [int(i) for i in marked_cols if 0 <= int(i) < n_pos]
+    first = [marked_pos] if marked_pos is not None and 0 <= marked_pos < n_pos else []
+    order = first + (cols if len(cols) <= MAX_TICKS // 3 else []) + \
+        list(range(0, n_pos, step)) + list(range(n_pos))
+    shown: list[int] = []
+    for t in order:
+        if all(abs(t - s) >= step for s in shown):
+            shown.append(t)
+    return sorted(shown)

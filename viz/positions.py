@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from .style import DIVERGING, escape, titled_layout, to_numpy
+from .style import DIVERGING, FULL_PAGE_PX, escape, titled_layout, to_numpy
 
 LINE_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b",
                 "#e377c2")
@@ -105,7 +105,7 @@ def wavelength_figure(series: dict, title: str, subtitle: str = "") -> go.Figure
             x=x, y=y, mode="lines+markers", name=escape(name), marker=dict(size=4),
             line=dict(color=colour),
             hovertemplate=escape(name) + ", %{x}: one turn every %{y:.1f} positions<extra></extra>"))
-    return _layout(fig, title, subtitle, height=380,
+    return _layout(fig, title, subtitle, height=380, figure_px=FULL_PAGE_PX,  # the whole page
                    xaxis=dict(title=dict(text="dimension")),
                    yaxis=dict(title=dict(text="wavelength (positions, log scale)"), type="log"),
                    legend=_LEGEND_BELOW)
@@ -140,7 +140,7 @@ def distance_curves(curves: dict, title: str, subtitle: str = "",
         fig.add_trace(go.Scatter(
             x=np.arange(len(y)), y=y, mode="lines", name=escape(name), line=line,
             hovertemplate=escape(name) + ", distance %{x}: %{y:.4f}<extra></extra>"))
-    return _layout(fig, title, subtitle, height=380,
+    return _layout(fig, title, subtitle, height=380, figure_px=FULL_PAGE_PX,  # the whole page
                    xaxis=dict(title=dict(text=escape(x_title))),
                    yaxis=dict(title=dict(text=escape(y_title)), zeroline=True,
                               zerolinecolor="#bbb"),

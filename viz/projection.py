@@ -13,12 +13,15 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.colors import qualitative
 
+from .point_labels import spread_labels
 from .style import DIVERGING, check_tokens, escape, titled_layout, to_numpy
 
 CATEGORY_COLOURS = tuple(qualitative.Dark24)
 MAX_CATEGORIES = len(CATEGORY_COLOURS)  # more distinct tokens than this: the rest are grey
 OTHER_GREY = "#c8c8c8"
-TEXT_ON_MARKERS = 40  # up to this many points, each carries its label; above, hover only
+# The plot area's assumed size on a narrow screen (px), for spreading the point labels apart
+PROJECTION_PLOT_PX = (260.0, 440.0, 260.0)  # beside a colour bar or legend
+QK_PLOT_PX = (360.0, 380.0)
 BAR_TOKENS = 60  # norms as grouped bars up to this many tokens, as lines beyond
 QUERY_COLOUR, KEY_COLOUR = "#d62728", "#1f77b4"
 LEGEND_BELOW = dict(orientation="h", yref="container", y=0, yanchor="bottom", x=0)
@@ -57,9 +60,14 @@ def parts_figure(rows, names, title: str, subtitle: str = "",
                    yaxis=dict(autorange="reversed", type="category"))
 
 
+def length_of(name: str) -> str:
+    """"length of token", "length after LayerNorm": a vector's length named in words."""
+    return f"length {name}" if name.startswith("after ") else f"length of {name}"
+
+
 def norms_figure(norms: dict, labels, title: str, subtitle: str = "") -> go.Figure:
-    """For each token (x), the L2 norm of each named vector: grouped bars up to BAR_TOKENS
-    tokens, one line per vector beyond (hundreds of bar groups cannot be read)."""
+    """For each token (x), the length (L2 norm) of each named vector: grouped bars up to
+    BAR_TOKENS tokens, one line per vector beyond (hundreds of bar groups cannot be read)."""
     labels = check_tokens(labels, "labels")
     bars = len(labels) <= BAR_TOKENS
     fig = go.Figure()
@@ -67,7 +75,7 @@ def norms_figure(norms: dict, labels, title: str, subtitle: str = "") -> go.Figu
         v = to_numpy(values, name, ndim=1)
         if len(v) != len(labels):
             raise ValueError(f"{name}: {len(v)} norms for {len(labels)} tokens")
-        hover = "%{x}: ‖" + escape(name) + "‖ = %{y:.3f}<extra></extra>"
+        hover = "%{x}: " + escape(length_of(name)) + " = %{y:.3f}<extra></extra>"
         fig.add_trace(go.Bar(x=labels, y=v, name=escape(name), marker_color=colour,
                              hovertemplate=hover) if bars else
                       go.Scatter(x=labels, y=v, name=escape(name), mode="lines",
@@ -75,16 +83,19 @@ def norms_figure(norms: dict, labels, title: str, subtitle: str = "") -> go.Figu
     return _layout(fig, title, subtitle, height=440 if bars else 380, barmode="group",
                    xaxis=dict(type="category", tickangle=-60, showticklabels=bars,
                               title=dict(text="" if bars else "token (hover for its label)")),
-                   yaxis=dict(title=dict(text="L2 norm")), legend=LEGEND_BELOW,
+                   yaxis=dict(title=dict(text="length")), legend=LEGEND_BELOW,
                    margin=dict(l=60, r=30, t=90, b=150 if bars else 90))
 
 
 def _groups(values: list[str]) -> list[tuple[str, np.ndarray, bool]]:
-    """(category, point indices, is "other"), most frequent first; the categories beyond
-    MAX_CATEGORIES - 1 are pooled into one grey "other" group."""
+    """(category, point indices, is "other") in reading order (sentence 1, 2, ...; tokens as
+    they first appear); when there are more than MAX_CATEGORIES, the most frequent
+    MAX_CATEGORIES - 1 keep a colour and the rest are pooled into one grey "other" group."""
     counts = Counter(values)
     top = [v for v, _ in counts.most_common()]
     keep = top if len(top) <= MAX_CATEGORIES else top[: MAX_CATEGORIES - 1]
+    first = {v: i for i, v in reversed(list(enumerate(values)))}
+    keep = sorted(keep, key=first.__getitem__)
     arr = np.array(values, dtype=object)
     out = [(v, np.flatnonzero(arr == v), False) for v in keep]
     rest = np.flatnonzero(~np.isin(arr, np.array(keep, dtype=object)))
@@ -97,7 +108,7 @@ def projection_figure(coords, labels, color, color_title: str, title: str, subti
                       categorical: bool = False, axis_titles=None, path=None,
                       path_names=None, path_title: str = "") -> go.Figure:
     """Token vectors projected to 2D or 3D: coords [point, 2 or 3], one safe label per point
-    (shown on hover, and on the markers when there are few points).
+    (on hover; on the marker too where it has room, `spread_labels`).
 
     color: [point] numbers (a continuous scale, e.g. position) or, with categorical=True,
     [point] strings (one colour per category, e.g. the token or the sentence).
@@ -111,17 +122,17 @@ def projection_figure(coords, labels, color, color_title: str, title: str, subti
         raise ValueError(f"coords must be [point, 2 or 3] with one label and one colour per "
                          f"point; got {list(c.shape)}, {len(labels)} labels, {len(color)} colours")
     axis_titles = list(axis_titles or [f"component {i + 1}" for i in range(k)])
-    few = len(c) <= TEXT_ON_MARKERS
+    shown = spread_labels(c, labels, PROJECTION_PLOT_PX[:k])  # [point]: keeps its text label
     scatter = go.Scatter3d if k == 3 else go.Scatter
-    mode = "markers+text" if few else "markers"
 
     def points(idx, name, marker, showlegend):
         xyz = dict(zip("xyz", c[idx].T))
-        text = [labels[i] for i in idx]
-        return scatter(**xyz, mode=mode, name=name, marker=marker, text=text,
-                       textposition="top center", textfont=dict(size=11, color="#444"),
-                       showlegend=showlegend, hovertemplate="%{text}<extra>%{fullData.name}"
-                       "</extra>" if categorical else "%{text}<extra></extra>")
+        text = [labels[i] if shown[i] else "" for i in idx]
+        return scatter(**xyz, mode="markers+text", name=name, marker=marker, text=text,
+                       customdata=[labels[i] for i in idx], textposition="top center",
+                       textfont=dict(size=11, color="#444"), showlegend=showlegend,
+                       hovertemplate="%{customdata}<extra>%{fullData.name}</extra>"
+                       if categorical else "%{customdata}<extra></extra>")
 
     size = 5 if k == 3 else 9
     fig = go.Figure()
@@ -159,7 +170,8 @@ def projection_figure(coords, labels, color, color_title: str, title: str, subti
 def joint_qk_figure(q, k, top_key, labels, title: str, subtitle: str = "",
                     axis_titles=("component 1", "component 2")) -> go.Figure:
     """Queries (circles) and keys (diamonds) of one head in one 2D space [pos, 2] each, with a
-    line from each query to the key it attends to most (`top_key` [pos])."""
+    line from each query to the key it attends to most (`top_key` [pos]). Every point is named
+    on hover; those with room (`spread_labels`, queries and keys together) on the plot too."""
     q, k = to_numpy(q, "q", ndim=2), to_numpy(k, "k", ndim=2)
     top = np.asarray(top_key, dtype=int)
     labels = check_tokens(labels, "labels")
@@ -173,20 +185,23 @@ def joint_qk_figure(q, k, top_key, labels, title: str, subtitle: str = "",
     ys = np.full(3 * n, np.nan)
     xs[0::3], ys[0::3] = q[:, 0], q[:, 1]
     xs[1::3], ys[1::3] = k[top, 0], k[top, 1]
-    few = n <= TEXT_ON_MARKERS // 2
+    both = np.vstack([q, k])  # [2 * pos, 2]: queries, then keys
+    shown = spread_labels(both, labels + labels, QK_PLOT_PX)  # [2 * pos]
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name="query → its top key",
                              line=dict(color="#999", width=1), hoverinfo="skip",
                              opacity=1.0 if n <= 60 else 0.5))
     top_names = [labels[j] for j in top]
-    for name, xy, colour, symbol, extra in (
-            ("query", q, QUERY_COLOUR, "circle", top_names),
-            ("key", k, KEY_COLOUR, "diamond", None)):
-        hover = "query %{text} → attends most to %{customdata}" if extra else "key %{text}"
+    for name, xy, colour, symbol, extra, on in (
+            ("query", q, QUERY_COLOUR, "circle", top_names, shown[:n]),
+            ("key", k, KEY_COLOUR, "diamond", None, shown[n:])):
+        hover = ("query %{customdata[0]} → attends most to %{customdata[1]}" if extra
+                 else "key %{customdata[0]}")
         fig.add_trace(go.Scatter(
-            x=xy[:, 0], y=xy[:, 1], mode="markers+text" if few else "markers", name=name,
-            text=labels, customdata=extra, textposition="top center",
-            textfont=dict(size=11, color=colour),
+            x=xy[:, 0], y=xy[:, 1], mode="markers+text", name=name,
+            text=[lab if keep else "" for lab, keep in zip(labels, on)],
+            customdata=[[lab, to] for lab, to in zip(labels, extra or labels)],
+            textposition="top center", textfont=dict(size=11, color=colour),
             marker=dict(color=colour, size=9 if n <= 60 else 6, symbol=symbol),
             hovertemplate=hover + "<extra></extra>"))
     return _layout(fig, title, subtitle, height=580,

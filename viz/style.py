@@ -24,13 +24,18 @@ COLORBAR_MARGIN = 100
 # Tick labels push the margins too; a margin that already fits them spares the second draw.
 CHAR_PX, WIDE_CHAR_PX = 7.5, 14.0  # generous widths of a 12-13 px sans-serif character
 AXIS_TITLE_PX = 50  # the axis title, its standoff and the gap to the tick labels
-ROWS_ARE_QUERIES = "rows = queries (attending), columns = keys (attended to); softmax over keys"
+ROWS_ARE_QUERIES = "rows = queries (attending), columns = keys (attended to)"
 # A square heatmap's plot (inside the margins) is CELL_PX per token, at least PLOT_PX_LOW (short
 # inputs get cells big enough to read) and at most PLOT_PX_HIGH (long inputs, as before).
 PLOT_PX_LOW, PLOT_PX_HIGH, CELL_PX = 420, 720, 28
-# Plotly never wraps a title: a subtitle is broken into lines of at most this many characters
-# (about 400 px of 11-12 px text), so it fits a figure in half a page or on an 800 px screen.
-SUBTITLE_CHARS = 60
+# Plotly never wraps a title: a subtitle is broken into lines of at most SUBTITLE_CHARS
+# characters (about 330 px of plotly's subtitle text, SUBTITLE_CHAR_PX a character), so it fits
+# a figure in half a page or on an 800 px screen. A figure that says how wide it is
+# (`figure_px`) gets lines as long as it fits, up to SUBTITLE_CHARS_MAX.
+SUBTITLE_CHARS, SUBTITLE_CHARS_MAX, SUBTITLE_CHAR_PX = 60, 130, 5.6
+# The narrowest width a figure shown across the whole page has: the main column of an 800 px
+# screen beside the open sidebar (measured in Chromium: 468 px).
+FULL_PAGE_PX = 468
 TITLE_PX, SUBTITLE_LINE_PX = 42, 29  # the top margin: the title, then a step per line
 TEMPLATE_TOP = 80  # the template's top margin: a title and one subtitle line
 
@@ -106,9 +111,30 @@ def heatmap_size(n_rows: int, n_cols: int, margin: dict, max_width: int | None =
                 height=int(margin["t"] + margin["b"] + max(min_plot, cell * n_rows)))
 
 
+def subtitle_chars(figure_px: float | None) -> int:
+    """How many subtitle characters fit on one line of a figure `figure_px` wide (the margin
+    before the title included); SUBTITLE_CHARS when the width is not known."""
+    if not figure_px:
+        return SUBTITLE_CHARS
+    return int(min(SUBTITLE_CHARS_MAX, max(SUBTITLE_CHARS, (figure_px - 40) / SUBTITLE_CHAR_PX)))
+
+
 def wrap_lines(text: str, width: int = SUBTITLE_CHARS) -> list[str]:
     """Plain text in lines of at most `width` characters, broken after "; " where possible
-    (so a clause stays on one line), else between words."""
+    (so a clause stays on one line), else between words. The lines are balanced: the same
+    number of lines as the widest wrap, each as short as that allows (and as many lines
+    ending a clause), so no word is left alone on the last line."""
+    lines = _wrap_clauses(text, width)
+    clause_ends = sum(line.endswith(";") for line in lines)
+    for narrower in range(max(1, math.ceil(len(text) / len(lines))), width):
+        balanced = _wrap_clauses(text, narrower)
+        if (len(balanced) == len(lines)
+                and sum(line.endswith(";") for line in balanced) >= clause_ends):
+            return balanced
+    return lines
+
+
+def _wrap_clauses(text: str, width: int) -> list[str]:
     lines: list[str] = []
     for clause in text.split("; "):
         clause_lines = textwrap.wrap(clause, width) or [""]
@@ -120,9 +146,12 @@ def wrap_lines(text: str, width: int = SUBTITLE_CHARS) -> list[str]:
     return lines
 
 
-def subtitle_block(text: str, width: int = SUBTITLE_CHARS) -> tuple[str, int]:
+def subtitle_block(text: str, width: int = SUBTITLE_CHARS,
+                   figure_px: float | None = None) -> tuple[str, int]:
     """A subtitle as escaped lines joined by <br>, and the top margin (px) that fits the title
-    above it and every line."""
+    above it and every line. With `figure_px`, the lines are as long as that width fits."""
+    if figure_px:
+        width = subtitle_chars(figure_px)
     lines = wrap_lines(text, width) if text else []
     return "<br>".join(escape(line) for line in lines), top_margin(len(lines))
 
@@ -140,10 +169,12 @@ def escape(text) -> str:
 
 
 def titled_layout(fig: go.Figure, title: str, subtitle: str = "", height: int = 420,
-                  margin: dict | None = None, **rest) -> go.Figure:
+                  margin: dict | None = None, figure_px: float | None = None,
+                  **rest) -> go.Figure:
     """The shared look with an escaped title, a subtitle wrapped to fit, a height and margins
-    (the top margin grows with the subtitle's lines)."""
-    sub, top = subtitle_block(subtitle)
+    (the top margin grows with the subtitle's lines). The subtitle's lines fit `figure_px`,
+    or the figure's own width when it has one (half a page when neither is known)."""
+    sub, top = subtitle_block(subtitle, figure_px=figure_px or rest.get("width") or fig.layout.width)
     margin = dict(margin or dict(l=70, r=30, t=90, b=90))
     margin["t"] = max(margin.get("t", 0), top)
     fig.update_layout(template=TEMPLATE, height=height,

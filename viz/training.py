@@ -120,7 +120,7 @@ def snapshot_grid(patterns, q_tokens, k_tokens, title: str, causal: bool = True,
     side = int(min(SNAPSHOT_PX_HIGH, max(SNAPSHOT_PX_LOW, SNAPSHOT_CELL_PX * n)))
     long = n > SNAPSHOT_LABEL_LIMIT
     subtitle, top = subtitle_block("rows = queries, columns = keys: the example's tokens in "
-                                   "order; softmax over keys")
+                                   "order")
     margin = dict(l=int(30 + max(map(label_px, _bare(q_tokens)), default=0)), r=90, t=top + 25,
                   b=int(30 + max(map(label_px, _bare(k_tokens)), default=0)), pad=0)
     width = margin["l"] + margin["r"] + cols * side + (cols - 1) * SNAPSHOT_GAP_PX

@@ -226,7 +226,7 @@ def test_embeddings_page_speaks_of_the_loaded_model():
     assert any("embed.hook_sum" in m.value for e in at.main.expander for m in e.markdown)
     # MiniLM: its own width, and its token types and LayerNorm are there
     at.selectbox(key="sb_model_choice").set_value("minilm").run()
-    assert "Each token's vector (384 numbers for minilm)" in _outside_expanders(at)
+    assert "Each token's vector (384 numbers for MiniLM)" in _outside_expanders(at)
     assert "token type id" in at.dataframe[0].value.columns
     assert "LayerNorm" in _fig_words(_charts(at)["emb_norms"])
 

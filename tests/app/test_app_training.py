@@ -71,8 +71,10 @@ def _figure(at: AppTest, key: str) -> dict:
 def test_page_states_its_bounds_and_starts_with_the_recipe_size():
     at = _page()
     assert not at.exception
-    bounds = at.caption[0].value
-    assert "at most 4 layers" in bounds and "180 seconds" in bounds and "one run" in bounds
+    intro = at.caption[0]
+    assert "Start training" in intro.value and "layers" not in intro.value  # plain words first
+    bounds = intro.proto.help  # the server's limits sit in its help tooltip
+    assert "at most 4 layers" in bounds and "180 seconds" in bounds and "One run" in bounds
     assert at.slider(key="train_layers").value == 2 and at.select_slider(
         key="train_d_model").value == 64
     at.selectbox(key="train_task").set_value("reverse").run()

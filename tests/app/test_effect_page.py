@@ -100,7 +100,10 @@ def test_tiny_chars_targets_a_position_and_has_no_pad_baseline():
     text = _texts(at)
     assert "next token" in text and "Target:" in text
     assert at.selectbox(key="eff_pos").value == len("the cat sat") - 1  # the last one
-    assert "pad" not in at.radio(key="eff_baseline").options  # no [PAD] token there
+    # no [PAD] (or [MASK]) token there: the one baseline is said, not offered as a radio
+    assert not [r for r in at.radio if r.key in ("eff_baseline", "eff_occlusion")]
+    assert "Integrated gradients start from **zero vectors**" in text
+    assert "for each token in turn, **remove the token**" in text
     at.selectbox(key="eff_pos").set_value(4).run()
     assert not at.exception
     values = _strip_values(at)

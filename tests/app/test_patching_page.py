@@ -160,6 +160,35 @@ def test_a_decoder_gets_a_logit_difference_of_two_chosen_tokens():
     assert f"{p.clean_value:.3f} on the clean prompt, {p.corrupted_value:.3f}" in caption
 
 
+def test_the_default_pair_on_tiny_chars_moves_the_answer_clearly():
+    """Review #12: on "The cat sat on the mat." the old default ("…on the rug.") moved the
+    logit difference by 0.19, so the first grids came with the noise warning. The default is
+    now chosen from the model's logits; its gap, measured from the run, clears the page's
+    threshold and no warning shows."""
+    from analysis.patching import SMALL_GAP
+
+    text = "The cat sat on the mat."
+    at = AppTest.from_file(APP, default_timeout=240)
+    at.session_state["sb_text"] = text
+    at.run()
+    at.switch_page(PAGE).run()
+    at.selectbox(key="sb_model_choice").set_value("tiny-chars").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.session_state["selection"].text == text
+    corrupted = at.text_input(key="pt_corrupt").value
+    answer, wrong = at.selectbox(key="pt_answer").value, at.selectbox(key="pt_wrong").value
+    p = prepare(load_model("tiny-chars"), text, corrupted, answer, wrong)
+    assert corrupted != text and abs(p.clean_value - p.corrupted_value) >= SMALL_GAP
+    assert f"{p.clean_value:.3f} on the clean prompt, {p.corrupted_value:.3f}" in \
+        _texts(at, "caption")
+    assert "barely changes the answer" not in _texts(at, "warning")
+    differ = [i for i in range(p.n_pos) if p.clean_tokens[i] != p.corrupted_tokens[i]]
+    assert ("differ only at the last position" in _texts(at, "caption")) == (
+        differ == [p.n_pos - 1])  # said when only the read position changed
+    np.testing.assert_allclose(_array(_charts(at)["pt_resid"]["data"][0]["z"]),
+                               residual_patching(p), atol=1e-6)
+
+
 def test_a_text_too_long_to_patch_gets_a_one_click_shorter_version():
     from ui.examples import LONG
     from ui.patching_inputs import token_count

@@ -232,8 +232,8 @@ def test_two_users_at_once_each_see_only_their_own_model_and_text(server, browse
     assert _spelled(bob) == "Bob␣sails␣today."
     assert "alice" in _spelled(alice) and "sails" not in _spelled(alice)
     assert "head 0" in _heatmap_title(bob).lower()  # Alice's slider did not move Bob's head
-    assert "12 heads" in alice.get_by_text("minilm:").first.text_content()
-    assert "minilm" not in bob.locator("[data-testid='stMain']").inner_text()
+    assert "12 heads" in alice.get_by_text("MiniLM:").first.text_content()
+    assert "minilm" not in bob.locator("[data-testid='stMain']").inner_text().lower()
     for page in (alice, bob):
         assert not page.locator("[data-testid='stException']").count()
         assert not page.locator("[data-testid='stAlert']").filter(

@@ -1,7 +1,8 @@
 """Every page at the sizes a class meets: an 800 px window with the sidebar open, a 1280 × 720
 projector. Nothing may be cut with "…", clipped or pushed past the window (a wide table may
 scroll inside itself), no figure's title may run past the figure's edge, no word may break
-between its letters, and no page may show our internal words ("seed 004") or a server path.
+between its letters, no figure text may shrink below 8 px, no title may leave a blank line
+under itself, and no page may show our internal words ("seed 004") or a server path.
 Also: the main heatmap of a short sentence gets a plot of at least 400 px on a 1400 × 900
 screen, with 12 px labels and its colour bar beside it.
 
@@ -77,6 +78,15 @@ PROBLEMS = r"""() => {
     if (r.width && r.right > c.right + 1)
       found.push(`a chart ${Math.round(r.right - c.right)} px wider than its column`);
   }
+  // a page title whose (hidden) link icon wrapped onto a line of its own: a blank line under it
+  for (const h of document.querySelectorAll('[data-testid="stMain"] h1')) {
+    const text = document.createTreeWalker(h, NodeFilter.SHOW_TEXT).nextNode();
+    if (!text) continue;
+    const range = document.createRange();
+    range.selectNodeContents(text);
+    if (h.getBoundingClientRect().height - range.getBoundingClientRect().height > 45)
+      found.push(`a blank line under the title ${name(h)}`);
+  }
   // a figure's title, subtitle or annotation that runs past the figure is cut by its edge
   for (const gd of document.querySelectorAll('.js-plotly-plot')) {
     const box = gd.getBoundingClientRect();
@@ -84,6 +94,12 @@ PROBLEMS = r"""() => {
       const r = t.getBoundingClientRect();
       if (r.width && (r.right > box.right + 1 || r.left < box.left - 1))
         found.push(`figure text past the figure's edge: “${t.textContent.slice(0, 60)}”`);
+    }
+    // plotly shrinks a heatmap's cell text to fit its cell: below 8 px nobody can read it
+    for (const t of gd.querySelectorAll('text')) {
+      const px = parseFloat(getComputedStyle(t).fontSize);
+      if (t.textContent.trim() && px < 8)
+        found.push(`figure text too small to read (${px} px): “${t.textContent.slice(0, 20)}”`);
     }
   }
   return [...new Set(found)];

@@ -1,7 +1,10 @@
 """The patching figures: position labels mark where the prompts differ, the changed positions
-stay labelled when labels are thinned, user text is escaped, and shapes are checked."""
+stay labelled when labels are thinned, user text is escaped, shapes are checked, and on the
+narrowest screen no cell number is drawn below 9 px and no two tick labels crowd."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pytest
@@ -35,21 +38,62 @@ def test_the_grid_keeps_the_changed_position_labelled_and_checks_shapes():
         residual_grid(z, labels[:-1], [f"row {i}" for i in range(7)], "t")
 
 
-def test_cell_numbers_fit_their_cells_and_neighbouring_labels_are_thinned():
-    """At 800 px MiniLM's cells are ~20 px wide: a fixed 10 px "0.00" ran into the next cell.
-    With no fixed size plotly fits the font to the cell. A decoder's 23 positions: no two
-    neighbours labelled (they overlapped), the changed and the read positions kept."""
-    from viz.patching import THIN_ABOVE
-    clean = list("the cat sat on the mat.")
-    corrupted = list(clean)
-    corrupted[19:22] = list("rug")
-    fig = residual_grid(np.zeros((3, 23)), position_labels(clean, corrupted),
-                        ["a", "b", "c"], "t", marked_pos=22, marked_cols=[19, 20, 21])
+def _narrow(fig, n_pos: int) -> tuple[float, float]:
+    """The cell width (px) and the tick angle on the narrowest plot the app shows: the main
+    column beside the open sidebar on an 800 px screen, less this figure's own margins."""
+    from viz.style import FULL_PAGE_PX
+    m = fig.layout.margin
+    return (FULL_PAGE_PX - m.l - m.r) / n_pos, abs(fig.layout.xaxis.tickangle)
+
+
+def _plotly_text_px(fig, cell_px: float) -> int:
+    """The size plotly.js gives heatmap text with no textfont.size: the cell width less the
+    gap over 0.65 × the longest label's characters, at most the page's 13 px."""
+    chars = max(len(t) for row in fig.data[0].text for t in row)
+    return min(13, math.floor((cell_px - fig.data[0].xgap) / (0.65 * chars)))
+
+
+def _grid(n_rows: int, n_pos: int, z=None, **kw):
+    clean = [f"t{i}" for i in range(n_pos)]
+    z = np.linspace(0, 1, n_rows * n_pos).reshape(n_rows, n_pos) if z is None else z
+    rows = [f"into layer {i}" for i in range(n_rows - 1)] + [f"out of layer {n_rows - 2}"]
+    return residual_grid(z, position_labels(clean, clean), rows, "t", **kw)
+
+
+def test_cell_numbers_are_drawn_only_where_plotly_gives_them_9_px_at_800_wide():
+    """At 800 px plotly shrank MiniLM's "0.00" to ~6 px to fit 19 px cells (review #10). Now
+    numbers are drawn only when plotly's own fit, on the narrowest plot, is at least 9 px;
+    with one decimal when two don't fit. No fixed size: wider screens get larger text."""
+    from viz.patching import MIN_TEXT_PX
+    minilm = _grid(7, 13, marked_pos=12, marked_cols=[2])  # MiniLM: 6 layers, 13 tokens
+    cell, _ = _narrow(minilm, 13)
+    assert minilm.data[0].textfont.size is None and minilm.data[0].texttemplate == "%{text}"
+    assert _plotly_text_px(minilm, cell) >= MIN_TEXT_PX
+    assert minilm.data[0].text[6][12] == "1.0"  # one decimal: "1.00" would be ~7 px
+    assert _plotly_text_px(_grid(7, 13, z=np.zeros((7, 13)) + 0.5), cell) >= MIN_TEXT_PX
+    few = _grid(3, 5)  # wide cells: two decimals fit
+    assert few.data[0].text[2][4] == "1.00" and _plotly_text_px(few, _narrow(few, 5)[0]) >= 9
+    assert _grid(3, 5, z=np.full((3, 5), -0.001)).data[0].text[0][0] == "0.00"  # no "-0.00"
+    for n_rows, n_pos in ((3, 23), (7, 20), (7, 64)):  # a sentence on a character model
+        fig = _grid(n_rows, n_pos)
+        assert fig.data[0].text is None and not fig.data[0].texttemplate  # hover only
+    signed = _grid(7, 13, z=np.linspace(-3.2, 2.9, 91).reshape(7, 13))  # "-3.2": too long
+    assert signed.data[0].text is None
+
+
+@pytest.mark.parametrize("n_pos, marked, changed", [(13, 12, [2]), (23, 22, [19, 20, 21]),
+                                                     (23, 22, [22]), (40, 39, [3]),
+                                                     (128, None, [5])])
+def test_tick_labels_never_crowd_on_the_narrowest_plot(n_pos, marked, changed):
+    """Slanted labels of neighbouring ticks stay TICK_GAP_PX apart at 800 px (the decoder's
+    "19·m→r20·a→u21·t→g" ran together); the read position and a changed one stay labelled."""
+    from viz.patching import TICK_GAP_PX
+    fig = _grid(3 if n_pos == 23 else 7, n_pos, marked_pos=marked, marked_cols=changed)
+    cell, angle = _narrow(fig, n_pos)
     ticks = list(fig.layout.xaxis.tickvals)
-    assert 22 in ticks and 20 in ticks and len(ticks) <= THIN_ABOVE  # read, one changed
-    assert all(b - a > 1 for a, b in zip(ticks, ticks[1:]))  # no two neighbours
-    assert len(ticks) >= 23 // 2  # about every other one
-    short = residual_grid(np.zeros((7, 13)), [f"{i}·t" for i in range(13)],
-                          [f"row {i}" for i in range(7)], "t")
-    assert list(short.layout.xaxis.tickvals) == list(range(13))  # few: all labelled
-    assert short.data[0].texttemplate and short.data[0].textfont.size is None  # fitted
+    gaps = [(b - a) * cell * math.sin(math.radians(angle)) for a, b in zip(ticks, ticks[1:])]
+    assert min(gaps) >= TICK_GAP_PX
+    assert marked is None or marked in ticks
+    assert set(changed) & set(ticks)
+    assert len(ticks) >= n_pos * cell * math.sin(math.radians(angle)) / TICK_GAP_PX / 2.5
+    assert len(fig.layout.xaxis.ticktext) == len(ticks)

@@ -9,6 +9,7 @@ import io
 import json
 
 import numpy as np
+import plotly.graph_objects as go
 import pytest
 import torch
 
@@ -21,6 +22,8 @@ from viz.export import PLOTLY_CONFIG, matrix_csv, plotly_config, trace_npz
 from viz.labels import axis_labels, is_label
 from viz.overview import N_LEVELS, block_max
 from viz.training import snapshot_grid
+from viz.style import (FULL_PAGE_PX, SUBTITLE_CHAR_PX, SUBTITLE_CHARS, subtitle_block, titled_layout,
+                        wrap_lines)
 
 RNG = np.random.default_rng(0)
 
@@ -79,7 +82,7 @@ def test_heatmap_z_and_axes_match_the_input():
     assert "query %{y} → key %{x}" in heat.hovertemplate
     assert fig.layout.yaxis.autorange == "reversed"  # query 0 on top
     assert "rows = queries" in fig.layout.title.subtitle.text
-    assert "softmax over keys" in fig.layout.title.subtitle.text
+    assert "columns = keys" in fig.layout.title.subtitle.text
     assert fig.layout.title.text == "Layer 1, head 2"
     assert not fig.layout.annotations  # not causal: nothing marked
 
@@ -148,11 +151,13 @@ def test_short_heatmap_is_sized_to_its_tokens_with_square_cells():
 
 
 def test_heatmap_subtitle_is_wrapped_and_the_top_margin_fits_its_lines():
-    fig = attention_heatmap(np.tril(_rows((4, 4))), list("abcd"), list("abcd"), causal=True)
+    peaked = np.tril(_rows((4, 4)))
+    peaked[0, 0] = 1.0  # colours 0 to 1: no "colours stretched" clause in the subtitle
+    fig = attention_heatmap(peaked, list("abcd"), list("abcd"), causal=True)
     lines = fig.layout.title.subtitle.text.split("<br>")
     assert len(lines) == 2 and all(len(html.unescape(line)) <= 60 for line in lines)
-    assert "softmax over keys" in lines[1]  # broken between clauses, not inside one
-    one = attention_heatmap(_rows((4, 4)), list("abcd"), list("abcd"))
+    assert lines[1] == "grey = masked (causal)"  # broken between clauses, not inside one
+    one = attention_heatmap(np.eye(4), list("abcd"), list("abcd"))  # one line, not stretched
     assert fig.layout.margin.t >= one.layout.margin.t
 
 
@@ -354,3 +359,21 @@ def test_trace_npz_round_trips_without_pickle():
     np.testing.assert_allclose(data["attentions"], pattern[0][None].numpy())
     assert data["hidden_states"].shape == (2, 3, 8)
     assert json.loads(str(data["config_json"]))["n_heads"] == 2
+
+
+def test_subtitle_lines_follow_the_figures_width_and_leave_no_orphan_word():
+    text = ("attention: layer 5, head 0; each row scaled to its own largest value, hover for "
+            "real values; right: how well each head's order of tokens matches the effect's order")
+    half = wrap_lines(text)
+    assert max(map(len, half)) <= SUBTITLE_CHARS
+    wide, _ = subtitle_block(text, figure_px=FULL_PAGE_PX)
+    wide_lines = wide.split("<br>")
+    assert len(wide_lines) < len(half)
+    assert max(map(len, wide_lines)) * SUBTITLE_CHAR_PX <= FULL_PAGE_PX - 40
+    # titled_layout reads the figure's own width when it has one
+    fig = titled_layout(go.Figure(), "t", text, width=FULL_PAGE_PX)
+    assert fig.layout.title.subtitle.text == wide
+    # a clause that only just spills over is balanced across its lines, not one word alone
+    lines = wrap_lines("each curve is one sine and cosine pair of the table, at dimension 2i")
+    assert len(lines) == 2 and min(map(len, lines)) >= 20
+    assert wrap_lines("") == [""]
