@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
+from analysis.head_stats import head_statistics
 from analysis.qk import qk_breakdown
 from analysis.rollout import attention_rollout, drop_special, head_average
 from ui import settings
@@ -17,12 +18,14 @@ from ui.sidebar import require_trace
 from ui.urlstate import url_default, write_to_url
 from ui.widgets import index_slider, shown_model_name
 from viz.attention import (
-    attention_heatmap, cross_attention_heatmap, head_lines, head_overview, qk_figure,
+    TICK_LABEL_LIMIT, attention_heatmap, cross_attention_heatmap, head_lines, head_overview,
+    qk_figure,
 )
 from viz.export import matrix_csv, trace_npz
 from viz.labels import axis_labels, plain_text
 
 
+CLEAR_SHARE = 0.3  # a head this much on the previous token shows a clear line on any length
 VIEWS = ["All heads", "Token lines", "Where a row comes from (Q·K)", "Download"]
 ROLLOUT_DEFINITION = (
     "**Attention rollout** (Abnar & Zuidema, 2020) follows attention through the layers. "
@@ -65,6 +68,34 @@ def _cross_attention(trace, cross, head: int) -> None:
         width="content")
 
 
+def _opening_head(trace) -> tuple[int, int, float] | None:
+    """For a long text, the head to open on: the one that looks most at the previous token
+    (a bright line beside the diagonal, visible at any length), with its share; None for a
+    short text, or when no head looks back clearly (then layer 0, head 0 as usual)."""
+    if trace.n_tokens <= TICK_LABEL_LIMIT:
+        return None
+    previous = head_statistics(trace.attentions, trace.tokens, trace.special_mask[0])["previous"]
+    layer, head = np.unravel_index(int(np.nanargmax(previous)), previous.shape)
+    share = float(previous[layer, head])
+    return (int(layer), int(head), share) if share >= CLEAR_SHARE else None
+
+
+def _long_text_note(key: tuple, n_tokens: int, layer: int, head: int, one_head: bool) -> None:
+    """Under a long text's map: why it opened on this head (while it shows that head), and
+    how to zoom."""
+    if n_tokens <= TICK_LABEL_LIMIT:
+        return
+    opened = st.session_state.get("_attn_opened")
+    why = ""
+    if one_head and opened and opened[0] == key and opened[1:3] == (layer, head):
+        why = (f"This text is long, so the map opened on layer {layer}, head {head}: of all "
+               "heads it looks most at the token just before ("
+               f"{opened[3]:.0%} of each row on average), the bright line beside the "
+               "diagonal. ")
+    st.caption(why + f"{n_tokens} tokens are too many to label: drag a box on the map to "
+               "zoom in (double-click zooms out), and hover a cell to read its tokens.")
+
+
 @st.fragment
 def explorer(selection) -> None:
     """Sliders, the heatmap and the detail view. A fragment: moving a slider reruns only this,
@@ -84,11 +115,12 @@ def explorer(selection) -> None:
                                  disabled=mode != "Raw attention")
     head = index_slider(controls[1], "Head", cfg.n_heads, key="attn_head",
                               disabled=average or mode != "Raw attention")
-    hide_special = controls[3].toggle("Hide special tokens", key="attn_hide_special",
-                                      help="Drop the special tokens, then renormalise each row to sum "
-                                      "to 1. Special tokens are the markers the model knows by "
-                                      "their id: [CLS], [SEP], BOS, padding, also when typed in "
-                                      "the text itself.")
+    # Only offered when this run has special tokens (tiny-chars has none: nothing to hide).
+    hide_special = bool(trace.special_mask[0].any()) and controls[3].toggle(
+        "Hide special tokens", key="attn_hide_special",
+        help="Drop the special tokens, then renormalise each row to sum to 1. Special tokens "
+        "are the markers the model knows by their id: [CLS], [SEP], BOS, padding, also when "
+        "typed in the text itself.")
 
     if mode == "Attention rollout":
         matrix = _rollout(trace, key)[layer]
@@ -119,6 +151,7 @@ def explorer(selection) -> None:
 
     fig = attention_heatmap(matrix, shown_labels, shown_labels, title=title,
                             causal=cfg.causal and mode == "Raw attention")
+    _long_text_note(key, len(shown_labels), layer, head, mode == "Raw attention" and not average)
     st.plotly_chart(fig, key="attn_heatmap", config=chart_config("attention", fig, title),
                     width="content")
     if trace.kind == "encoder_decoder":  # tiny-reverse: the decoder reads the source too
@@ -176,22 +209,31 @@ def page() -> None:
     """The page body. A function, so its run (trace, figures) lives in locals that end with the
     run: Streamlit keeps this script's globals alive through the fragment above."""
     selection = st.session_state["selection"]
-    st.title("Attention")
+    st.title("Attention", anchor=False)
     trace = require_trace(selection)
     cfg = trace.cfg
     key = (selection.model_name, selection.text, selection.pair)
     st.caption(
         f"{shown_model_name(selection.model_name)}: {cfg.n_layers} layers × {cfg.n_heads} "
-        f"heads, d_model {cfg.d_model}, {trace.n_tokens} tokens. Rows are queries (the token "
-        "doing the looking), columns are keys (the tokens looked at); each row is a softmax "
-        "over keys and sums to 1."
+        f"heads, {trace.n_tokens} tokens. Rows are queries (the token doing the looking), "
+        "columns are keys (the tokens looked at); each row is a softmax over keys and sums "
+        "to 1.", help=f"Inside the model each token is a list of {cfg.d_model} numbers "
+        f"(d_model); each head works on {cfg.d_head} of them (d_head)."
     )
     st.page_link("app_pages/effect.py", label="Does attention explain the answer? See its "
                  "effect ▸", help="A head can look hard at a token and pass on very little of "
                  "it: this page puts attention beside what really changes the model's answer.")
 
-    st.session_state.setdefault("attn_layer", url_default("attn_layer", 0))
-    st.session_state.setdefault("attn_head", url_default("attn_head", 0))
+    opening = None  # a long text opens on a head with a clear pattern, unless a link names one
+    if not any(k in st.session_state for k in ("attn_layer", "attn_head", "_url_attn_layer",
+                                               "_url_attn_head")):
+        opening = _opening_head(trace)
+        if opening:
+            st.session_state["_attn_opened"] = (key, *opening)
+    st.session_state.setdefault("attn_layer", url_default("attn_layer", opening[0] if opening
+                                                          else 0))
+    st.session_state.setdefault("attn_head", url_default("attn_head", opening[1] if opening
+                                                         else 0))
     st.session_state["_attn_view_drawn"] = st.session_state.get("attn_view") or VIEWS[0]
     explorer(selection)
     if st.session_state["_attn_view_drawn"] == "All heads":
@@ -200,7 +242,7 @@ def page() -> None:
         st.plotly_chart(_overview(trace, key), key="attn_overview",
                         on_select=pick_head("attn_overview", cfg.n_heads),
                         selection_mode="points", config=chart_config("all-heads"))
-    check_numbers(selection, "attn")
+    check_numbers(selection, "attn", quiet_when_unsupported=True)
 
 
 page()

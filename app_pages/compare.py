@@ -2,29 +2,98 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import streamlit as st
+import torch
 
 from analysis.head_stats import STATISTICS, head_statistics
 from ui import settings
 from ui.cache import get_trace
 from ui.charts import chart_config
 from ui.callbacks import copy_state, pick_head
-from ui.patching_inputs import default_corruption, follow_default
+from ui.patching_inputs import (FALLBACKS, MAX_TRIES, SWAPS, WORD, default_corruption,
+                               first_words, follow_default, token_count)
 from ui.sidebar import require_trace
 from ui.text import md_escape
 from ui.widgets import index_slider
 from viz.attention import attention_heatmap
-from viz.compare import difference_heatmap
+from viz.compare import describe_changes, difference_heatmap
 from viz.heads import head_grid
 
 HALF_PAGE_PX = 460  # a column of two on a 1400 px screen with the sidebar open
 
 
+SKIP = {"the", "a", "an", "to", "of", "and", "in", "on", "at", "is", "was", "it"}
+
+
+def _same_length_swap(loaded, text: str) -> str:
+    """A fallback for a character model: the first word (not a little word like "the") swapped
+    for a word of as many letters, so it keeps the length; "" when none keeps it."""
+    n, tries = token_count(loaded, text), 0
+    words = [m for m in WORD.finditer(text) if m.group().lower() not in SKIP]
+    pool = list(dict.fromkeys(["red", "big", "cold", "blue", "small"] + list(FALLBACKS)
+                              + list(SWAPS.values())))
+    for match in words:
+        word = match.group()
+        for other in (w for w in pool if len(w) == len(word) and w != word.lower()):
+            other = other.capitalize() if word[:1].isupper() else other
+            candidate = text[:match.start()] + other + text[match.end():]
+            tries += 1
+            if token_count(loaded, candidate) == n:
+                return candidate
+            if tries >= MAX_TRIES:
+                return ""
+            break  # one try per word: the next word may suit better
+    return ""
+
+
+def _swapped(loaded, text: str) -> str:
+    limit = loaded.cfg.n_ctx
+    return default_corruption(loaded, text, limit) or _same_length_swap(loaded, text)
+
+
 def _default_b(loaded, text_a: str) -> str:
     """Text A with one word swapped, keeping its length in tokens so the difference map lines
-    up; text A itself when no swap keeps the length."""
-    return default_corruption(loaded, text_a, loaded.cfg.n_ctx) or text_a
+    up; text A itself when no swap keeps the length. On a text longer than the model's
+    context the swap is chosen among the words the model reads (its first whole words, as
+    "use the first N tokens" cuts them on the patching page) and the rest of A is kept."""
+    limit = loaded.cfg.n_ctx
+    if token_count(loaded, text_a) <= limit:
+        return _swapped(loaded, text_a) or text_a
+    n_words = len(first_words(loaded, text_a, limit).split())
+    if not n_words:
+        return text_a
+    end = list(re.finditer(r"\S+", text_a))[n_words - 1].end()
+    swapped = _swapped(loaded, text_a[:end])
+    return swapped + text_a[end:] if swapped else text_a
+
+
+def _describe_b(note, trace_a, trace_b, swapped: bool, same_text: bool) -> None:
+    """One line under text B: which tokens B changed (from the two runs), or, when the model
+    reads the same tokens in both, that there is nothing to compare; then the page stops."""
+    tokens_a, tokens_b = trace_a.tokens, trace_b.tokens
+    if tokens_a == tokens_b and torch.equal(trace_a.input_ids, trace_b.input_ids):
+        if trace_b.dropped[0] and not same_text:
+            note.info(f"B differs from A only after the first {len(tokens_b)} tokens, which "
+                      "the model never reads: change a word nearer the start of B.")
+        else:
+            note.info("B is the same as A: change a word in B to see what moves.")
+        st.stop()
+    lines = []
+    if len(tokens_a) == len(tokens_b):
+        what = md_escape(describe_changes(tokens_a, tokens_b))
+        lines.append(f"B starts as text A with one word swapped ({what}), so both have the "
+                     "same number of tokens. Type your own B to compare anything else."
+                     if swapped else f"B differs from A at {what}.")
+    if trace_b.dropped[0] and trace_a.dropped[0] and len(tokens_a) == len(tokens_b):
+        lines.append(f"Like A, B runs on its first {len(tokens_b)} tokens.")
+    elif trace_b.dropped[0]:
+        st.warning(f"Text B is longer than the model's context: {trace_b.dropped[0]:,} tokens "
+                   "were dropped.")
+    if lines:
+        note.caption(" ".join(lines))
 
 
 def _stats(trace):
@@ -32,7 +101,7 @@ def _stats(trace):
 
 
 selection = st.session_state["selection"]
-st.title("Compare two inputs")
+st.title("Compare two inputs", anchor=False)
 trace_a = require_trace(selection)
 cfg = trace_a.cfg
 st.caption("Text A is the sidebar text; type text B here. Both run through the same model and "
@@ -45,35 +114,37 @@ left, right = st.columns([5, 1], vertical_alignment="bottom")
 text_b = left.text_area("Text B", key="cmp_text_b", height=90)
 right.button("Start from text A", key="cmp_copy", on_click=copy_state("sb_text", "cmp_text_b"),
              help="Copy the sidebar text here, then edit a word.")
-if text_b == made != selection.text:
-    st.caption("B starts as text A with one word swapped, so both have the same number of "
-               "tokens. Type your own B to compare anything else.")
-elif text_b == made:
-    st.caption("B starts as a copy of text A: change one word to see which heads notice.")
-
-for name in ("cmp_layer", "cmp_head"):  # start on the head open on the attention page
-    st.session_state.setdefault(name, st.session_state.get(name.replace("cmp", "attn"), 0))
-controls = st.columns(2)
-layer = index_slider(controls[0], "Layer", cfg.n_layers, key="cmp_layer")
-head = index_slider(controls[1], "Head", cfg.n_heads, key="cmp_head")
+note = st.empty()  # under text B and its button: what B is, once B has run
 
 limit = settings.max_chars()
 if len(text_b) > limit:
     st.warning(f"Text B was cut to {limit:,} characters.")
     text_b = text_b[:limit]
 if not text_b.strip():
-    st.info("Type text B above to compare it with the sidebar text.")
+    note.info("Type text B above to compare it with the sidebar text.")
     st.stop()
 try:
     trace_b = get_trace(selection.model_name, text_b, selection.pair)
 except ValueError as exc:
     st.error(md_escape(str(exc)))
     st.stop()
-if trace_b.dropped[0]:
-    st.warning(f"Text B is longer than the model's context: {trace_b.dropped[0]:,} tokens "
-               "were dropped.")
+_describe_b(note, trace_a, trace_b, swapped=text_b == made != selection.text,
+            same_text=text_b == selection.text)
 
 tokens_a, tokens_b = trace_a.tokens, trace_b.tokens
+per_head = None  # how much each head's attention moved: mean over rows of sum |B − A|
+if len(tokens_a) == len(tokens_b):
+    diff_heads = np.abs(trace_b.attentions.numpy() - trace_a.attentions.numpy())  # [L, H, q, k]
+    per_head = diff_heads.sum(-1).mean(-1)  # [n_layers, head], in [0, 2]
+# Start on the head open on the attention page, else on the head that changed most.
+moved = (0, 0) if per_head is None else np.unravel_index(int(per_head.argmax()), per_head.shape)
+for name, first in (("cmp_layer", moved[0]), ("cmp_head", moved[1])):
+    st.session_state.setdefault(name, st.session_state.get(name.replace("cmp", "attn"),
+                                                           int(first)))
+controls = st.columns(2)
+layer = index_slider(controls[0], "Layer", cfg.n_layers, key="cmp_layer")
+head = index_slider(controls[1], "Head", cfg.n_heads, key="cmp_head")
+
 with st.container(key="wide_cmp_pair"):  # side by side; one under the other when narrow
     cols = st.columns(2)
 shared_max = max(float(t.attentions[layer, head].max()) for t in (trace_a, trace_b))
@@ -81,9 +152,8 @@ for col, trace, name, tokens in ((cols[0], trace_a, "A", tokens_a),
                                  (cols[1], trace_b, "B", tokens_b)):
     fig = attention_heatmap(trace.attentions[layer, head].numpy(), tokens, tokens,
                             title=f"{name}: layer {layer}, head {head} ({len(tokens)} tokens)",
-                            causal=cfg.causal, max_width=HALF_PAGE_PX)
-    if len(tokens_a) == len(tokens_b):
-        fig.update_traces(zmin=0, zmax=shared_max)  # one colour scale, so cells compare
+                            causal=cfg.causal, max_width=HALF_PAGE_PX,  # one scale for both
+                            zmax=shared_max if len(tokens_a) == len(tokens_b) else None)
     col.plotly_chart(fig, key=f"cmp_{name.lower()}", config=chart_config("compare", fig),
                      width="content")
 
@@ -97,23 +167,24 @@ if len(tokens_a) != len(tokens_b):
         "to the same length (swap one word for another word of one token), or compare the "
         "head statistics below, which do not need aligned tokens.")
 else:
-    diff_heads = np.abs(trace_b.attentions.numpy() - trace_a.attentions.numpy())  # [L, H, q, k]
     changed = sum(a != b for a, b in zip(tokens_a, tokens_b))
     st.caption(f"Same length ({len(tokens_a)} tokens), {changed} position"
-               f"{'' if changed == 1 else 's'} with a different token; labels show "
+               f"{'' if changed == 1 else 's'} with a different token "
+               f"({md_escape(describe_changes(tokens_a, tokens_b))}); labels show "
                "“A-token|B-token” where they differ.")
     st.plotly_chart(
         difference_heatmap(trace_a.attentions[layer, head].numpy(),
                            trace_b.attentions[layer, head].numpy(), tokens_a, tokens_b,
                            title=f"B − A, layer {layer}, head {head}", causal=cfg.causal),
         key="cmp_diff", config=chart_config("compare_difference"), width="content")
-    # Mean over query rows of the L1 distance between the two rows (each row sums to 1).
-    per_head = diff_heads.sum(-1).mean(-1)  # [n_layers, head], in [0, 2]
+    grid = head_grid(per_head, title="Which heads changed most",
+                     value_name="mean |B − A| per row", fmt=".2f", marked=[(layer, head)],
+                     subtitle="sum over keys of |B − A|, averaged over queries (0 = identical, "
+                     "2 = no overlap); click a head to show it above")
+    # never below 0: the scale starts there, not at a made-up negative end
+    grid.update_traces(zmin=0, zmax=float(per_head.max()) or 1.0, selector=dict(type="heatmap"))
     st.plotly_chart(
-        head_grid(per_head, title="Which heads changed most", value_name="mean |B − A| per row",
-                  fmt=".2f", marked=[(layer, head)],
-                  subtitle="sum over keys of |B − A|, averaged over queries (0 = identical, "
-                  "2 = no overlap); click a head to show it above"),
+        grid,
         key="cmp_heads", on_select=pick_head("cmp_heads", cfg.n_heads, "cmp_layer", "cmp_head"),
         selection_mode="points", config=chart_config("compare_heads"))
 

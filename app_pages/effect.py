@@ -225,7 +225,7 @@ def _stop_unless_applies(selection) -> None:
 
 def page() -> None:
     selection = st.session_state["selection"]
-    st.title("Attention beside its effect")
+    st.title("Attention beside its effect", anchor=False)
     trace = require_trace(selection)
     _stop_unless_applies(selection)
     loaded, cfg = selection.model, trace.cfg

@@ -92,7 +92,7 @@ def _sum_words(parts, cfg, name: str) -> str:
 
 
 selection = st.session_state["selection"]
-st.title("Embeddings")
+st.title("Embeddings", anchor=False)
 trace = require_trace(selection)
 lm, cfg = selection.model, trace.cfg
 labels = axis_labels(trace.tokens)

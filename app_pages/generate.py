@@ -158,7 +158,7 @@ def _attention(loaded, gen: Generation, step_index: int, cfg) -> None:
 
 
 selection = st.session_state["selection"]
-st.title("Generate, step by step")
+st.title("Generate, step by step", anchor=False)
 reason = None if selection.model is None else decoder_reason(selection, "Generation")
 # Generation reads a long prompt's LAST tokens (said below), so not the sidebar's note that
 # the run read the FIRST ones; a model that cannot generate keeps that note.

@@ -47,7 +47,7 @@ if st.session_state.pop("_hs_goto", False):
     st.switch_page("app_pages/attention.py")
 
 selection = st.session_state["selection"]
-st.title("Head statistics")
+st.title("Head statistics", anchor=False)
 trace = require_trace(selection)
 cfg = trace.cfg
 key = (selection.model_name, selection.text, selection.pair)

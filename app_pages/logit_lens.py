@@ -34,7 +34,7 @@ def _lens(_trace, key: tuple) -> Lens:
 
 
 selection = st.session_state["selection"]
-st.title("Logit lens")
+st.title("Logit lens", anchor=False)
 trace = require_trace(selection)
 cfg = trace.cfg
 reason = needs_lm_head(selection, "The logit lens")

@@ -356,7 +356,7 @@ if st.session_state.pop(GOTO, False):
     st.switch_page("app_pages/attention.py")
 
 selection = st.session_state["selection"]
-st.title("Patching: find the circuit")
+st.title("Patching: find the circuit", anchor=False)
 st.caption(INTRO)
 trace = require_trace(selection)
 model = selection.model

@@ -21,6 +21,7 @@ from .style import (COLORBAR_MARGIN, COLORSCALE, MASKED_GREY, ROWS_ARE_QUERIES, 
 __all__ = ["LINE_MAX_TOKENS", "TICK_LABEL_LIMIT", "attention_heatmap", "head_lines",
            "head_overview", "qk_figure"]
 
+STRETCHED_BELOW = 0.9  # a colour scale topping out below this is said to be stretched
 TICK_LABEL_LIMIT = 150  # above this many tokens on an axis, tick labels are hidden (hover stays)
 
 
@@ -44,9 +45,11 @@ def masked_cells(shape: tuple[int, int], causal: bool = False, masked=None) -> n
 
 
 def attention_heatmap(matrix, q_tokens, k_tokens, title: str = "Attention",
-                      causal: bool = False, masked=None, max_width: int | None = None
-                      ) -> go.Figure:
-    """One attention matrix [q_pos, k_pos] as a heatmap (Viridis, 0 to the matrix's maximum).
+                      causal: bool = False, masked=None, max_width: int | None = None,
+                      zmax: float | None = None) -> go.Figure:
+    """One attention matrix [q_pos, k_pos] as a heatmap (Viridis, 0 to the matrix's maximum,
+    or to `zmax`, e.g. one scale shared by two maps). When that top is below 1, the subtitle
+    says so ("colours stretched: yellow = 0.30"), since other figures colour 0 to 1.
 
     q_tokens / k_tokens: one string per row / column; raw tokens or `axis_labels` output.
     causal=True greys out the keys after each query (the model masked them before the softmax);
@@ -72,9 +75,11 @@ def attention_heatmap(matrix, q_tokens, k_tokens, title: str = "Attention",
     z[hidden] = np.nan
     finite = z[np.isfinite(z)]
     low = 0.0 if finite.size == 0 or finite.min() >= 0 else None
+    top = zmax if zmax is not None else (float(finite.max()) if finite.size else None)
 
     fig = go.Figure(go.Heatmap(
-        z=z, x=k_labels, y=q_labels, colorscale=COLORSCALE, zmin=low, hoverongaps=False,
+        z=z, x=k_labels, y=q_labels, colorscale=COLORSCALE, zmin=low, zmax=zmax,
+        hoverongaps=False,
         colorbar=dict(title=dict(text="weight"), thickness=14),
         hovertemplate="query %{y} → key %{x}: %{z:.3f}<extra></extra>",
     ))
@@ -82,6 +87,9 @@ def attention_heatmap(matrix, q_tokens, k_tokens, title: str = "Attention",
     subtitle = ROWS_ARE_QUERIES
     if hidden.any():
         subtitle += "; grey = masked (causal)" if causal else "; grey = masked"
+    if low == 0 and top is not None and 0 < top < STRETCHED_BELOW:
+        subtitle += (f"; colours stretched: yellow = {top:.2f}"
+                     + (" (largest weight)" if zmax is None else "") + ", not 1")
     subtitle, top = subtitle_block(subtitle)
     margin = dict(r=COLORBAR_MARGIN, t=top, pad=0,  # pad: no grey frame round the cells
                   **label_margins(q_labels, k_labels, 60, not long_q, not long_k))

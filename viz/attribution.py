@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 
 from .heads import head_grid
 from .numbers import signed
-from .style import escape, label_px, titled_layout, to_numpy
+from .style import FULL_PAGE_PX, escape, label_px, titled_layout, to_numpy
 
 UP, DOWN, TOTAL = "#D6604D", "#4393C3", "#555555"
 
@@ -46,7 +46,7 @@ def logit_waterfall(names, values, total_name: str, title: str, subtitle: str = 
     left = int(24 + max(map(label_px, labels)))
     right = int(16 + max(map(label_px, texts)))
     titled_layout(fig, title, subtitle, height=int(150 + 26 * len(labels)),
-                  margin=dict(l=left, r=right, b=50),
+                  margin=dict(l=left, r=right, b=50), figure_px=FULL_PAGE_PX,
                   xaxis=dict(title=dict(text=escape(value_name)), showgrid=True,
                              range=[min(low, 0.0) - pad, max(high, 0.0) + pad],
                              gridcolor="#eee", zeroline=True, zerolinecolor="#888"),

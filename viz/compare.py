@@ -14,6 +14,67 @@ from .style import (COLORBAR_MARGIN, DIVERGING, MASKED_GREY, ROWS_ARE_QUERIES, T
                     check_tokens, heatmap_size, label_margins, subtitle_block, to_numpy)
 
 TICK_LABEL_LIMIT = 150
+ZOOM_ABOVE = 40  # a map of more tokens opens zoomed on the changed positions...
+ZOOM_CONTEXT = 15  # ...and this many tokens either side of them
+
+
+def changed_runs(tokens_a, tokens_b) -> list[tuple[int, int]]:
+    """The (first, last) positions of each run of consecutive positions whose tokens differ."""
+    runs: list[tuple[int, int]] = []
+    for i, (a, b) in enumerate(zip(tokens_a, tokens_b)):
+        if a == b:
+            continue
+        if runs and runs[-1][1] == i - 1:
+            runs[-1] = (runs[-1][0], i)
+        else:
+            runs.append((i, i))
+    return runs
+
+
+def _joined(tokens) -> str:
+    pieces = [token_label(t, looks_byte_level(tokens)) for t in tokens]
+    return ("" if all(len(p) == 1 for p in pieces) else " ").join(pieces)
+
+
+def _whole_word(tokens_a, tokens_b, run: tuple[int, int]) -> tuple[int, int]:
+    """A run of changed characters widened to the letters around it in both texts."""
+    def letter(i: int) -> bool:
+        return tokens_a[i].isalnum() and tokens_b[i].isalnum()
+    first, last = run
+    while first > 0 and letter(first - 1):
+        first -= 1
+    while last < len(tokens_a) - 1 and letter(last + 1):
+        last += 1
+    return first, last
+
+
+def describe_changes(tokens_a, tokens_b, limit: int = 3) -> str:
+    """Plain text naming what changed, from the tokens: "token 6: “sentence” → “paragraph”",
+    "tokens 10–12: “dog” → “cat”" (for a character model, the whole words around the changed
+    characters); at most `limit` runs, then "and N more". "" when none."""
+    runs = changed_runs(tokens_a, tokens_b)
+    if all(len(t) == 1 for t in list(tokens_a) + list(tokens_b)):  # characters: whole words
+        runs = list(dict.fromkeys(_whole_word(tokens_a, tokens_b, run) for run in runs))
+    parts = []
+    for first, last in runs[:limit]:
+        where = f"token {first}" if first == last else f"tokens {first}–{last}"
+        parts.append(f"{where}: “{_joined(tokens_a[first:last + 1])}” → "
+                     f"“{_joined(tokens_b[first:last + 1])}”")
+    if len(runs) > limit:
+        parts.append(f"and {len(runs) - limit} more")
+    return "; ".join(parts)
+
+
+def zoom_window(tokens_a, tokens_b, context: int = ZOOM_CONTEXT) -> tuple[int, int] | None:
+    """(first, last) positions to open a long map on: the changed positions and `context`
+    tokens either side. None when the map is short (ZOOM_ABOVE tokens or fewer), nothing
+    changed, or the window would be the whole map."""
+    n = len(tokens_a)
+    runs = changed_runs(tokens_a, tokens_b)
+    if n <= ZOOM_ABOVE or not runs:
+        return None
+    first, last = max(0, runs[0][0] - context), min(n - 1, runs[-1][1] + context)
+    return None if (first, last) == (0, n - 1) else (first, last)
 
 
 def paired_labels(tokens_a, tokens_b) -> list[str]:
@@ -49,14 +110,18 @@ def difference_heatmap(matrix_a, matrix_b, tokens_a, tokens_b, title: str = "B �
     diff[masked_cells(diff.shape, causal)] = np.nan
     finite = np.abs(diff[np.isfinite(diff)])
     top = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
-    long = n > TICK_LABEL_LIMIT
+    window = zoom_window(tokens_a, tokens_b)
+    long = n > TICK_LABEL_LIMIT and window is None
     fig = go.Figure(go.Heatmap(
         z=diff, x=labels, y=labels, colorscale=DIVERGING, zmid=0, zmin=-top, zmax=top,
         hoverongaps=False, colorbar=dict(title=dict(text="B − A"), thickness=14),
         hovertemplate="query %{y} → key %{x}: %{z:+.3f}<extra></extra>",
     ))
-    subtitle, top_px = subtitle_block(ROWS_ARE_QUERIES + "; red: B attends more, blue: A "
-                                      "attends more")
+    note = ROWS_ARE_QUERIES + "; red: B attends more, blue: A attends more"
+    if window:
+        note += (f"; zoomed on tokens {window[0]}–{window[1]}, around the change "
+                 f"(double-click to see all {n})")
+    subtitle, top_px = subtitle_block(note)
     margin = dict(r=COLORBAR_MARGIN, t=top_px, pad=0,
                   **label_margins(labels, labels, 60, not long, not long))
     fig.update_layout(
@@ -68,4 +133,8 @@ def difference_heatmap(matrix_a, matrix_b, tokens_a, tokens_b, title: str = "B �
         yaxis=dict(title=dict(text="query"), type="category", autorange="reversed",
                    showticklabels=not long),
     )
+    if window:
+        first, last = window[0] - 0.5, window[1] + 0.5
+        fig.update_layout(xaxis=dict(range=[first, last], autorange=False),
+                          yaxis=dict(range=[last, first], autorange=False))
     return fig

@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .labels import axis_labels
-from .style import (DIVERGING, MASKED_GREY, TEMPLATE, check_tokens, escape,
+from .style import (DIVERGING, FULL_PAGE_PX, MASKED_GREY, TEMPLATE, check_tokens, escape,
                     label_margins, subtitle_block, to_numpy)
 
 ROW_PX = 34  # one method's row
@@ -48,7 +48,7 @@ def method_strip(tokens, values, methods, correlations, title: str,
     real = [["—" if not np.isfinite(x) else f"{x:.4g}" for x in row] for row in v]
     show_x = len(labels) <= MAX_TICK_LABELS
     margin = label_margins(rows, labels, show_x=show_x)
-    sub, top = subtitle_block(subtitle)
+    sub, top = subtitle_block(subtitle, figure_px=FULL_PAGE_PX)  # spans the page
     fig = make_subplots(rows=1, cols=2, shared_yaxes=True, column_widths=BAR_SHARE,
                         horizontal_spacing=0.09)  # room for a negative ρ's label
     fig.add_trace(go.Heatmap(

@@ -9,7 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .labels import axis_labels, looks_byte_level, token_label
-from .style import (COLORSCALE, DIVERGING, TEMPLATE, TEMPLATE_TOP, check_tokens,
+from .style import (COLORSCALE, DIVERGING, FULL_PAGE_PX, TEMPLATE, TEMPLATE_TOP, check_tokens,
                     subtitle_block, to_numpy)
 
 CELL_TEXT_LIMIT = 400  # above this many cells the values are left to the hover
@@ -89,7 +89,7 @@ def head_grid(values, title: str, value_name: str, fmt: str = ".2f", diverging: 
     for layer, head in marked:
         fig.add_shape(type="rect", x0=head - 0.5, x1=head + 0.5, y0=layer - 0.5, y1=layer + 0.5,
                       line=dict(color="black", width=2))
-    sub, top = subtitle_block(subtitle)
+    sub, top = subtitle_block(subtitle, figure_px=FULL_PAGE_PX)  # spans the page
     fig.update_layout(
         template=TEMPLATE, clickmode="event+select", dragmode=False, hovermode="closest",
         hoverdistance=-1, margin=dict(t=top),
@@ -170,7 +170,7 @@ def token_bars(tokens, values, title: str, value_name: str, subtitle: str = "",
     name = html.escape(value_name, quote=False)
     fig = go.Figure(go.Bar(x=labels, y=v, marker=marker,
                            hovertemplate=f"%{{x}}: {name} %{{y:.4f}}<extra></extra>"))
-    sub, top = subtitle_block(subtitle)
+    sub, top = subtitle_block(subtitle, figure_px=FULL_PAGE_PX)  # spans the page
     fig.update_layout(
         template=TEMPLATE, height=380 + top - TEMPLATE_TOP, margin=dict(t=top),
         title=dict(text=html.escape(title, quote=False), subtitle=dict(text=sub)),

@@ -10,8 +10,8 @@ import plotly.graph_objects as go
 
 from .labels import SEPARATOR, looks_byte_level, token_label
 from .numbers import percent
-from .style import (COLORSCALE, MASKED_GREY, TEMPLATE, TEMPLATE_TOP, check_tokens, subtitle_block,
-                    to_numpy)
+from .style import (COLORSCALE, FULL_PAGE_PX, MASKED_GREY, TEMPLATE, TEMPLATE_TOP, check_tokens,
+                    subtitle_block, to_numpy)
 
 CELL_TEXT_LIMIT = 40  # with more positions than this, cells carry colour only (hover has all)
 DETAIL_TOKEN_CHARS = 8  # a longer token is cut with "…", so the detail table fits a narrow screen
@@ -112,10 +112,10 @@ def lens_table(row_names, input_tokens, top_tokens, top_probs, next_tokens, next
         hovertemplate="%{customdata}<extra></extra>",
     ))
     tick_text = [f"{c}<br>→ {lab(t)}" if t else c for c, t in zip(columns, next_tokens)]
-    sub, top = subtitle_block(
+    sub, top = subtitle_block(  # the figure spans the page
         "cell = the token the lens ranks first; colour = "
         + ("its probability" if colour == "top" else "probability of the true next token")
-        + "; column = input position, with the true next token below it")
+        + "; column = input position, with the true next token below it", figure_px=FULL_PAGE_PX)
     fig.update_layout(
         template=TEMPLATE, plot_bgcolor=MASKED_GREY,
         title=dict(text=html.escape(title, quote=False), subtitle=dict(text=sub)),

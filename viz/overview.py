@@ -64,6 +64,14 @@ def block_max(matrix: np.ndarray, size: int) -> np.ndarray:
     return np.fmax.reduceat(rows, edges, axis=-1)
 
 
+def squeezed_note(n_pos: int, cells: int) -> str:
+    """Plain words for a thumbnail of `cells` squares a side standing for `n_pos` tokens."""
+    block = round(n_pos / cells)
+    return (f", squeezed into {cells}×{cells} squares: each square covers "
+            f"{'about ' if n_pos % cells else ''}{block}×{block} token pairs and shows the "
+            "strongest of them, so thin lines stay visible")
+
+
 def tile_size(n_layers: int, n_heads: int, n_pos: int) -> tuple[int, int]:
     """(cells per thumbnail side after downsampling, pixels per cell)."""
     budget = max(8, MAX_IMAGE_SIDE // max(n_layers, n_heads) - GAP)
@@ -126,7 +134,7 @@ def head_overview(attentions, title: str = "Every layer × head") -> go.Figure:
     height_px, width_px = canvas.shape
     sub, top = subtitle_block(
         f"{n_layers} layers × {n_heads} heads; each thumbnail: rows = queries, columns = keys, "
-        f"{n_q} tokens" + (f" shown as {cells}×{cells} block maxima" if cells < n_q else ""))
+        f"{n_q} tokens" + (squeezed_note(n_q, cells) if cells < n_q else ""))
     shrink = min(1.0, 900 / width_px)
     fig.update_layout(
         template=TEMPLATE, margin=dict(l=72, r=COLORBAR_MARGIN, t=top, b=76),  # fits the labels

@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative
 
 from .point_labels import spread_labels
-from .style import DIVERGING, check_tokens, escape, titled_layout, to_numpy
+from .style import DIVERGING, FULL_PAGE_PX, check_tokens, escape, titled_layout, to_numpy
 
 CATEGORY_COLOURS = tuple(qualitative.Dark24)
 MAX_CATEGORIES = len(CATEGORY_COLOURS)  # more distinct tokens than this: the rest are grey
@@ -30,7 +30,8 @@ LEGEND_BELOW = dict(orientation="h", yref="container", y=0, yanchor="bottom", x=
 def _layout(fig: go.Figure, title: str, subtitle: str = "", height: int = 520,
             **rest) -> go.Figure:
     margin = rest.pop("margin", dict(l=60, r=30, t=90, b=50))
-    return titled_layout(fig, title, subtitle, height, margin, **rest)
+    # every figure of the embeddings page spans the page: subtitles as long as that fits
+    return titled_layout(fig, title, subtitle, height, margin, figure_px=FULL_PAGE_PX, **rest)
 
 
 def parts_figure(rows, names, title: str, subtitle: str = "",
