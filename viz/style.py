@@ -174,7 +174,8 @@ def titled_layout(fig: go.Figure, title: str, subtitle: str = "", height: int = 
     """The shared look with an escaped title, a subtitle wrapped to fit, a height and margins
     (the top margin grows with the subtitle's lines). The subtitle's lines fit `figure_px`,
     or the figure's own width when it has one (half a page when neither is known)."""
-    sub, top = subtitle_block(subtitle, figure_px=figure_px or rest.get("width") or fig.layout.width)
+    width = figure_px or rest.get("width") or fig.layout.width
+    sub, top = subtitle_block(subtitle, figure_px=width)
     margin = dict(margin or dict(l=70, r=30, t=90, b=90))
     margin["t"] = max(margin.get("t", 0), top)
     fig.update_layout(template=TEMPLATE, height=height,
