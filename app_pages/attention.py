@@ -242,7 +242,7 @@ def page() -> None:
         st.plotly_chart(_overview(trace, key), key="attn_overview",
                         on_select=pick_head("attn_overview", cfg.n_heads),
                         selection_mode="points", config=chart_config("all-heads"))
-    check_numbers(selection, "attn", quiet_when_unsupported=True)
+    check_numbers(selection, "attn")
 
 
 page()

@@ -9,7 +9,11 @@ import streamlit as st
 
 from model import Trace
 from analysis.walkthrough import Shown, Step, preview, top_tokens, walkthrough
+from analysis.walkthrough.mlp import ActivationView, activation_view
 from analysis.walkthrough.steps import dim_words, plural, where_from
+from analysis.walkthrough.table import (
+    FULL_PX, PAIR_PX, cell_texts, display_values, fitting_columns,
+)
 from ui.cache import cached_run
 from ui.sidebar import require_trace
 from ui.urlstate import url_int, url_param, write_to_url
@@ -76,17 +80,19 @@ def _axis(dim: str, n: int, labels: list[str], n_layers: int, vocab=None) -> lis
 
 
 def _show_tensor(shown: Shown, pick: dict, labels: list[str], n_layers: int,
-                 vocab=None) -> None:
+                 vocab=None, budget_px: float = FULL_PX) -> None:
+    """The tensor's name and shape, where it is read, and a preview of its first rows and of
+    as many of its first columns as fit `budget_px` (the caption counts exactly those)."""
     st.markdown(f"**{shown.label}** · shape `{list(shown.shape)}`: "
                 + " × ".join(dim_words(d) for d in shown.dims))
     st.caption(where_from(shown))
     pv = preview(shown, pick, PREVIEW_ROWS, PREVIEW_COLS)
     rows, cols = pv.values.shape
-    values = pv.values.round(4) if pv.values.dtype.kind == "f" else pv.values
-    if np.isneginf(values).any():  # the model's blocked cells, written as the learner knows them
-        values = np.where(np.isneginf(values), "−∞", values.astype(str)).astype(object)
-    frame = pd.DataFrame(values, index=_axis(pv.row_dim, rows, labels, n_layers, vocab),
-                         columns=_axis(pv.col_dim, cols, labels, n_layers, vocab))
+    index = _axis(pv.row_dim, rows, labels, n_layers, vocab)
+    headers = _axis(pv.col_dim, cols, labels, n_layers, vocab)
+    cols = fitting_columns(index, headers, cell_texts(pv.values), budget_px)
+    frame = pd.DataFrame(display_values(pv.values[:, :cols]), index=index,
+                         columns=headers[:cols])
     st.dataframe(frame, width="stretch")
     fixed = ", ".join(_fixed_words(dim, i, labels, n_layers) for dim, i in pv.fixed.items())
     st.caption(f"Preview: {_count(rows, pv.n_rows, pv.row_dim)} (rows) × "
@@ -120,6 +126,19 @@ def _curious(step: Step) -> None:
             + f"; dimensions `[{', '.join(s.dims)}]`" for s in step.shown))
 
 
+def _outside_words(view: ActivationView, name: str) -> str:
+    """What the activation plot shows and leaves out, in numbers from the run."""
+    w = f"{view.window:g}"
+    line = (f"The grey line is {name} itself; each blue dot is one number of this text, and "
+            "every dot sits on the line. ")
+    if not view.below and not view.above:
+        return line + f"All {view.total:,} numbers lie between −{w} and {w}."
+    parts = ([f"{view.below:,} below −{w} (down to {view.lowest:.1f})"] if view.below else []) \
+        + ([f"{view.above:,} above {w} (up to {view.highest:.1f})"] if view.above else [])
+    return (line + f"Of the {view.total:,} numbers, " + " and ".join(parts)
+            + " lie outside the plot, which shows where the curve bends.")
+
+
 def _slice(shown: Shown, pick: dict) -> np.ndarray:
     return preview(shown, pick, EVERYTHING, EVERYTHING).values  # [rows, cols]
 
@@ -129,14 +148,14 @@ def _figure(step: Step, trace: Trace, pick: dict, labels: list[str], model) -> N
     where = f"text {item + 1}" if trace.input_ids.shape[0] > 1 else ""
     last = step.shown[-1]
     in_head = ", ".join(x for x in (f"layer {step.layer}, head {head}", where) if x)
-    fig, fig2 = None, None
+    fig, fig2, note = None, None, ""
     if step.figure == "tokens":
         fig = token_table(trace.batch_tokens, trace.input_ids, trace.attention_mask,
                           trace.token_type_ids if cfg.n_token_types else None)
     elif step.figure == "values" and last.dims[-2] in POS_DIMS:
         title = ", ".join(x for x in (f"{step.title}: {last.label}", where, f"head {head}"
                                       if "heads" in last.dims else "") if x)
-        fig = values_heatmap(_slice(last, pick), labels, title, last.dims[-1])
+        fig = values_heatmap(_slice(last, pick), labels, title, dim_words(last.dims[-1], True))
     elif step.figure == "allowed":
         fig = allowed_matrix(trace.attention_mask[item], labels, causal=cfg.causal,
                              title="Who may attend: both masks" + (f", {where}" if where else ""))
@@ -155,8 +174,11 @@ def _figure(step: Step, trace: Trace, pick: dict, labels: list[str], model) -> N
                                 title=f"Attention pattern, layer {step.layer}, head {head}",
                                 masked=padding)
     elif step.figure == "activation":
-        before, after = (s.tensor[item].flatten() for s in step.shown)
-        fig = activation_scatter(before, after, step.title + (f", {where}" if where else ""))
+        view = activation_view(*(s.tensor[item] for s in step.shown), cfg.act)
+        name = step.title.split(": ")[-1]
+        fig = activation_scatter(view.x, view.y, step.title + (f", {where}" if where else ""),
+                                 (view.curve_x, view.curve_y), view.window, name)
+        note = _outside_words(view, name)
     elif step.figure == "stack":
         fig = layer_stack_heatmap(_slice(last, pick), labels, "The residual stream, layer "
                                   "by layer" + (f", {where}" if where else ""))
@@ -174,10 +196,12 @@ def _figure(step: Step, trace: Trace, pick: dict, labels: list[str], model) -> N
         if figure is not None:  # square matrices are sized to their tokens; the rest stretch
             column.plotly_chart(figure, key=key, config=chart_config("walkthrough", figure),
                                 width="content" if step.figure in SQUARE else "stretch")
+    if note:
+        st.caption(note)
 
 
 selection = st.session_state["selection"]
-st.title("Forward pass, step by step")
+st.title("Forward pass, step by step", anchor=False)
 require_trace(selection)
 _init_state()
 has_pair = bool(selection.pair.strip())
@@ -250,11 +274,15 @@ with body:
     if teacher:
         st.info(step.teacher)
     st.latex(step.formula)
-    # two tensors side by side; one, or three (Q, K, V), one under the other at full width
-    columns = st.columns(2) if len(step.shown) == 2 else [st.container() for _ in step.shown]
+    # two tensors side by side where both fit (else one under the other: "wide_" rows stack);
+    # one, or three (Q, K, V), one under the other at full width
+    pair = len(step.shown) == 2
+    columns = st.container(key="wide_wk_tables").columns(2) if pair else \
+        [st.container() for _ in step.shown]
     for column, shown in zip(columns, step.shown):
         with column:
-            _show_tensor(shown, pick, labels, cfg.n_layers, selection.model.tokenizer.tokens)
+            _show_tensor(shown, pick, labels, cfg.n_layers, selection.model.tokenizer.tokens,
+                         PAIR_PX if pair else FULL_PX)
     _figure(step, trace, pick, labels, selection.model)
     _curious(step)
     if step.key == "stack" and layer + 1 < cfg.n_layers:

@@ -43,16 +43,15 @@ def _show(check) -> None:
     })
 
 
-def check_numbers(selection, key: str, quiet_when_unsupported: bool = False) -> None:
+def check_numbers(selection, key: str) -> None:
     """An expander with the button and, after a click, the table or a plain statement.
-    `key` prefixes the widget keys (one per page). With quiet_when_unsupported, a model
-    Hugging Face cannot run (one of this project's own, or no model folder) gets no button
-    that could only say so: one short caption instead."""
-    if quiet_when_unsupported:
-        reason = unsupported_reason(selection.model, model_directory(selection.model_name))
-        if reason:
-            st.caption("No check against Hugging Face here. " + reason.split(" (")[0])
-            return
+    `key` prefixes the widget keys (one per page). A model Hugging Face cannot run (one of
+    this project's own, or no model folder) gets no button that could only say so: one short
+    caption instead."""
+    reason = unsupported_reason(selection.model, model_directory(selection.model_name))
+    if reason:
+        st.caption("No check against Hugging Face here. " + reason.split(" (")[0])
+        return
     with st.expander("Check these numbers against Hugging Face"):
         st.caption("Runs the Hugging Face library's own version of this model (loaded from the "
                    "same files) on the same tokens, and compares every layer's attention and "

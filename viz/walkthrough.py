@@ -121,8 +121,8 @@ def values_heatmap(matrix, tokens, title: str, col_name: str = "feature") -> go.
         zmin=-limit, zmax=limit, colorbar=dict(thickness=14),
         hovertemplate="%{y}, " + col_name + " %{x}: %{z:.3f}<extra></extra>"))
     cut = f"first {z.shape[1]} of {n_cols}" if n_cols > z.shape[1] else f"all {n_cols}"
-    fig.update_layout(title=_title(title, f"rows = tokens, columns = {cut} {col_name} "
-                                   f"columns; blue < 0 < red, saturated at ±{limit:.3g}"))
+    fig.update_layout(title=_title(title, f"rows = tokens, one column per {col_name} ({cut}); "
+                                   f"blue < 0 < red, saturated at ±{limit:.3g}"))
     return _axes(fig, len(labels), col_name, "token")
 
 
@@ -193,20 +193,46 @@ def allowed_matrix(attention_mask, tokens, causal: bool = True, title: str = "Wh
         max_width)
 
 
-def activation_scatter(before, after, title: str) -> go.Figure:
-    """The real numbers before and after the activation, as points (a sample when many)."""
+def _ordinal(n: int) -> str:
+    """2 -> "2nd", 4 -> "4th", 11 -> "11th", 23 -> "23rd"."""
+    end = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{end}"
+
+
+def activation_scatter(before, after, title: str, curve=None, window: float | None = None,
+                       name: str = "the activation") -> go.Figure:
+    """The real numbers before and after the activation, as points (a sample when many).
+    `curve` = (x, y) draws the function itself as a line over them; `window` fixes both
+    axes to the inputs in [-window, window] (the caller passes only the points there)."""
     x = to_numpy(before, "before", 1)
     y = to_numpy(after, "after", 1)
     if x.shape != y.shape:
         raise ValueError(f"before and after must have one shape, got {x.shape} and {y.shape}")
     step = max(1, x.size // MAX_SCATTER_POINTS)
-    fig = go.Figure(go.Scattergl(x=x[::step], y=y[::step], mode="markers",
-                                 marker=dict(size=4, opacity=0.5, color="#2E91E5"),
-                                 hovertemplate="in %{x:.3f} → out %{y:.3f}<extra></extra>"))
-    sample = f"every {step}th of {x.size:,} numbers" if step > 1 else f"all {x.size:,} numbers"
+    fig = go.Figure()
+    fig.add_trace(go.Scattergl(x=x[::step], y=y[::step], mode="markers", name="your numbers",
+                               marker=dict(size=5, opacity=0.5, color="#2E91E5"),
+                               hovertemplate="in %{x:.3f} → out %{y:.3f}<extra></extra>"))
+    # the function's own line on top of the dots, which cover it where they are dense
+    if curve is not None:
+        cx, cy = (to_numpy(c, "curve", 1) for c in curve)
+        fig.add_trace(go.Scattergl(x=cx, y=cy, mode="lines", name=name,
+                                   line=dict(color="#444444", width=1.5),
+                                   hovertemplate="%{x:.2f} → %{y:.3f}<extra></extra>"))
+    sample = f"every {_ordinal(step)} of {x.size:,} numbers" if step > 1 else \
+        f"all {x.size:,} numbers"
+    if window is not None:
+        sample += f" between −{window:g} and {window:g}"
+    xaxis = dict(title=dict(text="before (up-projection)"), zeroline=True)
+    yaxis = dict(title=dict(text="after the activation"), zeroline=True)
+    if window is not None:
+        low = min(0.0, float(y.min()) if y.size else 0.0,
+                  float(np.min(cy)) if curve is not None else 0.0)
+        xaxis["range"] = [-window * 1.02, window * 1.02]
+        yaxis["range"] = [low - 0.05 * window, window * 1.02]
     fig.update_layout(template=TEMPLATE, height=420, title=_title(title, sample),
-                      xaxis=dict(title=dict(text="before (up-projection)"), zeroline=True),
-                      yaxis=dict(title=dict(text="after the activation"), zeroline=True))
+                      xaxis=xaxis, yaxis=yaxis, showlegend=curve is not None,
+                      legend=dict(orientation="h", yanchor="top", y=-0.18, x=0))
     return fig
 
 

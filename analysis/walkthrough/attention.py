@@ -68,8 +68,8 @@ def projection_steps(w: Walk, layer: int) -> None:
            for n, wd, nh in (("q", width, "heads"), ("k", kv_width, kv_dim),
                              ("v", kv_width, kv_dim))], None, layer)
     w.add("split_heads", g, "Split into heads",
-          f"Each row is cut into {h} heads of d_head = d_model / heads = {cfg.d_model} / {h} = "
-          f"{dh} numbers, and the head axis moves before the sequence.",
+          f"Each row is cut into {h} heads of {cfg.d_model} / {h} = {dh} numbers each, and the "
+          "head axis moves before the sequence.",
           "Nothing is computed: Hugging Face's code does `view` then `transpose(1, 2)`. Each "
           "head will build its own attention pattern; that is what 'multi-head' means.",
           r"Q_h = Q[:, :, h\,d_h : (h+1)\,d_h],\qquad d_h = d_{model} / H",
@@ -112,9 +112,10 @@ def score_steps(w: Walk, layer: int) -> None:
           "what token i looks for. Rows are queries, columns are keys.",
           "One [pos, pos] matrix per head and per text; large and positive means a strong match.",
           r"S_h = Q_h K_h^\top", [w.shown("scores", p + "attn.hook_qk", BHQK)], "scores", layer)
-    w.add("scale", g, "Divide by √d_head",
-          f"Every score is divided by √d_head = √{dh} ≈ {dh ** 0.5:.2f}, which keeps the "
-          "softmax from becoming too peaked.",
+    w.add("scale", g, f"Divide by √{dh}",
+          f"Every score is divided by the square root of the {dh} numbers each head works on: "
+          f"√{dh} ≈ {dh ** 0.5:.2f} (d_head in the formula). This keeps the softmax from "
+          "becoming too peaked.",
           "A dot product of d_head random numbers spreads like √d_head. Without the division, "
           "wide heads would give near one-hot softmaxes and tiny gradients.",
           r"S'_h = \frac{Q_h K_h^\top}{\sqrt{d_h}}",

@@ -4,8 +4,49 @@ around them, in the encoder (post-LN) or decoder (pre-LN) order.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from model.layers import ACTIVATION_FNS
 
 from .steps import BTD, Shown, Walk
+
+WINDOW = 4.0  # the activation step plots inputs in [-4, 4]: where the function bends
+
+
+@dataclass(frozen=True)
+class ActivationView:
+    """The activation step's figure: the run's numbers whose input lies in [-window, window],
+    the function's own curve there, and what the window leaves out (counts and extremes)."""
+    x: np.ndarray  # [n_inside] inputs (before the activation)
+    y: np.ndarray  # [n_inside] outputs
+    curve_x: np.ndarray  # [n_curve]
+    curve_y: np.ndarray  # [n_curve] act(curve_x)
+    window: float
+    total: int
+    below: int  # inputs < -window
+    above: int  # inputs > window
+    lowest: float  # the smallest input of the run
+    highest: float  # the largest
+
+
+def activation_view(before: torch.Tensor, after: torch.Tensor, act: str,
+                    window: float = WINDOW, n_curve: int = 201) -> ActivationView:
+    """`before` and `after` are one text's numbers around the activation `act` (a name of
+    model.config.ACTIVATIONS), any shape, the same for both."""
+    x = before.detach().flatten().float().numpy()
+    y = after.detach().flatten().float().numpy()
+    if x.shape != y.shape or not x.size:
+        raise ValueError(f"before and after must be non-empty and of one shape, got "
+                         f"{tuple(before.shape)} and {tuple(after.shape)}")
+    inside = np.abs(x) <= window
+    grid = torch.linspace(-window, window, n_curve)
+    curve = ACTIVATION_FNS[act](grid)
+    return ActivationView(x[inside], y[inside], grid.numpy(), curve.numpy(), window, x.size,
+                          int((x < -window).sum()), int((x > window).sum()),
+                          float(x.min()), float(x.max()))
 
 
 def mlp_steps(w: Walk, layer: int) -> None:
@@ -41,7 +82,7 @@ def mlp_steps(w: Walk, layer: int) -> None:
     w.add("mlp_up", g, "Feed-forward: " + ("gate and up-projections" if cfg.gated_mlp else
                                            "up-projection"),
           f"{'Two linear maps widen' if cfg.gated_mlp else 'A linear map widens'} each token's "
-          f"vector from {cfg.d_model} to d_mlp = {cfg.d_mlp} numbers"
+          f"vector from {cfg.d_model} to {cfg.d_mlp} numbers"
           + (": a gate and an up-projection." if cfg.gated_mlp else "."),
           "The feed-forward network works on every token alone: tokens do not mix here. Most "
           "of a transformer's parameters live in it.",

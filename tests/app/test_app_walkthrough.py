@@ -6,6 +6,7 @@ page must show the shapes of the tensors of the run, step after step.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -19,6 +20,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from model import BUNDLED, load_model  # noqa: E402
 from analysis.walkthrough import walkthrough  # noqa: E402
+from analysis.walkthrough.table import FULL_PX, PAIR_PX, cell_texts, table_px  # noqa: E402
 from ui.examples import SHORT  # noqa: E402
 from viz.labels import visible_text  # noqa: E402
 
@@ -26,6 +28,8 @@ APP = str(Path(__file__).resolve().parents[2] / "app.py")
 PAGE = "app_pages/walkthrough.py"
 OTHER = "Other: local directory or hub id"
 SHAPE = re.compile(r"shape `\[([0-9, ]*)\]`")
+# "Preview: the first 6 of 13 positions (rows) × all 4 numbers (columns), for text 1."
+PROMISED = re.compile(r"× (?:the first (\d+) of [\d,]+|all (\d+)|(1)) [^(]*\(columns\)")
 
 
 def _page(**params) -> AppTest:
@@ -45,6 +49,7 @@ def _shown_shapes(at: AppTest) -> list[list[int]]:
     return shapes
 
 
+JARGON = ("d_model", "d_head", "d_mlp")
 INTERNAL = ("hook_", "trace.", "blocks.", "(s)", "q_pos", "k_pos",
             "batch 0", "heads 0", "[:, 0]")
 
@@ -62,6 +67,22 @@ def _in_expanders(at: AppTest) -> str:
     return "\n".join(m.value for e in at.main.expander for m in e.markdown)
 
 
+def _check_previews(at: AppTest, key: str) -> None:
+    """Every preview table has the number of columns its caption promises, and fits (by the
+    grid's width estimate) the narrowest place it can be shown: a whole 800 px page, or one of
+    two tables side by side."""
+    promised = [PROMISED.search(c.value) for c in at.main.caption
+                if c.value.startswith("Preview:")]
+    frames = [d.value for d in at.main.dataframe]
+    assert len(promised) == len(frames) and all(promised), (key, promised)
+    budget = PAIR_PX if len(frames) == 2 else FULL_PX
+    for match, frame in zip(promised, frames):
+        assert int(next(g for g in match.groups() if g)) == frame.shape[1], (key, match[0])
+        width = table_px([str(i) for i in frame.index], [str(c) for c in frame.columns],
+                         cell_texts(frame.to_numpy()))
+        assert width <= budget or frame.shape[1] == 1, (key, width, budget)
+
+
 def _walk(at: AppTest, steps) -> list[str]:
     """Click Next through every step, checking the title, every shape shown, and that no
     internal name is on screen outside the "for the curious" expander."""
@@ -75,6 +96,10 @@ def _walk(at: AppTest, steps) -> list[str]:
         assert not [w for w in INTERNAL if w in text], (step.key, text)
         for s in step.shown:  # the exact name is kept for the curious, collapsed
             assert f"`{s.source}`" in _in_expanders(at), step.key
+        _check_previews(at, step.key)
+        for chart in at.get("plotly_chart"):  # titles and axes in plain words too
+            layout = json.dumps(json.loads(chart.proto.spec)["layout"], ensure_ascii=False)
+            assert not [w for w in JARGON if w in layout], (step.key, layout)
         seen.append(step.key)
         if number < len(steps):
             at.button(key="wk_next").click().run()
@@ -94,7 +119,9 @@ def test_encoder_every_step(minilm):
     # Step 11 (split into heads): the preview is the real Q of head 0, first rows and columns.
     q = minilm.run(SHORT, keep=None).cache["blocks.0.attn.hook_q"][0, 0, :6, :8].numpy()
     at.radio(key="wk_step").set_value(11).run()
-    np.testing.assert_allclose(at.main.dataframe[0].value.to_numpy(dtype=float), q, atol=1e-4)
+    shown = at.main.dataframe[0].value.to_numpy(dtype=float)  # as many columns as fit
+    assert shown.shape[0] == 6 and 4 <= shown.shape[1] < 8
+    np.testing.assert_allclose(shown, q[:, :shown.shape[1]], atol=6e-4)  # 3 decimals
     at.radio(key="wk_step").set_value(1).run()
     seen = _walk(at, steps)
     assert seen[-1] == "pooler" and "add_norm_attn" in seen  # post-LN order, BERT's end
@@ -206,3 +233,34 @@ def test_counts_in_words_and_where_to_go_next():
     assert [link.proto.page for link in at.main.get("page_link")] == ["attention", "logit-lens"]
     at = _page()  # MiniLM adds [CLS] and [SEP]
     assert "adding 2 special tokens" in _outside_expanders(at)
+
+
+def test_first_screen_in_plain_words_and_the_gelu_plot_shows_the_bend(minilm):
+    """The header and the contents say "numbers per token", not d_model / d_head / d_mlp /
+    post-LN. The GELU step plots inputs in [-4, 4] with the function's own line, and its
+    caption counts the run's numbers that lie outside, with their extremes."""
+    at = _page()
+    first = _outside_expanders(at) + "\n".join(at.radio(key="wk_step").options)
+    for word in ("d_model", "d_head", "d_mlp", "post-LN", "pre-LN"):
+        assert word not in first, word
+    assert "Each token is a list of 384 numbers" in first and "14. Divide by √32" in first
+    steps = walkthrough(minilm.run(SHORT, keep=None), 0)
+    number = next(i for i, s in enumerate(steps, 1) if s.key == "mlp_act")
+    at.radio(key="wk_step").set_value(number).run()
+    assert not at.exception
+    spec = _chart(at, "wk_fig")
+    dots, line = spec["data"]
+    assert line["mode"] == "lines" and dots["mode"] == "markers"
+    assert spec["layout"]["xaxis"]["range"] == pytest.approx([-4.08, 4.08])
+    xs = dots["x"]  # plotly sends arrays as {"dtype", "bdata": base64}
+    xs = np.frombuffer(base64.b64decode(xs["bdata"]), xs["dtype"]) if "bdata" in xs else xs
+    assert len(xs) > 100 and np.abs(xs).max() <= 4.0
+    x = minilm.run(SHORT, keep=None).cache["blocks.0.mlp.hook_pre"][0].flatten()
+    below, above = int((x < -4).sum()), int((x > 4).sum())
+    assert below + above > 0  # this text has numbers outside the window: the caption says so
+    note = next(c.value for c in at.main.caption if "outside the plot" in c.value)
+    assert f"Of the {x.numel():,} numbers" in note
+    if below:
+        assert f"{below:,} below −4 (down to {x.min().item():.1f})" in note
+    if above:
+        assert f"{above:,} above 4 (up to {x.max().item():.1f})" in note
