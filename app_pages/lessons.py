@@ -20,11 +20,12 @@ from ui.lesson_question import answer_of, ask
 from ui.lesson_step import (
     AT_KEY, go_to, keep_settings, lesson_from_url, run_page, step_texts,
 )
+from ui.model_names import short_label
 from ui.text import md_escape
 
 
 def _lesson_list() -> None:
-    st.title("Lessons")
+    st.title("Lessons", anchor=False)
     st.markdown("Short guided tours. Each step opens a page of the app, already set up, with a "
                 "few lines on what to look at. Some steps ask you to **guess first**: the answer "
                 "appears only after you have made your guess.")
@@ -34,9 +35,10 @@ def _lesson_list() -> None:
             st.markdown(f"#### {md_escape(lesson.title)}")
             if lesson.summary:
                 st.markdown(safe_markdown(lesson.summary))
-            models = ", ".join(sorted(lesson.models()))
+            models = sorted(lesson.models())
             n = len(lesson.steps)
-            st.caption(f"{n} step{'s' * (n != 1)} · model: {md_escape(models)}"
+            st.caption(f"{n} step{'s' * (n != 1)} · model{'s' * (len(models) > 1)}: "
+                       f"{md_escape(', '.join(short_label(m) for m in models))}"
                        + (" · uploaded in this browser" if lesson.source == "upload" else ""))
             st.button("Start", key=f"lesson_start_{lesson.id}", type="primary",
                       on_click=partial(go_to, lesson.id, 1))
@@ -131,13 +133,13 @@ def page() -> None:
     lessons, _ = catalogue()
     lesson = lessons.get(wanted)
     if lesson is None:
-        st.title("Lessons")
+        st.title("Lessons", anchor=False)
         st.error(f"There is no lesson called “{md_escape(wanted)}” here. An uploaded lesson "
                  "lives only in the browser that opened it.")
         st.button("See all lessons", key="lesson_all", on_click=_leave)
         return
     if number is None or not 1 <= number <= len(lesson.steps):
-        st.title(lesson.title)
+        st.title(lesson.title, anchor=False)
         st.error(f"This lesson has steps 1 to {len(lesson.steps)}.")
         st.button("Start at step 1", key="lesson_first", on_click=partial(go_to, lesson.id, 1))
         return

@@ -29,6 +29,7 @@ class FactInputs:
     settings: dict = field(default_factory=dict)  # the step's page settings, resolved
     row: str = ""  # a cell question's row token
     train: Callable[[], dict] | None = None  # runs the training page's default induction run
+    label: Callable[[str], str] | None = None  # a model's name as the app shows it (the id if None)
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,8 @@ def _best(statistic: str):
 
 def _run(f: FactInputs) -> dict:
     cfg = f.trace.cfg
-    return {"model": f.trace.model_name, "tokens": f.trace.n_tokens, "layers": cfg.n_layers,
+    name = f.trace.model_name
+    return {"model": f.label(name) if f.label else name, "tokens": f.trace.n_tokens, "layers": cfg.n_layers,
             "heads": cfg.n_heads, "heads_total": cfg.n_layers * cfg.n_heads,
             "d_model": cfg.d_model, "d_head": cfg.d_head, "d_mlp": cfg.d_mlp,
             "vocab": cfg.d_vocab, "first": plain(f.trace.tokens[0]),
@@ -118,11 +120,21 @@ def _same_word(f: FactInputs) -> dict:
             "word": plain(f.trace.tokens[rows[int(np.argmax(on_copies))]])}
 
 
+def rows_summary(count: int, low: float, high: float) -> str:
+    """The row sums in words, at 2 decimals: "all 936 rows add up to 1.00", and "between"
+    only when the two ends differ at that precision."""
+    if f"{low:.2f}" == f"{high:.2f}":
+        return f"all {count:,} rows add up to {high:.2f}"
+    return f"the {count:,} rows add up to between {low:.2f} and {high:.2f}"
+
+
 def _rows(f: FactInputs) -> dict:
     sums = f.trace.attentions.double().sum(-1)  # [n_layers, head, q]
     one = float((sums - 1).abs().max()) < 1e-4
-    return {"sum": float(sums.mean()), "min": float(sums.min()), "max": float(sums.max()),
-            "rows": int(sums.numel()), "total": "exactly one" if one else "not always one"}
+    low, high, count = float(sums.min()), float(sums.max()), int(sums.numel())
+    return {"sum": float(sums.mean()), "min": low, "max": high, "rows": count,
+            "total": "exactly one" if one else "not always one",
+            "summary": rows_summary(count, low, high)}
 
 
 def _mask(f: FactInputs) -> dict:
@@ -293,7 +305,8 @@ FACTS: dict[str, Fact] = {
                   describe="the head that spreads its attention most evenly"),
     "samew": Fact(("layer", "head", "share", "word"), _same_word,
                   describe="the head that looks most at other copies of the same word"),
-    "rows": Fact(("sum", "min", "max", "rows", "total"), _rows, describe="row sums of every head"),
+    "rows": Fact(("sum", "min", "max", "rows", "total", "summary"), _rows,
+                 describe="row sums of every head"),
     "mask": Fact(("above", "first", "tokens", "causal", "where"), _mask,
                  describe="attention above the diagonal, and the first token's row"),
     "pos": Fact(("kind", "near", "far", "far_distance", "count", "pattern"), _positions,

@@ -1,7 +1,8 @@
 """A step made concrete: its page settings and texts with every fact filled in from the run.
 
 `runner(model, text, pair)` returns (LoadedModel, Trace); the app passes its cached runs, the
-tests plain `load_model(...).run(...)`.
+tests plain `load_model(...).run(...)`. `label(model id)` is the model's name as the app shows
+it ("MiniLM"), for the `run.model` fact; without it the id is used.
 """
 
 from __future__ import annotations
@@ -15,12 +16,13 @@ from .render import fill, placeholders, resolve_setting
 Runner = Callable[[str, str, str], tuple]
 
 
-def _inputs(step: Step, runner: Runner, settings: dict | None, train) -> FactInputs:
+def _inputs(step: Step, runner: Runner, settings: dict | None, train, label=None) -> FactInputs:
     loaded, trace = runner(step.model, step.text, step.pair)
-    return FactInputs(loaded, trace, settings or {}, train=train)
+    return FactInputs(loaded, trace, settings or {}, train=train, label=label)
 
 
-def step_settings(step: Step, runner: Runner, train=None) -> tuple[dict, dict[str, dict]]:
+def step_settings(step: Step, runner: Runner, train=None,
+                  label=None) -> tuple[dict, dict[str, dict]]:
     """The step's page settings with facts filled in (range-checked), and those facts."""
     names = set()
     for value in step.settings.values():
@@ -30,7 +32,7 @@ def step_settings(step: Step, runner: Runner, train=None) -> tuple[dict, dict[st
         raise FactError("a page setting may not use a fact that depends on the settings")
     facts = {}
     if names:
-        inputs = _inputs(step, runner, None, train)
+        inputs = _inputs(step, runner, None, train, label)
         facts = {name: compute(name, inputs) for name in sorted(names)}
     resolved = {k: resolve_setting(v, facts) for k, v in step.settings.items()}
     loaded, _ = runner(step.model, step.text, step.pair)
@@ -52,18 +54,18 @@ def step_parts(step: Step) -> dict[str, str]:
 ANSWER_PARTS = ("answer", "reveal")
 
 
-def step_texts(step: Step, runner: Runner, train=None,
-               with_answer: bool = True) -> tuple[dict, dict[str, str], dict]:
+def step_texts(step: Step, runner: Runner, train=None, with_answer: bool = True,
+               label=None) -> tuple[dict, dict[str, str], dict]:
     """(resolved settings, filled texts, every fact used) for one step. Without the answer,
     the answer and reveal are left out (and so are the facts only they need, which may be slow
     to compute: the app asks first and works out the answer once the learner has guessed)."""
-    resolved, facts = step_settings(step, runner, train)
+    resolved, facts = step_settings(step, runner, train, label)
     parts = step_parts(step)
     if not with_answer:
         parts = {k: v for k, v in parts.items() if k not in ANSWER_PARTS}
     names = set().union(*(placeholders(t) for t in parts.values())) - set(facts)
     if names:
-        inputs = _inputs(step, runner, resolved, train)
+        inputs = _inputs(step, runner, resolved, train, label)
         for name in sorted(placeholders(parts.get("row", "")) - set(facts)):
             facts[name] = compute(name, inputs)  # the question's row first: "cell" reads it
         inputs.row = fill(parts.get("row", ""), facts)

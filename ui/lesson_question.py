@@ -10,13 +10,14 @@ import streamlit as st
 from teaching.facts import find_row, plain
 from teaching.format import Step
 from teaching.render import safe_markdown
+from viz.labels import visible_text
 from viz.lesson import blind_heatmap, clicked_key
 
 from .cache import cached_run
 from .charts import chart_config
 from .text import md_escape
 
-ANSWERS_KEY = "lesson_answers"  # session state: (lesson id, step) -> {"picked", "right"}
+ANSWERS_KEY = "lesson_answers"  # session state: (lesson id, step) -> {"picked", "share", "right"}
 TIE = 1e-6  # a cell within this of the row's maximum counts as the brightest
 
 
@@ -24,8 +25,20 @@ def answer_of(lesson_id: str, number: int) -> dict | None:
     return st.session_state.get(ANSWERS_KEY, {}).get((lesson_id, number))
 
 
-def _record(where: tuple, picked: str, right: bool) -> None:
-    st.session_state.setdefault(ANSWERS_KEY, {})[where] = {"picked": picked, "right": right}
+def _record(where: tuple, picked: str, right: bool, share: float | None = None) -> None:
+    """`picked` is the text of the learner's choice (an option, or the key token as shown);
+    `share` the attention that key gets, for a cell question."""
+    st.session_state.setdefault(ANSWERS_KEY, {})[where] = {"picked": picked, "share": share,
+                                                          "right": right}
+
+
+def said_choice(got: dict) -> str:
+    """The learner's choice in a sentence, quoted and escaped: “the”, which gets 0% of the row."""
+    text = " ".join(str(got["picked"]).split()) or str(got["picked"])
+    quoted = f"“{md_escape(text)}”"
+    if got.get("share") is None:
+        return quoted
+    return f"{quoted}, which gets {got['share']:.0%} of the row"
 
 
 def _check_choice(where: tuple, box_key: str, step: Step) -> None:
@@ -51,7 +64,7 @@ def _pick_cell(where: tuple, step: Step, settings: dict, row_text: str, source: 
         return
     weights = trace.attentions[int(settings.get("layer", 0)), int(settings.get("head", 0)), row]
     right = float(weights[column]) >= float(weights.max()) - TIE
-    _record(where, f"{plain(trace.tokens[column])} ({float(weights[column]):.0%})", right)
+    _record(where, visible_text(plain(trace.tokens[column])), right, float(weights[column]))
 
 
 def ask(lesson_id: str, number: int, step: Step, settings: dict, texts: dict) -> bool:
@@ -63,13 +76,19 @@ def ask(lesson_id: str, number: int, step: Step, settings: dict, texts: dict) ->
         options = [texts[f"option{i}"] for i in range(len(q.options))]
         box = f"lesson_choice_{lesson_id}_{number}"
         st.radio("Your answer", options, index=None, key=box, label_visibility="collapsed")
-        st.button("Check my answer", key="lesson_check", type="primary",
+        nothing = st.session_state.get(box) is None
+        st.button("Check my answer", key="lesson_check", type="primary", disabled=nothing,
+                  help="Pick one answer first." if nothing else None,
                   on_click=partial(_check_choice, where, box, step))
     else:
         trace = cached_run(step.model, step.text, step.pair)
         row = find_row(trace.tokens, texts["row"])
+        values = None
+        if answer_of(lesson_id, number) is not None:  # answered: the row's real values
+            values = trace.attentions[int(settings.get("layer", 0)),
+                                      int(settings.get("head", 0)), row].float().numpy()
         st.plotly_chart(blind_heatmap(trace.tokens, row, f"Row of “{plain(trace.tokens[row])}”: "
-                                      "which key gets the most attention?"),
+                                      "which key gets the most attention?", values),
                         key="lesson_cell_chart", selection_mode="points",
                         config=chart_config("lesson-question"),
                         on_select=partial(_pick_cell, where, step, settings, texts["row"],
@@ -80,17 +99,22 @@ def ask(lesson_id: str, number: int, step: Step, settings: dict, texts: dict) ->
                      on_change=partial(_pick_cell, where, step, settings, texts["row"], "box"))
     got = answer_of(lesson_id, number)
     if got is None:
-        st.info("Make your guess first: the figure and the answer appear once you have.")
+        first = ("Pick one answer first, then press **Check my answer**" if q.kind == "choice"
+                 else "Make your guess first")
+        st.info(f"{first}: the figure and the answer appear once you have.")
         return False
     if "reveal" not in texts:  # answered in a callback of this run: fill in the answer now
         from .lesson_step import step_texts
 
         texts.update(step_texts(step)[1])
     if got["right"]:
-        st.success(f"Right: {md_escape(got['picked'])}. {safe_markdown(texts['reveal'])}")
+        said = "" if got.get("share") is not None else f": {said_choice(got)}"
+        st.success(f"Right{said}. {safe_markdown(texts['reveal'])}")  # a cell's reveal names it
     else:
-        st.warning(f"Not quite: you chose {md_escape(got['picked'])}. Look at the figure below "
-                   "and try again, or read on.")
+        next_move = ("The figure above now shows the row's real values: find its brightest "
+                     "square, or read on." if q.kind == "cell"
+                     else "Look at the figure below and try again, or read on.")
+        st.warning(f"Not quite: you chose {said_choice(got)}. {next_move}")
         with st.expander("Show the answer"):
             st.markdown(safe_markdown(texts["reveal"]) or md_escape(texts["answer"]))
     return True

@@ -22,6 +22,7 @@ from teaching.resolve import step_settings
 from . import settings
 from .cache import cached_run, get_model, shared
 from .lesson_library import catalogue
+from .model_names import NAMES
 from .sidebar import OTHER
 from .training_runs import default_settings
 from .urlstate import url_int
@@ -44,16 +45,22 @@ def _train() -> dict:
     return _induction("induction")
 
 
+def shown_name(model: str) -> str:
+    """A model's name in a lesson's sentences, as the app shows it: "MiniLM", not "minilm"."""
+    return NAMES.get(model, model)
+
+
 def resolved_settings(step: Step) -> dict:
     """The step's page settings with facts filled in from the run (range-checked)."""
-    return step_settings(step, _runner, _train)[0]
+    return step_settings(step, _runner, _train, shown_name)[0]
 
 
 def step_texts(step: Step, with_answer: bool = True) -> tuple[dict, dict[str, str]]:
     """(resolved settings, {title, explain, prompt, row, option0..., and with the answer:
     answer, reveal})."""
     with st.spinner("Working out this step's numbers from the model…"):
-        settings_, texts, _ = resolve.step_texts(step, _runner, _train, with_answer)
+        settings_, texts, _ = resolve.step_texts(step, _runner, _train, with_answer,
+                                                   shown_name)
     return settings_, texts
 
 
