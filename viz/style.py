@@ -30,12 +30,12 @@ ROWS_ARE_QUERIES = "rows = queries (attending), columns = keys (attended to)"
 PLOT_PX_LOW, PLOT_PX_HIGH, CELL_PX = 420, 720, 28
 # Plotly never wraps a title: a subtitle is broken into lines of at most SUBTITLE_CHARS
 # characters (about 330 px of plotly's subtitle text, SUBTITLE_CHAR_PX a character), so it fits
-# a figure in half a page or on an 800 px screen. A figure that says how wide it is
-# (`figure_px`) gets lines as long as it fits, up to SUBTITLE_CHARS_MAX.
-SUBTITLE_CHARS, SUBTITLE_CHARS_MAX, SUBTITLE_CHAR_PX = 60, 130, 5.6
-# The narrowest width a figure shown across the whole page has: the main column of an 800 px
-# screen beside the open sidebar (measured in Chromium: 468 px).
-FULL_PAGE_PX = 468
+# a figure in half a page. A figure that says how wide it is (`figure_px`) gets lines as long
+# as it fits, but never longer than the page is wide on an 800 px screen: there, Streamlit
+# narrows every figure to the main column beside the open sidebar (measured in Chromium: 468
+# px), FULL_PAGE_PX.
+SUBTITLE_CHARS, SUBTITLE_CHAR_PX, FULL_PAGE_PX = 60, 5.6, 468
+SUBTITLE_CHARS_MAX = int((FULL_PAGE_PX - 40) / SUBTITLE_CHAR_PX)  # 76
 TITLE_PX, SUBTITLE_LINE_PX = 42, 29  # the top margin: the title, then a step per line
 TEMPLATE_TOP = 80  # the template's top margin: a title and one subtitle line
 

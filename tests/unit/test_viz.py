@@ -362,17 +362,19 @@ def test_trace_npz_round_trips_without_pickle():
 
 
 def test_subtitle_lines_follow_the_figures_width_and_leave_no_orphan_word():
-    text = ("attention: layer 5, head 0; each row scaled to its own largest value, hover for "
-            "real values; right: how well each head's order of tokens matches the effect's order")
+    text = ("each row is scaled to its own largest value so that faint heads still show, and "
+            "the hover gives the real value of every square")
     half = wrap_lines(text)
     assert max(map(len, half)) <= SUBTITLE_CHARS
     wide, _ = subtitle_block(text, figure_px=FULL_PAGE_PX)
     wide_lines = wide.split("<br>")
     assert len(wide_lines) < len(half)
     assert max(map(len, wide_lines)) * SUBTITLE_CHAR_PX <= FULL_PAGE_PX - 40
-    # titled_layout reads the figure's own width when it has one
+    # titled_layout reads the figure's own width when it has one; a wider figure still gets
+    # lines that fit an 800 px screen, where Streamlit narrows it to the page
     fig = titled_layout(go.Figure(), "t", text, width=FULL_PAGE_PX)
     assert fig.layout.title.subtitle.text == wide
+    assert subtitle_block(text, figure_px=1200) == subtitle_block(text, figure_px=FULL_PAGE_PX)
     # a clause that only just spills over is balanced across its lines, not one word alone
     lines = wrap_lines("each curve is one sine and cosine pair of the table, at dimension 2i")
     assert len(lines) == 2 and min(map(len, lines)) >= 20
