@@ -191,8 +191,8 @@ def effects(clean: ModelOutput, ablated: ModelOutput, inputs: Inputs,
 
 
 METRICS = {  # what each effect measures, in plain words first
-    "loss": "how much worse the model predicts the text (change in its loss, in nats; "
-            "> 0: worse, < 0: better)",
+    "loss": "how much worse the model predicts the text (change in its loss: how surprised "
+            "it is by each next token, on average, in nats; > 0: worse, < 0: better)",
     "tokens": "how far the final token vectors turned (1 − mean cosine similarity: 0 = "
               "not at all)",
     "sentence": "how far the sentence's meaning vector turned (1 − cosine similarity of the "

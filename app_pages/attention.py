@@ -110,7 +110,10 @@ def explorer(selection) -> None:
     labels = axis_labels(tokens)
     controls = st.columns([3, 3, 2, 2])
     layer = index_slider(controls[0], "Layer", cfg.n_layers, key="attn_layer")
-    mode = controls[2].radio("Show", ["Raw attention", "Attention rollout"], key="attn_mode")
+    mode = controls[2].radio("Show", ["Raw attention", "Attention rollout"], key="attn_mode",
+                             help="Raw: what one head of this layer looks at. Rollout: follows "
+                             "attention down through every layer so far, to estimate how much "
+                             "each input token ends up in each token's vector.")
     average = controls[3].toggle("Average of heads", key="attn_average",
                                  disabled=mode != "Raw attention")
     head = index_slider(controls[1], "Head", cfg.n_heads, key="attn_head",
@@ -143,9 +146,9 @@ def explorer(selection) -> None:
 
     if cfg.causal:
         st.caption("Causal model: a token may only attend to itself and earlier tokens, so the "
-                   "upper triangle (keys after the query) is masked before the softmax and shown "
-                   "grey. Convention: rows = queries, columns = keys, softmax over keys. (Some "
-                   "books and papers draw it the other way round, with keys as rows.)")
+                   "upper triangle (keys after the query) is left out and shown grey. "
+                   "Convention: rows = queries, columns = keys. (Some books and papers draw it "
+                   "the other way round, with keys as rows.)")
     if mode == "Attention rollout":
         st.markdown(ROLLOUT_DEFINITION)
 
@@ -216,9 +219,10 @@ def page() -> None:
     st.caption(
         f"{shown_model_name(selection.model_name)}: {cfg.n_layers} layers × {cfg.n_heads} "
         f"heads, {trace.n_tokens} tokens. Rows are queries (the token doing the looking), "
-        "columns are keys (the tokens looked at); each row is a softmax over keys and sums "
-        "to 1.", help=f"Inside the model each token is a list of {cfg.d_model} numbers "
-        f"(d_model); each head works on {cfg.d_head} of them (d_head)."
+        "columns are keys (the tokens looked at); a row's weights are shares of one token's "
+        "attention and add up to 1.", help=f"Inside the model each token is a list of "
+        f"{cfg.d_model} numbers (d_model); each head works on {cfg.d_head} of them (d_head). "
+        "The weights of a row come from a softmax over the keys."
     )
     st.page_link("app_pages/effect.py", label="Does attention explain the answer? See its "
                  "effect ▸", help="A head can look hard at a token and pass on very little of "
@@ -241,7 +245,8 @@ def page() -> None:
                    "open that head above.")
         st.plotly_chart(_overview(trace, key), key="attn_overview",
                         on_select=pick_head("attn_overview", cfg.n_heads),
-                        selection_mode="points", config=chart_config("all-heads"))
+                        selection_mode="points", config=chart_config("all-heads"),
+                        width="content")
     check_numbers(selection, "attn")
 
 

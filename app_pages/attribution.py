@@ -123,7 +123,8 @@ st.title("Which parts made the logit", anchor=False)
 st.caption(
     "A model that writes text gives every possible next token a score, its *logit*: the "
     "higher, the likelier. Inside the model, every part writes into one running sum (the "
-    "residual stream): the embeddings, then every head and every MLP. The score is read off "
+    "residual stream): the embeddings, then every head and every MLP (the small network "
+    "after each attention layer). The score is read off "
     "that sum at the end, so it can be taken apart: this page shows how much each part added "
     "to it directly.")
 trace = require_trace(selection)

@@ -40,8 +40,14 @@ def _example() -> None:
                                               f"MiniLM, layer {layer}, head {head}"),
                        key="start_example", width=chart_width(shown["tokens"]))
     st.markdown(f"**What to notice:** the bright stripe just left of the diagonal. In this head "
-                f"every token looks at the token **just before it**: {shown['share']:.0%} of "
-                "each row goes there, on average. Nobody programmed that; the model learned it.")
+                f"every token after the first looks at the token **just before it**: "
+                f"{_share(shown['share'])} of its row goes there, on average. Nobody programmed "
+                "that; the model learned it.")
+
+
+def _share(share: float) -> str:
+    """A share as a learner reads it: "more than 99%" rather than a rounded-up "100%"."""
+    return "more than 99%" if 0.99 < share < 1 and f"{share:.0%}" == "100%" else f"{share:.0%}"
 
 
 WAYS_IN = (

@@ -188,7 +188,11 @@ def render() -> Selection:
                                 else f"Could not load this model: {md_escape(str(exc))}")
         sb.error(selection.load_error)
         return selection
-    sb.caption(f"Device: {selection.model.device}")
+    kind = selection.model.device.type
+    sb.caption("Runs on the processor (CPU)" if kind == "cpu" else
+               "Runs on the graphics card (GPU)" if kind == "cuda" else f"Runs on: {kind}",
+               help="Where the model's arithmetic happens. A graphics card is faster; the "
+               "numbers are the same.")
     if selection.model.notice:
         sb.warning(md_escape(selection.model.notice))
     if selection.model.headless:

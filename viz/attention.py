@@ -46,7 +46,8 @@ def masked_cells(shape: tuple[int, int], causal: bool = False, masked=None) -> n
 
 def attention_heatmap(matrix, q_tokens, k_tokens, title: str = "Attention",
                       causal: bool = False, masked=None, max_width: int | None = None,
-                      zmax: float | None = None) -> go.Figure:
+                      zmax: float | None = None,
+                      window: tuple[int, int] | None = None) -> go.Figure:
     """One attention matrix [q_pos, k_pos] as a heatmap (Viridis, 0 to the matrix's maximum,
     or to `zmax`, e.g. one scale shared by two maps). When that top is below 1, the subtitle
     says so ("colours stretched: yellow = 0.30"), since other figures colour 0 to 1.
@@ -61,7 +62,8 @@ def attention_heatmap(matrix, q_tokens, k_tokens, title: str = "Attention",
     `max_width` caps the figure's width (e.g. for half a page).
 
     z is float32 (plotly sends it as a binary array). Above TICK_LABEL_LIMIT tokens the tick
-    labels are hidden but hover still names both tokens.
+    labels are hidden but hover still names both tokens. `window` (first, last) opens the map
+    zoomed on those positions, labelled (a double-click shows it all).
     """
     z = to_numpy(matrix, "matrix", ndim=2)
     q_labels, k_labels = axis_labels(q_tokens), axis_labels(k_tokens)
@@ -83,13 +85,17 @@ def attention_heatmap(matrix, q_tokens, k_tokens, title: str = "Attention",
         colorbar=dict(title=dict(text="weight"), thickness=14),
         hovertemplate="query %{y} → key %{x}: %{z:.3f}<extra></extra>",
     ))
-    long_q, long_k = len(q_labels) > TICK_LABEL_LIMIT, len(k_labels) > TICK_LABEL_LIMIT
+    long_q, long_k = (n > TICK_LABEL_LIMIT and window is None
+                      for n in (len(q_labels), len(k_labels)))
     subtitle = ROWS_ARE_QUERIES
     if hidden.any():
         subtitle += "; grey = masked (causal)" if causal else "; grey = masked"
     if low == 0 and top is not None and 0 < top < STRETCHED_BELOW:
         subtitle += (f"; colours stretched: yellow = {top:.2f}"
                      + (" (largest weight)" if zmax is None else "") + ", not 1")
+    if window:
+        subtitle += (f"; zoomed on tokens {window[0]}–{window[1]} (double-click to see all "
+                     f"{len(q_labels)})")
     subtitle, top = subtitle_block(subtitle)
     margin = dict(r=COLORBAR_MARGIN, t=top, pad=0,  # pad: no grey frame round the cells
                   **label_margins(q_labels, k_labels, 60, not long_q, not long_k))
@@ -106,6 +112,10 @@ def attention_heatmap(matrix, q_tokens, k_tokens, title: str = "Attention",
         fig.add_annotation(text="masked (causal)", xref="x domain", yref="y domain", x=0.98,
                            y=0.98, xanchor="right", yanchor="top", showarrow=False,
                            font=dict(color="#444"), bgcolor="rgba(255,255,255,0.6)")
+    if window:
+        first, last = window[0] - 0.5, window[1] + 0.5
+        fig.update_layout(xaxis=dict(range=[first, last], autorange=False),
+                          yaxis=dict(range=[last, first], autorange=False))
     return fig
 
 

@@ -132,16 +132,20 @@ def head_overview(attentions, title: str = "Every layer × head") -> go.Figure:
         ),
     ])
     height_px, width_px = canvas.shape
+    shrink = min(1.0, 900 / width_px)
+    plot_h = int(min(1400, max(320, height_px * shrink + 160))) - TEMPLATE_TOP - 76
+    # as wide as the grid drawn at that height: the colour bar sits right beside it (a figure
+    # wider than the page is narrowed by Streamlit, shown with width="content")
+    width = int(72 + COLORBAR_MARGIN + plot_h * width_px / height_px)
     sub, top = subtitle_block(
         f"{n_layers} layers × {n_heads} heads; each thumbnail: rows = queries, columns = keys, "
-        f"{n_q} tokens" + (squeezed_note(n_q, cells) if cells < n_q else ""))
-    shrink = min(1.0, 900 / width_px)
+        f"{n_q} tokens" + (squeezed_note(n_q, cells) if cells < n_q else ""), figure_px=width)
     fig.update_layout(
         template=TEMPLATE, margin=dict(l=72, r=COLORBAR_MARGIN, t=top, b=76),  # fits the labels
-        clickmode="event+select",
+        clickmode="event+select", width=width,
         hovermode="closest", hoverdistance=-1, dragmode=False,
         title=dict(text=html.escape(title, quote=False), subtitle=dict(text=sub)),
-        height=int(min(1400, max(320, height_px * shrink + 160))) + top - TEMPLATE_TOP,
+        height=plot_h + top + 76,
         xaxis=dict(title=dict(text="head"), tickvals=centres[:n_heads].tolist(),
                    ticktext=[str(h) for h in range(n_heads)], range=[-GAP, width_px + GAP],
                    showgrid=False, zeroline=False, constrain="domain"),

@@ -87,6 +87,10 @@ def test_compare_names_and_zooms_on_the_swap_in_a_long_text():
     assert layout["xaxis"]["showticklabels"]  # the zoomed tokens are labelled
     subtitle = layout["title"]["subtitle"]["text"].replace("<br>", " ")
     assert "double-click to see all 325" in subtitle
+    for name in ("cmp_a", "cmp_b"):  # A and B open on the same window, labelled
+        ab = _charts(at)[name]["layout"]
+        assert ab["xaxis"]["range"] == layout["xaxis"]["range"] and ab["xaxis"]["showticklabels"]
+        assert ab["yaxis"]["range"] == [last, first]
     per_head = _array(_charts(at)["cmp_heads"]["data"][0]["z"])
     layer, head = np.unravel_index(per_head.argmax(), per_head.shape)
     assert (at.slider(key="cmp_layer").value, at.slider(key="cmp_head").value) == (layer, head)

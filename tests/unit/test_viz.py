@@ -379,3 +379,16 @@ def test_subtitle_lines_follow_the_figures_width_and_leave_no_orphan_word():
     lines = wrap_lines("each curve is one sine and cosine pair of the table, at dimension 2i")
     assert len(lines) == 2 and min(map(len, lines)) >= 20
     assert wrap_lines("") == [""]
+
+
+def test_overview_is_as_wide_as_its_grid_so_the_colour_bar_sits_beside_it():
+    for shape in [(6, 12, 13, 13), (2, 4, 24, 24), (6, 12, 325, 325)]:
+        a = np.random.default_rng(0).random(shape).astype(np.float32)
+        fig = head_overview(a / a.sum(-1, keepdims=True))
+        lay = fig.layout
+        plot_w = lay.width - lay.margin.l - lay.margin.r
+        plot_h = lay.height - lay.margin.t - lay.margin.b
+        x0, x1 = lay.xaxis.range
+        y1, y0 = lay.yaxis.range  # reversed: layer 0 at the top
+        # square data units (scaleanchor) fill the plot exactly: no empty band before the bar
+        assert plot_w / plot_h == pytest.approx((x1 - x0) / (y1 - y0), rel=0.02)

@@ -1,0 +1,44 @@
+"""Plain words on first screens (review 8b): where the model runs, what a row of attention
+is, what a logit and an MLP are. Symbols and the word "softmax" stay in help tooltips."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
+
+
+def _page(path: str) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=300).run()
+    at.switch_page(path).run()
+    assert not at.exception
+    return at
+
+
+def test_the_sidebar_says_where_the_model_runs_in_words():
+    at = _page("app_pages/attention.py")
+    said = [c for c in at.sidebar.caption if c.value.startswith("Runs on")]
+    assert [c.value for c in said] == ["Runs on the processor (CPU)"]  # no GPU on this machine
+    assert "graphics card" in said[0].proto.help
+    assert not [c for c in at.sidebar.caption if "Device:" in c.value]
+
+
+def test_attention_says_rows_add_up_without_the_word_softmax():
+    at = _page("app_pages/attention.py")
+    intro = next(c for c in at.caption if "Rows are queries" in c.value)
+    assert "add up to 1" in intro.value and "softmax" not in intro.value
+    assert "softmax" in intro.proto.help and "d_model" not in intro.value
+    assert "every layer so far" in at.radio(key="attn_mode").help  # rollout, in plain words
+
+
+def test_attribution_glosses_the_logit_before_saying_minilm_cannot():
+    at = _page("app_pages/attribution.py")
+    first = at.caption[0].value
+    assert "its *logit*" in first and "the small network after each attention layer" in first
+    reason = " ".join(i.value for i in at.info)
+    assert reason.startswith("Taking the score apart needs a decoder")
+    assert "MiniLM is an encoder" in reason
