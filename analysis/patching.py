@@ -121,11 +121,9 @@ def default_pair(clean_logits: torch.Tensor,
     return answer, wrong
 
 
-def logit_gaps(loaded, clean: str, corrupted: list[str], chunk: int = 16) -> list[float]:
-    """For a decoder: |clean − corrupted| of the logit difference at the last token, with
-    `default_pair`'s two tokens, for each corrupted prompt (the same number of tokens as the
-    clean one, at most the context). Runs the prompts in batches of `chunk`; no hooks."""
-    texts = [clean] + list(corrupted)
+def _last_logits(loaded, texts: list[str], chunk: int = 16) -> torch.Tensor:
+    """[len(texts), vocab] logits at the last token of each text (all the same number of
+    tokens, within the context), run in batches of `chunk`; no hooks."""
     rows = [loaded.encode(t).input_ids[0] for t in texts]  # [pos] each
     if len({r.numel() for r in rows}) > 1 or rows[0].numel() > loaded.cfg.n_ctx:
         raise ValueError("the prompts must have the same number of tokens, within the context")
@@ -135,12 +133,33 @@ def logit_gaps(loaded, clean: str, corrupted: list[str], chunk: int = 16) -> lis
             ids = torch.stack(rows[start:start + chunk]).to(loaded.device)  # [b, pos]
             out = loaded.model(ids, torch.ones_like(ids), torch.zeros_like(ids))
             last.append(out.logits[:, -1].double().cpu())  # [b, vocab]
-    logits = torch.cat(last)  # [1 + n, vocab]
-    gaps = []
-    for row in logits[1:]:
-        answer, wrong = default_pair(logits[0], row)
-        gaps.append(abs(float(logits[0, answer] - logits[0, wrong] - row[answer] + row[wrong])))
-    return gaps
+    return torch.cat(last)
+
+
+def _gap(clean: torch.Tensor, row: torch.Tensor) -> float:
+    answer, wrong = default_pair(clean, row)
+    return abs(float(clean[answer] - clean[wrong] - row[answer] + row[wrong]))
+
+
+def logit_gaps(loaded, clean: str, corrupted: list[str], chunk: int = 16) -> list[float]:
+    """For a decoder: |clean − corrupted| of the logit difference at the last token, with
+    `default_pair`'s two tokens, for each corrupted prompt (the same number of tokens as the
+    clean one, at most the context). Runs the prompts in batches of `chunk`; no hooks."""
+    logits = _last_logits(loaded, [clean] + list(corrupted), chunk)  # [1 + n, vocab]
+    return [_gap(logits[0], row) for row in logits[1:]]
+
+
+def pick_flip(loaded, clean: str, candidates: list[str]) -> str:
+    """Of the candidate corrupted prompts, the one that makes the model's top next token differ
+    from the clean run's (so the logit difference compares the two prompts' own answers) with
+    the largest logit gap; "" when no candidate changes the top token."""
+    if not candidates:
+        return ""
+    logits = _last_logits(loaded, [clean] + list(candidates))  # [1 + n, vocab]
+    top = int(logits[0].argmax())
+    flips = [(_gap(logits[0], row), c) for c, row in zip(candidates, logits[1:])
+             if int(row.argmax()) != top]
+    return max(flips, key=lambda gc: gc[0])[1] if flips else ""
 
 
 def pick_corruption(loaded, clean: str, candidates: list[str]) -> str:

@@ -5,7 +5,6 @@ every head; plus the induction preset on tiny-induction."""
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import streamlit as st
 
 from analysis.induction import repeat_scores
@@ -17,9 +16,10 @@ from ui import settings
 from ui.cache import get_model, shared
 from ui.charts import chart_config
 from ui.patching_inputs import (
-    best_corruption, candidates, default_corruption, first_words, follow_default, open_chosen,
-    open_patched_head, switch_model, token_count, use_text,
+    best_corruption, candidates, default_corruption, flip_corruption, follow_default,
+    open_chosen, open_patched_head, switch_model, token_count,
 )
+from ui.patching_notes import clean_prompt, mismatch, top_head_line
 from ui.sidebar import require_trace
 from ui.switch import needs_lm_head, offer_decoder
 from ui.text import md_escape
@@ -60,9 +60,13 @@ def _patch(model_name: str, clean: str, corrupted: str, answer, wrong, _bar) -> 
 
 
 @shared("patching_default")
-def _decoder_default(model_name: str, text: str, limit: int) -> str:
-    """A decoder's default corrupted prompt: a swap that moves its answer clearly."""
-    return best_corruption(get_model(model_name), text, limit)
+def _decoder_default(model_name: str, text: str, limit: int) -> tuple[str, bool]:
+    """A decoder's default corrupted prompt, and whether it flips the model's top next token:
+    a change before the last token that does (so the grid shows information moving), else a
+    swap that moves the answer clearly."""
+    loaded = get_model(model_name)
+    flip = flip_corruption(loaded, text, limit)
+    return (flip, True) if flip else (best_corruption(loaded, text, limit), False)
 
 
 @shared("patching_preset")
@@ -95,9 +99,12 @@ def _metric_line(r: dict, tokenizer) -> str:
                 "model is an encoder with no next-token scores, so the metric asks how close "
                 "the output vectors come back to the clean ones.")
     a, w = (md_escape(visible_text(t)) for t in tokenizer.tokens([r["answer"], r["wrong"]]))
+    prefer = (f" The clean prompt prefers “{a}” next, the corrupted one “{w}”: a value of 1 "
+              "means the clean preference is fully back." if r["clean_value"] > 0 >
+              r["corrupted_value"] else "")
     return (f"Metric: logit(“{a}”) − logit(“{w}”) at position {r['position']}, the last "
             f"token: {r['clean_value']:.3f} on the clean prompt, {r['corrupted_value']:.3f} "
-            "on the corrupted one.")
+            f"on the corrupted one.{prefer}")
 
 
 def _show_grids(r: dict, cfg, chart_prefix: str, text_key: str | None, heads_note: str):
@@ -107,7 +114,8 @@ def _show_grids(r: dict, cfg, chart_prefix: str, text_key: str | None, heads_not
     differ = [i for i, (a, b) in enumerate(zip(r["clean_tokens"], r["corrupted_tokens"]))
               if a != b]
     cosine = r["kind"] == "cosine"
-    st.markdown(f"**The residual stream.** {RECOVERED} " + (
+    st.markdown(f"**The residual stream** (the vector each position carries from layer to "
+                f"layer). {RECOVERED} " + (
         "Read it from the top row down: at first only the positions where the prompts differ "
         "can matter; in the last row, " + ("every position counts, since the metric averages "
                                            "over all of them." if cosine else
@@ -142,7 +150,7 @@ def _head_picker(cfg, top, chart_prefix: str, text_key: str | None) -> None:
     box_key, last_top = f"{chart_prefix}_box", f"_{chart_prefix}_top"
     if st.session_state.get(box_key) in (None, st.session_state.get(last_top)) or \
             st.session_state.get(box_key) not in heads:
-        st.session_state[box_key] = top  # follows the brightest head until the user picks
+        st.session_state[box_key] = top  # follows the top head until the user picks
     st.session_state[last_top] = top
     box, button = st.columns([3, 1], vertical_alignment="bottom")
     box.selectbox("Or pick a head", heads, key=box_key,
@@ -162,20 +170,6 @@ def _small_gap(r: dict) -> bool:
                    "far beyond 0 and 1. Change a word nearer the end, or pick two other "
                    "tokens.")
     return small
-
-
-def _mismatch(loaded, clean: str, corrupted: str, n_clean: int, n_corrupt: int) -> None:
-    st.warning(f"The clean prompt is **{n_clean}** tokens long and the corrupted prompt "
-               f"**{n_corrupt}**. Patching needs the same number of tokens, so that each "
-               "position has a partner. Swap a word for one that is as many tokens long, or "
-               "add or remove words; the tokens of both are below.")
-    a, b = (loaded.tokenizer.tokens(loaded.encode(t).input_ids[0].tolist()) for t in
-            (clean, corrupted))
-    n = max(len(a), len(b))
-    table = pd.DataFrame({"position": list(range(n)), "clean": a + [""] * (n - len(a)),
-                          "corrupted": b + [""] * (n - len(b))})
-    table["same"] = ["✓" if x == y else "✗" for x, y in zip(table["clean"], table["corrupted"])]
-    st.dataframe(table, hide_index=True, key="pt_tokens", width="content")
 
 
 def _metric_pair(loaded, clean: str, corrupted: str) -> tuple[int | None, int | None]:
@@ -205,36 +199,35 @@ def _metric_pair(loaded, clean: str, corrupted: str) -> tuple[int | None, int | 
 
 
 def _prompts(selection, loaded) -> None:
-    clean = selection.text
     limit = min(MAX_PATCH_TOKENS, loaded.cfg.n_ctx)
+    clean = clean_prompt(selection, loaded, limit)
+    if clean is None:
+        return
     decoder = loaded.cfg.has_lm_head
-    made = _decoder_default(selection.model_name, clean, limit) if decoder else \
-        default_corruption(loaded, clean, limit)
+    made, flips = _decoder_default(selection.model_name, clean, limit) if decoder else \
+        (default_corruption(loaded, clean, limit), True)
     follow_default("pt_corrupt", "_pt_default", made)  # the sidebar's, until the user edits it
-    st.caption(f"Clean prompt: the sidebar text. Bounds: both prompts at most {limit} tokens; "
+    source = "the sidebar text" if clean == selection.text else "the first whole words of " \
+        "the sidebar text (above)"
+    st.caption(f"Clean prompt: {source}. Bounds: both prompts at most {limit} tokens; "
                f"grids of at most {MAX_GRID_CELLS:,} cells.")
     corrupted = st.text_input(
         "Corrupted prompt (same number of tokens, one small change)", key="pt_corrupt",
-        max_chars=2_000, help="By default the sidebar text with one word swapped" + (
-            " (or its last mark or letter): of the swaps tried near the end, one that clearly "
-            "changes what the model predicts next." if decoder else "."))
+        max_chars=2_000, help="By default the clean prompt with one small change" + (
+            " before the last token, picked so that the model's guess for the next token "
+            "changes." if decoder else ": a word swapped."))
+    if decoder and not flips:
+        st.info("On this text no small change before the last token makes the model change "
+                "its guess for the next token, so both prompts would prefer the same answer. "
+                "The induction preset (button above) shows patching at its clearest.")
     n_clean = token_count(loaded, clean)
-    if n_clean > limit:
-        st.warning(f"The clean prompt is {n_clean:,} tokens long; patching takes at most "
-                   f"{limit}.")
-        shorter = first_words(loaded, clean, limit)
-        if shorter:
-            st.button(f"Use the first {token_count(loaded, shorter)} tokens of the text",
-                      key="pt_shorten", on_click=use_text(shorter), type="primary",
-                      help="Puts the beginning of your text, in whole words, in the sidebar.")
-        return
     if not corrupted.strip():
         st.info("Type a corrupted prompt: the sidebar text with a word changed.")
         return
     n_corrupt = token_count(loaded, corrupted)
     st.caption(f"Clean: {n_clean} tokens · corrupted: {n_corrupt} tokens.")
     if n_clean != n_corrupt:
-        _mismatch(loaded, clean, corrupted, n_clean, n_corrupt)
+        mismatch(loaded, clean, corrupted, n_clean, n_corrupt)
         return
     answer, wrong = _metric_pair(loaded, clean, corrupted)
     cfg = loaded.cfg
@@ -257,8 +250,7 @@ def _prompts(selection, loaded) -> None:
     noisy = _small_gap(r)
     top = _show_grids(r, cfg, "pt", None, "")
     if not noisy:
-        st.caption(f"The brightest head: layer {top[0]}, head {top[1]} "
-                   f"({r['heads'][top]:.0%} of the clean answer back on its own).")
+        st.caption(top_head_line(r["heads"], top))
     _head_picker(cfg, top, "pt", None)
     write_to_url(pmode="prompts", pcorrupt=corrupted if len(corrupted) <= 300 else None)
 
@@ -274,7 +266,8 @@ def _name_heads(r: dict, which: str, n_seqs: int) -> None:
     if which == "first":
         same = (p_layer, p_head) == (0, l0)
         lines.append(
-            f"- **Layer 0, head {l0}** is the brightest head of layer 0 ({grid[0, l0]:.0%} of "
+            f"- **Layer 0, head {l0}** has the largest positive value of layer 0 "
+            f"({grid[0, l0]:.0%} of "
             "the clean answer comes back when only it is put back). " + (
                 f"It is the **previous-token head**: of all heads, it sends the most attention "
                 f"to the token just before ({prev[0, l0]:.0%} on average)." if same else
@@ -285,7 +278,7 @@ def _name_heads(r: dict, which: str, n_seqs: int) -> None:
                      "clean in both prompts, so the previous-token head already did its work.")
     same = (i_layer, i_head) == (last, l1)
     lines.append(
-        f"- **Layer {last}, head {l1}** is the brightest head of layer {last} "
+        f"- **Layer {last}, head {l1}** has the largest positive value of layer {last} "
         f"({grid[last, l1]:.0%}). " + (
             f"It is the **induction head**: its induction score is the highest of all heads "
             f"({ind[last, l1]:.0%} of its attention goes from each token of the second copy to "
@@ -348,17 +341,19 @@ INTRO = (
     "Activation patching asks where a model keeps the information that decides its answer. "
     "Take two prompts of the same length that differ in one place: a clean one and a corrupted "
     "one. Run the corrupted one again, but put back one piece of the clean run: the residual "
-    "stream at one layer and position, or one head's output. If the clean answer comes back, "
-    "that piece carried what mattered. The shared model never changes: each patch is a "
-    "temporary hook.")
+    "stream (the running vector each token carries from layer to layer) at one layer and "
+    "position, or one head's output. If the clean answer comes back, that piece carried what "
+    "mattered.")
+HOW = ("Nothing in the model is changed for good: each piece is swapped in during one run "
+       "only, and the next run starts from the model as it was.")
 
 if st.session_state.pop(GOTO, False):
     st.switch_page("app_pages/attention.py")
 
 selection = st.session_state["selection"]
 st.title("Patching: find the circuit", anchor=False)
-st.caption(INTRO)
-trace = require_trace(selection)
+st.caption(INTRO, help=HOW)
+trace = require_trace(selection, context_note=False)  # a long text: one message, below
 model = selection.model
 if trace.kind == "encoder_decoder":
     offer_decoder(needs_lm_head(selection, "Patching") or "", key="pt_switch")
@@ -374,10 +369,13 @@ if not on_preset and settings.model_refusal(PRESET_MODEL) is not None:
         st.stop()
 elif not on_preset:
     label = ("Switch to tiny-induction and run the preset" if mode == "preset" else
-             "Try the classic circuit: induction heads on tiny-induction")
+             "See a ready-made example: a tiny model that copies repeated patterns")
     st.button(label, key="pt_to_preset", type="primary" if mode == "preset" else "secondary",
               on_click=switch_model(PRESET_MODEL, pt_mode="preset"),
-              help="A 2-layer model that continues repeated sequences; it comes with the app.")
+              help="tiny-induction, a 2-layer model that continues repeated sequences, comes "
+              "with the app. Two of its heads work as a team (a circuit): one marks each "
+              "token with the token before it, the other finds the earlier copy and copies "
+              "what came next (an induction head).")
     if mode == "preset":
         st.info("The preset runs on tiny-induction, a small model trained to continue "
                 "repeated sequences: one click above switches to it.")

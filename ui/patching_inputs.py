@@ -13,7 +13,7 @@ from functools import partial
 import streamlit as st
 import torch
 
-from analysis.patching import pick_corruption
+from analysis.patching import pick_corruption, pick_flip
 from viz.heads import picked_head
 
 from .callbacks import _clicked_points, open_on_attention
@@ -29,6 +29,7 @@ PUNCTUATION = ".,?!;:"  # a closing mark swapped for another (a character model 
 LETTERS = "aeost"  # last resort: the last letter of the last word swapped for one of these
 MAX_TRIES = 24  # tokenizations tried before giving up on a default (decoders: kept swaps)
 MAX_CHECKS = 64  # a decoder's swaps tokenized before giving up
+MAX_FLIPS = 96  # swaps before the last token tried for one that flips the answer
 WORD = re.compile(r"[^\W\d_]+")
 
 
@@ -130,6 +131,34 @@ def decoder_corruptions(loaded, text: str, limit: int, n_words: int = 3) -> list
         if len(kept) >= MAX_TRIES:
             break
     return kept
+
+
+def flip_corruptions(loaded, text: str, limit: int) -> list[str]:
+    """Changes before the last token (whose next token the metric reads), each as many tokens as
+    the text and ending in the same token: a word swapped (SWAPS, then FALLBACKS), from the
+    last word back, then one letter of the last words swapped for a letter or a space (a
+    character model reads those). [] when the text is longer than `limit` tokens."""
+    ids = loaded.encode(text).input_ids[0].tolist()
+    if not text.strip() or token_count(loaded, text) > limit or len(ids) < 2:
+        return []
+    words = list(WORD.finditer(text))[::-1]
+    tries = [text[:m.start()] + o + text[m.end():] for m in words for o in _swap(m.group())]
+    for m in words[:3]:
+        for i in range(m.end() - 1, m.start() - 1, -1):
+            tries += [text[:i] + c + text[i + 1:] for c in LETTERS + " " if c != text[i]]
+    kept = []
+    for c in [c for c in dict.fromkeys(tries) if c != text][:MAX_FLIPS]:
+        other = loaded.encode(c).input_ids[0].tolist()
+        if len(other) == len(ids) and other[-1] == ids[-1] and token_count(loaded, c) == \
+                len(ids):
+            kept.append(c)
+    return kept
+
+
+def flip_corruption(loaded, text: str, limit: int) -> str:
+    """For a decoder: a change before the last token after which the model's top next token
+    differs from the clean text's (`pick_flip`), or "" when no tried change does that."""
+    return pick_flip(loaded, text, flip_corruptions(loaded, text, limit))
 
 
 def best_corruption(loaded, text: str, limit: int) -> str:

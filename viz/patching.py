@@ -23,7 +23,10 @@ MAX_TICKS = 24  # beyond this many positions only every k-th one is labelled (an
 # Plotly sizes cell text itself (no textfont.size): floor((cell width - gap) / (0.65 × the
 # longest label's characters)), at most the page's 13 px, so a wider screen only gets larger
 # text. Numbers are drawn only when that size is at least MIN_TEXT_PX on the narrowest plot.
-MIN_TEXT_PX = 9
+# MIN_TEXT_PX is a font size; a digit is only about 0.7 of it tall, so 9 px text gave the
+# reviewer's 7 px "0.0" (review 8b #7). 13 px text (the page's own size) draws digits of about
+# 9 px; below it the cells stay empty and the hover has the value.
+MIN_TEXT_PX = 13
 FIT_PER_CHAR = 0.65  # plotly.js: a character counts LINE_SPACING / 2 = 0.65 × the font size
 TICK_GAP_PX = 15  # neighbouring slanted tick labels at least this far apart (13 px text)
 TEXT_CELLS = 400  # more cells than this: no numbers (the hover has them)

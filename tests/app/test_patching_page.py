@@ -65,8 +65,10 @@ def test_the_preset_finds_the_induction_and_previous_token_heads(induction):
     np.testing.assert_allclose(shown, engine, atol=1e-6)
     assert (0, int(shown[0].argmax())) == prev and (1, int(shown[1].argmax())) == ind
     text = _texts(at, "markdown")
-    assert f"Layer 0, head {prev[1]}** is the brightest" in text and "previous-token head" in text
-    assert f"Layer 1, head {ind[1]}** is the brightest" in text and "induction head" in text
+    top = "has the largest positive value"
+    assert f"Layer 0, head {prev[1]}** {top}" in text and "previous-token head" in text
+    assert f"Layer 1, head {ind[1]}** {top}" in text and "induction head" in text
+    assert "brightest" not in text
     first = prepare_ids(induction, *induction_pair(10, 36, 0, "first"))
     np.testing.assert_allclose(_array(_charts(at)["pp_resid"]["data"][0]["z"]),
                                residual_patching(first), atol=1e-6)
@@ -160,11 +162,11 @@ def test_a_decoder_gets_a_logit_difference_of_two_chosen_tokens():
     assert f"{p.clean_value:.3f} on the clean prompt, {p.corrupted_value:.3f}" in caption
 
 
-def test_the_default_pair_on_tiny_chars_moves_the_answer_clearly():
-    """Review #12: on "The cat sat on the mat." the old default ("…on the rug.") moved the
-    logit difference by 0.19, so the first grids came with the noise warning. The default is
-    now chosen from the model's logits; its gap, measured from the run, clears the page's
-    threshold and no warning shows."""
+def test_the_default_pair_on_tiny_chars_flips_the_answer_and_lights_two_columns():
+    """Review 8b #4: the default ("mat." → "mat,") changed only the last character, so the grid
+    was one dark column, and both prompts preferred the same token. The default is now a change
+    before the last token after which the model's top next token differs; the answer and wrong
+    tokens are the two prompts' own top tokens, and more than one column lights up."""
     from analysis.patching import SMALL_GAP
 
     text = "The cat sat on the mat."
@@ -176,17 +178,61 @@ def test_the_default_pair_on_tiny_chars_moves_the_answer_clearly():
     assert not at.exception, [e.value for e in at.exception]
     assert at.session_state["selection"].text == text
     corrupted = at.text_input(key="pt_corrupt").value
+    lm = load_model("tiny-chars")
+    top_clean = int(lm.run(text).logits[0, -1].argmax())
+    top_corrupt = int(lm.run(corrupted).logits[0, -1].argmax())
+    assert top_clean != top_corrupt  # the two prompts prefer different next tokens
     answer, wrong = at.selectbox(key="pt_answer").value, at.selectbox(key="pt_wrong").value
-    p = prepare(load_model("tiny-chars"), text, corrupted, answer, wrong)
-    assert corrupted != text and abs(p.clean_value - p.corrupted_value) >= SMALL_GAP
-    assert f"{p.clean_value:.3f} on the clean prompt, {p.corrupted_value:.3f}" in \
-        _texts(at, "caption")
+    assert (answer, wrong) == (top_clean, top_corrupt)
+    p = prepare(lm, text, corrupted, answer, wrong)
+    assert p.clean_tokens[-1] == p.corrupted_tokens[-1]  # the change is further back
+    assert abs(p.clean_value - p.corrupted_value) >= SMALL_GAP
+    z = _array(_charts(at)["pt_resid"]["data"][0]["z"])
+    np.testing.assert_allclose(z, residual_patching(p), atol=1e-6)
+    lit = np.flatnonzero((np.abs(z) > 0.1).any(axis=0))
+    assert len(lit) > 1, lit
+    caption = _texts(at, "caption")
+    assert "largest positive value" in caption and "brightest" not in caption
+    assert f"{p.clean_value:.3f} on the clean prompt, {p.corrupted_value:.3f}" in caption
     assert "barely changes the answer" not in _texts(at, "warning")
-    differ = [i for i in range(p.n_pos) if p.clean_tokens[i] != p.corrupted_tokens[i]]
-    assert ("differ only at the last position" in _texts(at, "caption")) == (
-        differ == [p.n_pos - 1])  # said when only the read position changed
-    np.testing.assert_allclose(_array(_charts(at)["pt_resid"]["data"][0]["z"]),
-                               residual_patching(p), atol=1e-6)
+
+
+DECLONG = ("The old lighthouse keeper climbed the stairs every evening to light the lamp. The "
+           "sea was loud and the wind was cold, and far away a ship was looking for the harbour "
+           "in the dark. He thought about his daughter, who lived in the city now, and about the "
+           "long winter that was coming.")
+
+
+def test_a_long_decoder_text_is_patched_on_its_first_whole_words_with_one_message():
+    """Review 8b #1: on the lighthouse paragraph the sidebar banner said "ran on the first 64",
+    a second box said "at most 64" and nothing ran, the button said "61" with no reason, and
+    the corrupted prompt was empty. Now one message says why 61, the page patches those 61
+    tokens at once (corrupted prompt filled, grids drawn), and the button keeps them."""
+    from ui.patching_inputs import first_words, token_count
+
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.session_state["sb_text"] = DECLONG
+    at.run()
+    at.switch_page(PAGE).run()
+    at.selectbox(key="sb_model_choice").set_value("tiny-chars").run()
+    assert not at.exception, [e.value for e in at.exception]
+    lm = load_model("tiny-chars")
+    shorter = first_words(lm, DECLONG, 64)
+    n = token_count(lm, shorter)
+    warnings = [str(w.value) for w in at.warning]
+    assert len(warnings) == 1, warnings  # no second banner about the model's context
+    assert f"first **{n}** tokens, the whole words that fit" in warnings[0]
+    assert "the next word would not fit whole" in warnings[0] or n == 64
+    corrupted = at.text_input(key="pt_corrupt").value
+    assert corrupted and token_count(lm, corrupted) == n
+    z = _array(_charts(at)["pt_resid"]["data"][0]["z"])
+    assert z.shape[1] == n
+    button = at.button(key="pt_shorten")
+    assert f"first {n} tokens" in button.label
+    button.click().run()
+    assert not at.exception
+    assert at.session_state["sb_text"] == shorter
+    assert not at.warning  # the page goes on with no message
 
 
 def test_a_text_too_long_to_patch_gets_a_one_click_shorter_version():
@@ -199,6 +245,7 @@ def test_a_text_too_long_to_patch_gets_a_one_click_shorter_version():
     at.switch_page(PAGE).run()
     assert not at.exception
     assert "patching takes at most" in _texts(at, "warning")
+    assert at.button(key="pt_run")  # the first 128 tokens, ready to patch
     button = at.button(key="pt_shorten")
     button.click().run()
     assert not at.exception
@@ -207,3 +254,16 @@ def test_a_text_too_long_to_patch_gets_a_one_click_shorter_version():
     assert 0 < token_count(minilm, shorter) <= 128 and (LONG * 3).startswith(shorter)
     assert f"first {token_count(minilm, shorter)} tokens" in button.label
     assert "patching takes at most" not in _texts(at, "warning")  # the page goes on
+
+
+def test_first_screen_glosses_its_words_and_keeps_the_hook_note_in_help():
+    """Review 8b #8: "residual stream" came before any gloss, the first button said "circuit"
+    and "induction heads" with no gloss, and "each patch is a temporary hook" sat in the intro."""
+    at = _page()
+    intro = at.caption[0]
+    assert "temporary hook" not in intro.value and "hook" not in intro.value
+    assert "residual stream (the running vector" in intro.value
+    assert intro.help and "Nothing in the model is changed" in intro.help
+    button = at.button(key="pt_to_preset")
+    assert "circuit" not in button.label and "induction" not in button.label
+    assert "(a circuit)" in button.help and "(an induction head)" in button.help

@@ -65,3 +65,30 @@ def test_a_text_whose_words_have_no_same_length_swap_still_gets_one(chars):
     assert made and token_count(chars, made) == token_count(chars, text)
     p = prepare(chars, text, made)
     assert abs(p.clean_value - p.corrupted_value) >= SMALL_GAP
+
+
+def test_the_flip_default_changes_the_top_token_before_the_last_one(chars):
+    """Review 8b #4: a change before the last token after which the top next token differs."""
+    from ui.patching_inputs import flip_corruption, flip_corruptions
+
+    text = "The cat sat on the mat."
+    tries = flip_corruptions(chars, text, 64)
+    ids = chars.encode(text).input_ids[0].tolist()
+    assert tries and all(chars.encode(t).input_ids[0].tolist()[-1] == ids[-1] for t in tries)
+    made = flip_corruption(chars, text, 64)
+    assert made in tries
+    top = [int(chars.run(t).logits[0, -1].argmax()) for t in (made, text)]
+    assert top[0] != top[1]
+    assert flip_corruptions(chars, "word " * 20, 64) == []  # over the limit
+
+
+def test_pick_flip_keeps_only_candidates_whose_top_token_differs(chars, monkeypatch):
+    import torch
+
+    from analysis import patching
+
+    logits = torch.tensor([[3.0, 1.0, 0.0], [2.0, 1.0, 0.0], [0.0, 2.0, 0.0], [0.0, 5.0, 0.0]])
+    monkeypatch.setattr(patching, "_last_logits", lambda lm, texts, chunk=16: logits)
+    assert patching.pick_flip(chars, "x", ["same", "flip", "bigger flip"]) == "bigger flip"
+    monkeypatch.setattr(patching, "_last_logits", lambda lm, texts, chunk=16: logits[:2])
+    assert patching.pick_flip(chars, "x", ["same"]) == ""
