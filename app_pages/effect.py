@@ -13,6 +13,7 @@ from analysis.gradients import MAX_GRADIENT_TOKENS, MAX_IG_BATCH_TOKENS, MAX_IG_
 from ui.cache import get_model, shared
 from ui.callbacks import pick_head
 from ui.charts import chart_config
+from ui.patching_inputs import first_words, token_count, use_text
 from ui.reference import check_numbers
 from ui.sidebar import require_trace
 from ui.switch import needs_lm_head, offer_decoder
@@ -158,14 +159,28 @@ def _method_controls(loaded, k: int) -> tuple[str, int, str | None]:
     return baseline, steps, mode
 
 
-def _bounds(k: int) -> None:
+def _bounds(k: int, context_cut: int | None = None) -> None:
+    """The methods' limits. `context_cut`: the model's context when it cut the text (the
+    sidebar's banner says so), else None."""
     st.caption(f"Limits, so the page stays quick: gradients for up to {MAX_GRADIENT_TOKENS} "
                f"tokens; integrated gradients up to {MAX_IG_STEPS} steps and "
                f"{MAX_IG_BATCH_TOKENS:,} tokens per batch (steps × tokens: here at most "
                f"{_steps_allowed(k)[-1] if _steps_allowed(k) else 0} steps for {k} tokens); "
                f"occlusion up to {MAX_OCCLUSION_TOKENS} tokens (one run per token). "
-               "Past a limit, the method is skipped and the page says so; these limits "
-               "never shorten your text.")
+               "Past a limit, the method is skipped and the page says so; "
+               + ("these limits never shorten your text." if context_cut is None else
+                  f"these limits never shorten your text (the model itself reads at most "
+                  f"{context_cut:,} tokens: see above)."))
+
+
+def _shorten_button(selection, limit: int, key: str) -> None:
+    """One click to put the text's first whole words, at most `limit` tokens, in the sidebar."""
+    loaded = selection.model
+    shorter = first_words(loaded, selection.text, limit)
+    if shorter:
+        st.button(f"Use the first {token_count(loaded, shorter)} tokens of the text", key=key,
+                  on_click=use_text(shorter), type="primary",
+                  help="Puts the beginning of your text, in whole words, in the sidebar.")
 
 
 def _results(every, layer: int, head: int | None, labels: list[str], n_heads: int) -> None:
@@ -197,7 +212,8 @@ def _per_head(every, layer: int, head: int | None, n_heads: int) -> None:
     st.subheader("Which heads look where the effect is?")
     if every.occlusion_mode is None:
         st.info(f"This view compares every head with occlusion, which runs only for texts of up "
-                f"to {MAX_OCCLUSION_TOKENS} tokens. Shorten the text to see it.")
+                f"to {MAX_OCCLUSION_TOKENS} tokens. Shorten the text to see it:")
+        _shorten_button(st.session_state["selection"], MAX_OCCLUSION_TOKENS, "eff_short_occ")
         return
     fig = head_grid(every.head_correlations, title="Each head's attention against occlusion",
                     value_name="Spearman ρ", diverging=True,
@@ -246,12 +262,13 @@ def page() -> None:
     average = top[2].toggle("Average of heads", key="eff_average")
     head = index_slider(top[1], "Head", cfg.n_heads, key="eff_head", disabled=average)
     baseline, steps, mode = _method_controls(loaded, k)
-    _bounds(k)
+    _bounds(k, cfg.n_ctx if trace.dropped[0] else None)
     write_to_url(elayer=layer, ehead=head, eavg="1" if average else None,
                  epos=position, esteps=steps, ebase=baseline, eocc=mode)
     if k > MAX_GRADIENT_TOKENS or not _steps_allowed(k):
         st.info(f"This text has {k} tokens; the gradient methods take at most "
-                f"{MAX_GRADIENT_TOKENS}. Shorten the text to measure it.")
+                f"{MAX_GRADIENT_TOKENS}. Shorten the text to measure it:")
+        _shorten_button(selection, MAX_GRADIENT_TOKENS, "eff_short_grad")
         return
     request = (selection.model_name, selection.text, second, position, baseline, steps, mode)
     asked = st.session_state.setdefault("_eff_asked", [])

@@ -179,9 +179,9 @@ init_from_link([("gen_step", "gstep", "int", 1, (1, MAX_NEW_TOKENS))])
 if "gen_layer" not in st.session_state and url_param("glayer") is not None:
     init_from_link([("gen_layer", "glayer", "int", cfg.n_layers - 1, (0, cfg.n_layers - 1)),
                     ("gen_head", "ghead", "int", 0, (0, cfg.n_heads - 1))])
-st.caption(f"Bounds: up to {MAX_NEW_TOKENS} new tokens; the prompt is at most {limit} tokens. "
-           f"This model reads {cfg.n_ctx} tokens at a time: once the text is longer, each step "
-           f"reads only the last {cfg.n_ctx}.")
+st.caption(f"Bounds: up to {MAX_NEW_TOKENS} new tokens. Generation starts from the last "
+           f"{limit} tokens of a longer prompt. This model reads {cfg.n_ctx} tokens at a time: "
+           f"once the text is longer, each step reads only the last {cfg.n_ctx}.")
 prompt_ids, left_out = prompt_window(loaded, selection.text, limit)
 if left_out:
     window_note.warning(
@@ -206,11 +206,15 @@ with left:
 with right:
     _attention(loaded, gen, step - 1, cfg)
 
-st.subheader("The whole text")
-st.code(prompt_text + "".join(pieces), language=None, wrap_lines=True)
+if left_out:  # not the whole text: say so, and mark where it starts
+    st.subheader(f"The last {len(prompt_ids):,} tokens of the prompt, then the new text")
+    st.code("…" + prompt_text + "".join(pieces), language=None, wrap_lines=True)
+else:
+    st.subheader("The whole text")
+    st.code(prompt_text + "".join(pieces), language=None, wrap_lines=True)
 more = not gen.stopped_at_end and n_new < MAX_NEW_TOKENS
 st.caption(gen.why_stopped + (" Raise “New tokens” above for more." if more else ""))
-if not left_out and not selection.pair:
+if not selection.pair:  # the sidebar's own text (all of it) and the new tokens
     st.button("Put the whole text in the sidebar", key="gen_to_sidebar",
               on_click=set_state(sb_text=selection.text + "".join(pieces)),
               help="Then generate on from there, or open “Which parts made the logit” to see "

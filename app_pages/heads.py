@@ -10,7 +10,7 @@ from analysis.head_stats import (STATISTICS, StatTotals, pooled_statistics, spec
 from ui import settings
 from ui.cache import get_model, shared
 from ui.charts import chart_config
-from ui.callbacks import open_chosen_head, pick_head, pick_row
+from ui.callbacks import open_chosen_head, pick_head
 from ui.sidebar import require_trace
 from ui.text import md_escape, shorten
 from viz.heads import head_grid
@@ -18,12 +18,15 @@ from viz.heads import head_grid
 MAX_EXTRA_TEXTS = 8
 FORMATS = {"entropy": ".2f", "distance": ".1f"}  # the shares use ".2f" too
 TABLE_FORMATS = {"entropy": "%.2f", "distance": "%.1f"}  # the shares: percent, "26%"
-INDEX_PX = 40
-# Short column headers, each column just wide enough for its header (the header's tooltip and
-# the caption above the table say the full name): the shares are "share of attention to ...".
-HEADERS = {"entropy": ("Entropy", 66), "special": ("Special", 66), "first": ("First", 52),
-           "punctuation": ("Punctuation", 94), "previous": ("Previous", 72),
-           "self": ("Itself", 58), "next": ("Next", 50), "distance": ("Distance", 72)}
+HEAD_PX = 56  # one column names the head: "L5 H6"
+SHARE_PX = 48  # room for "100%"
+# Short column headers, so every column fits an 800 px screen with no sideways scroll (the
+# header's tooltip and the caption above the table say the full name): the shares are
+# "share of attention to ...".
+HEADERS = {"entropy": ("Entropy", 65), "special": ("Spec", SHARE_PX),
+           "first": ("First", 51), "punctuation": ("Punct", 51),
+           "previous": ("Prev", SHARE_PX), "self": ("Self", SHARE_PX),
+           "next": ("Next", SHARE_PX), "distance": ("Dist", SHARE_PX)}
 # Table columns after the chosen statistic: first the ones the intro talks about, so they are
 # the ones an 800 px screen shows without scrolling sideways.
 TABLE_ORDER = ("previous", "self", "next", "distance", "special", "first", "punctuation",
@@ -105,23 +108,23 @@ st.plotly_chart(fig, key="hs_grid",
 st.subheader("All statistics, sortable")
 shares = [n for n in TABLE_ORDER if n in names and n not in ("entropy", "distance")]
 targets = ", ".join(STATISTICS[n][0].removeprefix("To ") for n in shares)
-st.caption(", ".join(HEADERS[n][0] for n in shares) + ": the share (in %) of each row's "
-           f"attention that goes to, in order: {targets}. Distance: the mean distance in "
-           "tokens. Entropy: in bits. Click a column header to sort; select a row to open "
-           "that head.")
-table = pd.DataFrame({"layer": [lay for lay in range(cfg.n_layers) for _ in range(cfg.n_heads)],
-                      "head": [h for _ in range(cfg.n_layers) for h in range(cfg.n_heads)]})
+st.caption("Head “L5 H6”: layer 5, head 6. " + ", ".join(HEADERS[n][0] for n in shares)
+           + f": the share (in %) of each row's attention that goes to, in order: {targets}. "
+           "Dist: the mean distance in tokens. Entropy: in bits. Click a column header to "
+           "sort; pick a head below to open it.")
+table = pd.DataFrame({"head": [f"L{lay} H{h}" for lay in range(cfg.n_layers)
+                               for h in range(cfg.n_heads)]})
 # The chosen statistic first; shares in percent ("26%" is narrower than "0.256").
 for name in [stat] + [n for n in TABLE_ORDER if n in names and n != stat]:
     table[STATISTICS[name][0]] = stats[name].reshape(-1) * (100 if name in shares else 1)
 table = table.sort_values(label, ascending=False, kind="stable").reset_index(drop=True)
-st.session_state["_hs_rows"] = list(zip(table["layer"].tolist(), table["head"].tolist()))
+# No row selection: its checkbox column would push the last columns off a narrow screen;
+# "Or pick a head" below opens any head.
 st.dataframe(
-    table, key="hs_table", on_select=pick_row("hs_table", "_hs_rows", goto_flag="_hs_goto"),
-    selection_mode="single-row", hide_index=True, width="stretch",
+    table, key="hs_table", hide_index=True, width="stretch",
     column_config={
-        "layer": st.column_config.NumberColumn("layer", width=INDEX_PX),
-        "head": st.column_config.NumberColumn("head", width=INDEX_PX),
+        "head": st.column_config.TextColumn("head", width=HEAD_PX,
+                                            help="L = layer, H = head"),
         **{STATISTICS[n][0]: st.column_config.NumberColumn(
             HEADERS[n][0], help=STATISTICS[n][0], width=HEADERS[n][1],
             format=TABLE_FORMATS.get(n, "%.0f%%")) for n in names}},

@@ -48,11 +48,13 @@ n = len(tokens)
 labels = axis_labels(tokens)
 lens = _lens(trace, key)
 st.caption(
-    "After every layer, the residual stream (the running sum that carries each token "
-    "through the model) is passed through the model's own final norm and unembedding, as if "
-    "the model stopped there. The softmax over the vocabulary shows which next token it "
-    "leans to at that depth. The last row is exactly the model's real output. Read each "
-    "column top-down to watch a prediction form.")
+    "After every layer, the running sum that carries each token through the model is read "
+    "out the same way the model reads its last layer, as if it stopped there: turned into a "
+    "probability for every token it knows. That shows which next token it leans to at that "
+    "depth. The last row is exactly the model's real output. Read each column top-down to "
+    "watch a prediction form.",
+    help="For the curious: each row is the residual stream after that layer, passed through "
+    "the model's own final norm and unembedding, then a softmax over the vocabulary.")
 
 window = st.session_state.get("lens_window")
 if not (isinstance(window, tuple) and 0 <= window[0] <= window[1] < n):
@@ -95,7 +97,10 @@ truth = visible_text(tokens[pos + 1], byte_level) if pos + 1 < n else None
 st.caption(f"Reading position {pos} (“{md_escape(visible_text(tokens[pos], byte_level))}”). "
            + (f"The true next token is “{md_escape(truth)}”: rank 1 means the layer already "
               "puts it first." if truth is not None else
-              "This is the last token, so there is no true next token to rank."))
+              ("This is the last token the model read (the rest of the text was cut), so "
+               "there is nothing to rank it against."
+               if trace.dropped[0] or selection.cut_chars else
+               "This is the last token, so there is no true next token to rank.")))
 ranked = [[visible_text(words[r * TOP_K + i], byte_level) for i in range(TOP_K)]
           for r in range(lens.n_rows)]
 columns = (detail_columns(lens.row_names, ranked, lens.top_probs[:, pos])

@@ -13,8 +13,14 @@ import streamlit as st
 KEY = "projector"
 SCALE = 1.35  # figure fonts and heights
 BASE_FONT_PX = 22  # Streamlit's default is 16
+SIDEBAR_PX = 300  # Streamlit's sidebar width: fixed in px, while its text grows with the font
+# The open sidebar widens with the font, so page names and the model and example boxes are not
+# cut ("Generate, step by s…"); a collapsed sidebar is left alone.
+SIDEBAR_CSS = ("section[data-testid='stSidebar'][data-collapsed='false'] { width: "
+               f"{round(SIDEBAR_PX * BASE_FONT_PX / 16)}px !important; max-width: none !important; }}")
 CSS = (f"<style>html {{ font-size: {BASE_FONT_PX}px; }} "
-       "[data-testid='stMainBlockContainer'] { max-width: 100%; }</style>")
+       "[data-testid='stMainBlockContainer'] { max-width: 100%; } "
+       f"{SIDEBAR_CSS}</style>")
 
 
 def on() -> bool:
@@ -35,7 +41,18 @@ def enlarged(fig: go.Figure) -> go.Figure:
                               if getattr(margin, side) is not None})  # room for larger labels
     big.update_xaxes(tickfont_size=size)
     big.update_yaxes(tickfont_size=size)
+    for trace in big.data:  # text set to a fixed size (in-cell labels, point names) grows too;
+        _enlarge_textfont(trace)  # text left to plotly's fit grows with the larger font above
     return big
+
+
+def _enlarge_textfont(trace) -> None:
+    font = getattr(trace, "textfont", None)
+    size = getattr(font, "size", None) if font is not None else None
+    if isinstance(size, (int, float)) and not isinstance(size, bool):
+        trace.textfont.size = size * SCALE
+    elif isinstance(size, (list, tuple)) and all(isinstance(v, (int, float)) for v in size):
+        trace.textfont.size = [v * SCALE for v in size]
 
 
 def install() -> None:

@@ -18,12 +18,31 @@ MAX_CELL_DECIMALS = 3
 # 800 px window with the sidebar open leaves the grid about NARROW_GRID_PX of plot width, and
 # plotly's automatic text size (about 0.65 × size per character) must be at least MIN_TEXT_PX.
 NARROW_GRID_PX, MIN_TEXT_PX = 300, 10
+FIT_PER_CHAR = 0.65
+SMALL_GRID_HEADS = 12
 
 
-def cell_text(z: np.ndarray) -> list[list[str]]:
-    """Short in-cell labels for a grid: two significant digits of its largest |value|, the
-    same number of decimals in every cell (so they read as a column), "" for NaN. The hover
-    keeps the full value; the short form is what fits a cell on a narrow screen."""
+def _own_digits(v: float) -> str:
+    """Two significant digits of this value (at most MAX_CELL_DECIMALS decimals), "" for NaN."""
+    if not np.isfinite(v):
+        return ""
+    if v == 0:
+        return "0"
+    decimals = int(np.clip(1 - np.floor(np.log10(abs(v))), 0, MAX_CELL_DECIMALS))
+    out = format(v, f".{decimals}f")
+    return out[1:] if out.startswith("-") and not out.strip("-0.") else out  # no "-0.000"
+
+
+def cell_text(z: np.ndarray, max_chars: int | None = None) -> list[list[str]]:
+    """Short in-cell labels for a grid, "" for NaN. With `max_chars` (what fits a cell on the
+    narrowest screen), each cell gets two significant digits of its own value when every label
+    fits (so a small value does not read "0.0" beside a large one). Otherwise: two significant
+    digits of the largest |value|, the same number of decimals in every cell (so they read as
+    a column). The hover keeps the full value."""
+    if max_chars is not None:
+        own = [[_own_digits(v) for v in row] for row in z.tolist()]
+        if max(len(t) for row in own for t in row) <= max_chars:
+            return own
     finite = np.abs(z[np.isfinite(z)])
     top = float(finite.max()) if finite.size else 0.0
     decimals = 2 if top == 0 else int(np.clip(1 - np.floor(np.log10(top)), 0,
@@ -59,10 +78,12 @@ def head_grid(values, title: str, value_name: str, fmt: str = ".2f", diverging: 
         top = float(np.abs(finite).max()) if finite.size else 1.0
         scale = dict(colorscale=DIVERGING, zmid=0, zmin=-top or -1, zmax=top or 1)
     name = html.escape(value_name, quote=False)
-    labels = cell_text(z)
+    # Small grids (up to SMALL_GRID_HEADS columns): each cell its own two digits, if they fit.
+    labels = cell_text(z, int(NARROW_GRID_PX / n_heads / (FIT_PER_CHAR * MIN_TEXT_PX))
+                       if n_heads <= SMALL_GRID_HEADS else None)
     longest = max(len(t) for row in labels for t in row) or 1
     show_text = (n_layers * n_heads <= CELL_TEXT_LIMIT
-                 and NARROW_GRID_PX / n_heads / (0.65 * longest) >= MIN_TEXT_PX)
+                 and NARROW_GRID_PX / n_heads / (FIT_PER_CHAR * longest) >= MIN_TEXT_PX)
     layer_idx, head_idx = np.divmod(np.arange(n_layers * n_heads), n_heads)
     value_text = [("" if not np.isfinite(v) else format(v, fmt)) for v in z.reshape(-1)]
     fig = go.Figure([

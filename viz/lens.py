@@ -14,6 +14,13 @@ from .style import (COLORSCALE, FULL_PAGE_PX, MASKED_GREY, TEMPLATE, TEMPLATE_TO
                     subtitle_block, to_numpy)
 
 CELL_TEXT_LIMIT = 40  # with more positions than this, cells carry colour only (hover has all)
+# Cell text: as large as the cells allow on the narrowest plot (the page beside the open
+# sidebar on an 800 px screen: FULL_PAGE_PX less the row names and the colour bar), at most
+# CELL_FONT_MAX px. Below CELL_FONT_MIN px no size is set and plotly fits the text to each cell
+# itself (so small cells get small text, never text that spills over its neighbours).
+NARROW_PLOT_PX = FULL_PAGE_PX - 110 - 70
+CELL_FONT_MIN, CELL_FONT_MAX = 14, 18
+FIT_PER_CHAR = 0.65  # plotly.js counts a character as 0.65 × the font size wide
 DETAIL_TOKEN_CHARS = 8  # a longer token is cut with "…", so the detail table fits a narrow screen
 
 
@@ -50,6 +57,16 @@ def detail_columns(row_names, top_tokens, top_probs, next_rank=None,
                              f"{rank.size} and {nprob.size}")
         out["true next"] = [f"#{int(rank[r]):,} · {percent(nprob[r])}" for r in range(n_rows)]
     return out
+
+
+def cell_font_size(labels, n_pos: int) -> int | None:
+    """The in-cell font size for a lens table with `n_pos` columns whose longest cell text is
+    in `labels` (HTML-escaped strings): the largest size up to CELL_FONT_MAX at which it fits
+    a cell on the narrowest plot, or None (plotly's own fit) when that is below CELL_FONT_MIN."""
+    longest = max((len(html.unescape(str(t))) for t in labels), default=1) or 1
+    fit = int(NARROW_PLOT_PX / max(n_pos, 1) / (FIT_PER_CHAR * longest))
+    size = min(CELL_FONT_MAX, fit)
+    return size if size >= CELL_FONT_MIN else None
 
 
 def lens_table(row_names, input_tokens, top_tokens, top_probs, next_tokens, next_rank,
@@ -106,7 +123,7 @@ def lens_table(row_names, input_tokens, top_tokens, top_probs, next_tokens, next
         z=z, x=columns, y=rows, text=cell, customdata=hover, colorscale=COLORSCALE, zmin=0,
         zmax=1, xgap=1, ygap=1, hoverongaps=False,
         texttemplate="%{text}" if n_pos <= CELL_TEXT_LIMIT else None,
-        textfont=dict(size=11),
+        textfont=dict(size=cell_font_size([t for row in cell for t in row], n_pos)),
         colorbar=dict(title=dict(text="p(top)" if colour == "top" else "p(true next)"),
                       thickness=14),
         hovertemplate="%{customdata}<extra></extra>",

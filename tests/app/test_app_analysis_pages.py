@@ -47,7 +47,7 @@ def test_minilm_heads_page_shows_the_statistics_and_opens_a_head(minilm):
     grid = _charts(at)["hs_grid"]
     assert "entropy" in grid["layout"]["title"]["text"].lower()
     np.testing.assert_allclose(_array(grid["data"][0]["z"]), stats["entropy"], atol=1e-5)
-    table = at.dataframe(key="hs_table").value
+    (table,) = [d.value for d in at.dataframe if "head" in d.value.columns]
     assert len(table) == 72 and table.iloc[0]["Entropy (bits)"] == pytest.approx(
         stats["entropy"].max(), abs=1e-5)  # sorted by the chosen statistic, largest first
     assert "log_2" in _texts(at.markdown)  # the definition is on screen

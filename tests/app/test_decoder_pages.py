@@ -95,11 +95,11 @@ def test_a_long_prompt_continues_from_its_end_with_one_message(tiny_chars):
     notes = _texts(at.warning) + " " + _texts(at.info)
     assert "last 64" in notes and "first 64 tokens" not in notes
     assert sum("64" in str(w.value) for w in list(at.warning) + list(at.info)) == 1  # once
-    whole = _texts(at.code)
-    assert whole.startswith(text[-64:]) and text[-64:].endswith("the end")
+    whole = _texts(at.code)  # not the whole text: it starts with "…"
+    assert whole.startswith("…" + text[-64:]) and text[-64:].endswith("the end")
     engine = generate_ids(tiny_chars, tiny_chars.tokenizer.encode([text[-64:]], None, 64)
                           .input_ids[0].tolist(), 5)
-    assert whole == tiny_chars.tokenizer.decode(engine.ids)
+    assert whole == "…" + tiny_chars.tokenizer.decode(engine.ids)
 
 
 def test_the_induction_head_opens_first_on_tiny_induction():

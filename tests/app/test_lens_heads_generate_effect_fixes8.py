@@ -83,19 +83,21 @@ def test_heads_intro_names_the_models_own_special_tokens():
     intro = at.caption[0].value
     assert "[SEP]" not in intro and "park their attention on the first token" in intro
     assert "To special tokens" not in at.selectbox(key="hs_stat").options
-    table = at.dataframe(key="hs_table").value
+    (table,) = [d.value for d in at.dataframe if "head" in d.value.columns]
     assert "To special tokens" not in table.columns  # it would be all zeros
     assert "Special" not in _texts(at)
 
 
 def test_heads_table_shows_the_intros_columns_on_an_800_px_screen():
     at = _app("app_pages/heads.py", "minilm", TEXT)
-    (table,) = [d for d in at.dataframe if "layer" in d.value.columns]
+    (table,) = [d for d in at.dataframe if "head" in d.value.columns]
     frame, config = table.value, json.loads(table.proto.columns)
     wanted = ["To the previous token", "To itself", "To the next token",
               "Mean distance (tokens)"]
-    assert list(frame.columns[:7]) == ["layer", "head", "Entropy (bits)", *wanted]
-    used = CHECKBOX_PX + sum(config[c]["width"] for c in frame.columns[:7])
+    assert list(frame.columns[:6]) == ["head", "Entropy (bits)", *wanted]
+    # no row selection (its checkbox column would take CHECKBOX_PX): every column fits
+    assert not table.proto.selection_mode
+    used = sum(config[c]["width"] for c in frame.columns)
     assert used <= NARROW_MAIN_PX
     for column in wanted:  # each header fits its column (about 7 px a letter, 16 px padding)
         assert 7 * len(config[column]["label"]) + 16 <= config[column]["width"]
