@@ -71,19 +71,6 @@ def toggle_head(chart_key: str, n_heads: int, chosen_key: str):
     return partial(_toggle, chart_key, n_heads, chosen_key)
 
 
-def _pick_row(table_key: str, order_key: str, goto_flag: str | None) -> None:
-    event = st.session_state.get(table_key)
-    rows = getattr(getattr(event, "selection", None), "rows", None) or []
-    order = st.session_state.get(order_key, [])
-    if rows and rows[0] < len(order):
-        open_on_attention(*order[rows[0]], goto_flag=goto_flag)
-
-
-def pick_row(table_key: str, order_key: str, goto_flag: str | None = None):
-    """An on_select callback for a table whose rows are the (layer, head) pairs in order_key."""
-    return partial(_pick_row, table_key, order_key, goto_flag)
-
-
 def _set(values: dict) -> None:
     st.session_state.update(values)
 
