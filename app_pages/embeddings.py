@@ -145,7 +145,9 @@ if cfg.positions != "rotary":  # a rotary model adds no position row
 table = pd.DataFrame(columns)
 for name, values in norms.items():
     table[length_of(name)] = np.round(values, 3)
-st.dataframe(table, hide_index=True, key="emb_table")
+# every length with 3 decimals ("7.190" under "8.703", not "7.19"), so a column reads as one
+st.dataframe(table, hide_index=True, key="emb_table", column_config={
+    length_of(name): st.column_config.NumberColumn(format="%.3f") for name in norms})
 
 # -------------------------------------------------------------------- 2. projections
 st.header("Where tokens live: projections layer by layer")

@@ -12,16 +12,18 @@ from analysis.walkthrough import Shown, Step, preview, top_tokens, walkthrough
 from analysis.walkthrough.mlp import ActivationView, activation_view
 from analysis.walkthrough.steps import dim_words, plural, where_from
 from analysis.walkthrough.table import (
-    FULL_PX, PAIR_PX, cell_texts, display_values, fitting_columns,
+    FULL_PX, PAIR_PX, cell_texts, decimals_for, display_values, fitting_columns,
 )
 from ui.cache import cached_run
 from ui.sidebar import require_trace
+from ui.decoder_lab import decoder_reason
 from ui.urlstate import url_int, url_param, write_to_url
 from viz.attention import attention_heatmap
 from ui.callbacks import step_state
 from ui.charts import chart_config
 from ui.widgets import index_slider
 from viz.labels import axis_labels, plain_text, visible_text
+from viz.numbers import percent
 from viz.walkthrough import (
     activation_scatter, allowed_matrix, layer_stack_heatmap, mask_matrix, scores_heatmap,
     token_table, top_tokens_bar, values_heatmap,
@@ -41,6 +43,40 @@ PAIR_VS_BATCH = (
     "The shorter one is filled with padding so both fit one `[2, pos]` tensor, and the "
     "attention mask hides the padding from every query."
 )
+
+# A model without token types has no sentence pairs: a second text only makes a batch.
+BATCH_ONLY = ("Your two texts run as a padded batch of two: the shorter one is filled with "
+              "padding so both have the same length, and the attention mask hides the padding "
+              "from every query.")
+
+
+def _reads_two_texts(model) -> bool:
+    """Can the sidebar's second text be used with this model? (A character model reads one
+    text at a time: a second one is refused.)"""
+    try:
+        model.encode("a", "b")
+    except ValueError:
+        return False
+    return True
+
+
+def _where_next(predicts_next: bool) -> None:
+    """Links from the last step to the pages that apply to this model: the logit lens and
+    generation only for a model that predicts the next token (ui/decoder_lab.py decides, as
+    those pages do)."""
+    if predicts_next:
+        st.markdown("**Where to go next:** see what every head attends to, watch the guess "
+                    "for the next token form layer by layer, or let the model write.")
+        pages = (("attention", "Attention", "grid_on"), ("logit_lens", "Logit lens",
+                 "visibility"), ("generate", "Generate, step by step", "edit_note"))
+    else:
+        st.markdown("**Where to go next:** see what every head attends to, which heads share "
+                    "a habit, and where the token vectors sit.")
+        pages = (("attention", "Attention", "grid_on"), ("heads", "Head statistics",
+                 "leaderboard"), ("embeddings", "Embeddings", "scatter_plot"))
+    links = st.container(horizontal=True, gap="medium")
+    for file, label, icon in pages:
+        links.page_link(f"app_pages/{file}.py", label=f"{label} ▸", icon=f":material/{icon}:")
 
 
 def _full_trace(name: str, text: str, pair: str, as_batch: bool) -> Trace:
@@ -90,14 +126,34 @@ def _show_tensor(shown: Shown, pick: dict, labels: list[str], n_layers: int,
     rows, cols = pv.values.shape
     index = _axis(pv.row_dim, rows, labels, n_layers, vocab)
     headers = _axis(pv.col_dim, cols, labels, n_layers, vocab)
-    cols = fitting_columns(index, headers, cell_texts(pv.values), budget_px)
-    frame = pd.DataFrame(display_values(pv.values[:, :cols]), index=index,
-                         columns=headers[:cols])
-    st.dataframe(frame, width="stretch")
+    decimals = decimals_for(pv.values)  # one for the whole table: a column reads as one
+    texts = _percentages(pv.values) if shown.probability else cell_texts(pv.values, decimals)
+    cols = fitting_columns(index, headers, texts, budget_px)
+    frame = pd.DataFrame(texts[:, :cols] if shown.probability
+                         else display_values(pv.values[:, :cols], decimals),
+                         index=index, columns=headers[:cols])
+    st.dataframe(frame, width="stretch", column_config=_column_formats(frame, decimals))
     fixed = ", ".join(_fixed_words(dim, i, labels, n_layers) for dim, i in pv.fixed.items())
     st.caption(f"Preview: {_count(rows, pv.n_rows, pv.row_dim)} (rows) × "
                f"{_count(cols, pv.n_cols, pv.col_dim)} (columns)"
                + (f", for {fixed}" if fixed else "") + ".")
+
+
+def _percentages(values: np.ndarray) -> np.ndarray:
+    """Probabilities as the app writes them everywhere: "61%", "0.07%", "< 0.01%"."""
+    return np.array([percent(v) for v in values.ravel()], dtype=object).reshape(values.shape)
+
+
+def _column_formats(frame: pd.DataFrame, decimals: int) -> dict:
+    """Every number with the same fixed decimals ("2.370" under "4.319", never "2.37"), so a
+    column reads as a column; text cells ("−∞", "61%") right-aligned like the numbers."""
+    formats = {}
+    for name, column in frame.items():
+        if column.dtype.kind == "f":
+            formats[name] = st.column_config.NumberColumn(format=f"%.{decimals}f")
+        elif column.dtype.kind == "O":
+            formats[name] = st.column_config.TextColumn(alignment="right")
+    return formats
 
 
 def _count(shown: int, total: int, dim: str) -> str:
@@ -205,15 +261,21 @@ st.title("Forward pass, step by step", anchor=False)
 require_trace(selection)
 _init_state()
 has_pair = bool(selection.pair.strip())
-if has_pair:
+has_types = selection.model.cfg.n_token_types > 0  # sentence A / B: only then is a pair
+if has_pair and has_types:
     st.toggle("Run the two texts as a padded batch of two", key="wk_batch",
               help="Off: one sentence-pair sequence. On: two sequences padded to one length.")
     with st.expander("Sentence pair or padded batch?"):
         st.markdown(PAIR_VS_BATCH)
-else:
+elif has_pair:
+    st.caption(BATCH_ONLY)
+elif has_types:
     st.caption("Type a second sentence in the sidebar to compare a sentence pair with a padded "
                "batch of two texts (where padding and its mask appear).")
-as_batch = has_pair and st.session_state["wk_batch"]
+elif _reads_two_texts(selection.model):
+    st.caption("Type a second text in the sidebar to see a padded batch of two texts (where "
+               "padding and its mask appear).")
+as_batch = has_pair and (st.session_state["wk_batch"] or not has_types)
 try:
     trace = _full_trace(selection.model_name, selection.text, selection.pair, as_batch)
 except ValueError as exc:  # e.g. a character model given two texts to pad together
@@ -291,12 +353,7 @@ with body:
                   on_click=step_state("wk_layer", 1, 0, cfg.n_layers - 1,
                                                   wk_step=first))
     if number == n_steps:
-        st.markdown("**Where to go next:** see what every head attends to, or watch the "
-                    "guess for the next token form layer by layer.")
-        links = st.container(horizontal=True, gap="medium")
-        links.page_link("app_pages/attention.py", label="Attention ▸", icon=":material/grid_on:")
-        links.page_link("app_pages/logit_lens.py", label="Logit lens ▸",
-                        icon=":material/visibility:")
+        _where_next(decoder_reason(selection, "Generation") is None)
 
 write_to_url(step=number, wlayer=layer, wbatch="1" if as_batch else None,
              teacher="1" if teacher else None)

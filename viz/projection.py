@@ -7,6 +7,7 @@ Arrays and token labels in, figures out. Labels should come from `viz.labels.axi
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 
 import numpy as np
@@ -14,7 +15,10 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative
 
 from .point_labels import spread_labels
-from .style import DIVERGING, FULL_PAGE_PX, check_tokens, escape, titled_layout, to_numpy
+from .style import (
+    AXIS_TITLE_PX, DIVERGING, FULL_PAGE_PX, check_tokens, escape, label_margins, label_px,
+    titled_layout, to_numpy,
+)
 
 CATEGORY_COLOURS = tuple(qualitative.Dark24)
 MAX_CATEGORIES = len(CATEGORY_COLOURS)  # more distinct tokens than this: the rest are grey
@@ -25,6 +29,10 @@ QK_PLOT_PX = (360.0, 380.0)
 BAR_TOKENS = 60  # norms as grouped bars up to this many tokens, as lines beyond
 QUERY_COLOUR, KEY_COLOUR = "#d62728", "#1f77b4"
 LEGEND_BELOW = dict(orientation="h", yref="container", y=0, yanchor="bottom", x=0)
+# The legend under a bar chart's slanted tick labels: one row of entries, the gap above it
+LEGEND_ROW_PX, LEGEND_GAP_PX, LEGEND_ENTRY_PX = 30.0, 18.0, 45.0  # entry: marker and spacing
+NARROW_FIGURE_PX = 440.0  # a page-wide figure in an 800 px window, where the legend wraps
+TICK_ANGLE = 60
 
 
 def _layout(fig: go.Figure, title: str, subtitle: str = "", height: int = 520,
@@ -66,6 +74,21 @@ def length_of(name: str) -> str:
     return f"length {name}" if name.startswith("after ") else f"length of {name}"
 
 
+def tick_drop(tick_labels) -> float:
+    """How far (px) tick labels slanted by TICK_ANGLE reach below the plot."""
+    return label_margins([], tick_labels, TICK_ANGLE, show_y=False)["b"] - AXIS_TITLE_PX
+
+
+def legend_bottom(tick_labels, names) -> int:
+    """The bottom margin (px) for tick labels slanted by TICK_ANGLE with the legend right
+    under them: the longest label's drop plus the legend's rows (as many as its entries need
+    on a narrow screen). The legend hangs from the labels, so a spare row is empty space
+    under it, never a band between the labels and the legend."""
+    width = sum(label_px(n) + LEGEND_ENTRY_PX for n in names)
+    rows = max(1, math.ceil(width / NARROW_FIGURE_PX))
+    return int(tick_drop(tick_labels) + LEGEND_GAP_PX + rows * LEGEND_ROW_PX)
+
+
 def norms_figure(norms: dict, labels, title: str, subtitle: str = "") -> go.Figure:
     """For each token (x), the length (L2 norm) of each named vector: grouped bars up to
     BAR_TOKENS tokens, one line per vector beyond (hundreds of bar groups cannot be read)."""
@@ -81,11 +104,19 @@ def norms_figure(norms: dict, labels, title: str, subtitle: str = "") -> go.Figu
                              hovertemplate=hover) if bars else
                       go.Scatter(x=labels, y=v, name=escape(name), mode="lines",
                                  line=dict(color=colour, width=1), hovertemplate=hover))
-    return _layout(fig, title, subtitle, height=440 if bars else 380, barmode="group",
-                   xaxis=dict(type="category", tickangle=-60, showticklabels=bars,
-                              title=dict(text="" if bars else "token (hover for its label)")),
-                   yaxis=dict(title=dict(text="length")), legend=LEGEND_BELOW,
-                   margin=dict(l=60, r=30, t=90, b=150 if bars else 90))
+    # bars: the bottom margin is set here (no automargin, which also reserves room for an
+    # axis title there is none of), and the legend hangs right under the slanted labels
+    _layout(fig, title, subtitle, height=440 if bars else 380, barmode="group",
+            xaxis=dict(type="category", tickangle=-TICK_ANGLE, showticklabels=bars,
+                       automargin=not bars,
+                       title=dict(text="" if bars else "token (hover for its label)")),
+            yaxis=dict(title=dict(text="length")), legend=LEGEND_BELOW,
+            margin=dict(l=60, r=30, t=90, b=legend_bottom(labels, list(norms)) if bars else 90))
+    if bars:
+        plot_px = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
+        fig.update_layout(legend=dict(yref="paper", yanchor="top",
+                                      y=-(tick_drop(labels) + LEGEND_GAP_PX) / plot_px))
+    return fig
 
 
 def _groups(values: list[str]) -> list[tuple[str, np.ndarray, bool]]:

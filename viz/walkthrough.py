@@ -12,7 +12,8 @@ import html
 import numpy as np
 import plotly.graph_objects as go
 
-from .labels import axis_labels
+from .labels import axis_labels, looks_byte_level, token_label
+from .numbers import percent
 from .style import (COLORBAR_MARGIN, COLORSCALE, DIVERGING, MASKED_GREY, TEMPLATE,
                     figure_height, heatmap_size, label_margins, subtitle_block, to_numpy,
                     top_margin)
@@ -254,17 +255,19 @@ def layer_stack_heatmap(norms, tokens, title: str) -> go.Figure:
 
 
 def top_tokens_bar(tokens: list[str], probs, title: str) -> go.Figure:
-    """Horizontal bars, the most likely next token on top."""
+    """Horizontal bars, the most likely next token on top, ranked from 1 and written as
+    percentages the way the Generate page writes them ("61%", "< 0.01%")."""
     p = to_numpy(probs, "probs", 1)
     if len(tokens) != p.size:
         raise ValueError(f"one probability per token: {len(tokens)} tokens, {p.size} values")
-    labels = axis_labels(tokens)
+    byte_level = looks_byte_level(tokens)
+    labels = [f"{i + 1}. {token_label(t, byte_level)}" for i, t in enumerate(tokens)]
     fig = go.Figure(go.Bar(x=p, y=labels, orientation="h", marker_color="#2E91E5",
-                           text=[f"{v:.1%}" for v in p], textposition="outside",
-                           hovertemplate="%{y}: %{x:.4f}<extra></extra>"))
+                           text=[percent(v) for v in p], textposition="outside",
+                           cliponaxis=False, hovertemplate="%{y}: %{x:.2%}<extra></extra>"))
     fig.update_layout(template=TEMPLATE, height=int(160 + 28 * len(labels)),
-                      title=_title(title, "rank·token (rank 0 = most likely)"),
-                      xaxis=dict(title=dict(text="probability"), range=[0, min(1.0, p.max()
-                                                                                * 1.25 + 1e-9)]),
+                      title=_title(title, "rank. token (1 = most likely)"),
+                      xaxis=dict(title=dict(text="probability"), tickformat=".0%",
+                                 range=[0, min(1.0, p.max() * 1.25 + 1e-9)]),
                       yaxis=dict(autorange="reversed", type="category"))
     return fig

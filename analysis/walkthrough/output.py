@@ -58,7 +58,8 @@ def end_steps(w: Walk) -> None:
               r"p(t_T \mid t_{<T}) = \operatorname{softmax}(\text{logits}_{T-1})",
               [Shown("probabilities", probs, ("batch", "vocab"), "hook_logits",
                      "`hook_logits[b, last real position of b].softmax(-1)`",
-                     "turned into probabilities (a softmax) at the last real token")], "top")
+                     "turned into probabilities (a softmax) at the last real token",
+                     probability=True)], "top")
         return
     w.add("output", "Output", "The encoder's output",
           "The last layer's output is the model's result: one contextual vector per token.",

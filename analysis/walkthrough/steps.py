@@ -45,6 +45,7 @@ class Shown:
     source: str
     how: str = ""
     plain_how: str = ""  # `how` in plain words, for the learner ("" if none)
+    probability: bool = False  # values are probabilities: shown as percentages
 
     def __post_init__(self) -> None:
         if len(self.dims) != self.tensor.dim():

@@ -17,7 +17,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-DECIMALS = 3  # "-0.236": enough to follow a number from step to step, short enough to fit
+DECIMALS = 3  # "-0.236", "2.370": enough to follow a number from step to step, short enough
+# to fit; always this many, so the digits of a column line up and every cell reads alike
 CHAR_PX = 7.0
 CELL_PAD_PX = 16.0
 MIN_COLUMN_PX = 50.0  # the grid draws no column narrower than this
@@ -34,27 +35,40 @@ MINUS_INFINITY = "−∞"
 def _number(v: float, decimals: int) -> str:
     if np.isneginf(v):
         return MINUS_INFINITY
-    text = f"{v:.{decimals}f}".rstrip("0").rstrip(".")
-    return "0" if text == "-0" else text
+    text = f"{v + 0.0:.{decimals}f}"  # + 0.0: no "-0.000"
+    return text[1:] if text.startswith("-") and not text.strip("-0.") else text
 
 
-def cell_texts(values: np.ndarray, decimals: int = DECIMALS) -> np.ndarray:
-    """What the grid shows in each cell, as text [rows, cols]: floats rounded to `decimals`
-    without trailing zeros ("0.5", "-0.236", "0"), −∞ spelled out."""
+def decimals_for(values: np.ndarray) -> int:
+    """DECIMALS, or 0 for a table whose finite numbers are all whole (a mask of 0 and −∞
+    reads "0", not "0.000")."""
+    if values.dtype.kind != "f":
+        return 0
+    finite = values[np.isfinite(values)]
+    return 0 if finite.size and np.all(finite == np.round(finite)) else DECIMALS
+
+
+def cell_texts(values: np.ndarray, decimals: int | None = None) -> np.ndarray:
+    """What the grid shows in each cell, as text [rows, cols]: floats with exactly `decimals`
+    decimals ("0.500", "-0.236", "0.000", never "-0.000"; by default `decimals_for`), −∞
+    spelled out; integers as they are."""
     if values.dtype.kind != "f":
         return values.astype(str).astype(object)
+    decimals = decimals_for(values) if decimals is None else decimals
     flat = [_number(float(v), decimals) for v in values.ravel()]
     return np.array(flat, dtype=object).reshape(values.shape)
 
 
-def display_values(values: np.ndarray, decimals: int = DECIMALS) -> np.ndarray:
-    """The values as the grid gets them: rounded numbers (right-aligned, sortable), or text
-    when some cell is −∞ (a blocked score)."""
+def display_values(values: np.ndarray, decimals: int | None = None) -> np.ndarray:
+    """The values as the grid gets them: rounded numbers (right-aligned, sortable; the page
+    shows them with `decimals` fixed decimals, by default `decimals_for`), or text when some
+    cell is −∞ (a blocked score)."""
     if values.dtype.kind != "f":
         return values
+    decimals = decimals_for(values) if decimals is None else decimals
     if np.isneginf(values).any():
         return cell_texts(values, decimals)
-    return np.round(values, decimals)
+    return np.round(values, decimals) + 0.0  # + 0.0 turns -0.0 into 0.0
 
 
 def text_px(text: str) -> float:

@@ -98,3 +98,16 @@ def test_short_sentence_labels_are_thinned_and_every_point_has_hover():
         n = len(at.dataframe[0].value)  # one point per token (two in the q/k plot)
         assert len(hover) == len(text) == n * (2 if key == "emb_qk" else 1)
         assert 0 < sum(1 for s in text if s) < len(text), key  # some named, not all
+
+
+def test_lengths_table_has_fixed_decimals():
+    """Review 8b #13: lengths read "7.19" and "6.99" beside "8.703" in one column."""
+    import json
+
+    at = _page("tiny-chars")
+    table = next(d for d in at.main.dataframe if "length of token" in d.value.columns)
+    formats = json.loads(table.proto.columns or "{}")
+    lengths = [c for c in table.value.columns if str(c).startswith("length")]
+    assert len(lengths) >= 3  # token, position, sum
+    for column in lengths:
+        assert formats.get(column, {}).get("type_config", {}).get("format") == "%.3f", column

@@ -219,7 +219,7 @@ def test_models_trained_here_walk_every_step(name):
 
 def test_counts_in_words_and_where_to_go_next():
     """No "text(s)" or "token(s)": real singulars and plurals; the last step ends with links
-    to the Attention and Logit lens pages instead of a dead end."""
+    to the Attention, Logit lens and Generate pages instead of a dead end."""
     at = _page(model="tiny-chars")
     assert not at.exception
     words = _outside_expanders(at)
@@ -230,7 +230,8 @@ def test_counts_in_words_and_where_to_go_next():
     assert not at.main.get("page_link")  # only on the last step
     at.radio(key="wk_step").set_value(len(options)).run()
     assert "Where to go next" in _outside_expanders(at)
-    assert [link.proto.page for link in at.main.get("page_link")] == ["attention", "logit-lens"]
+    assert [link.proto.page for link in at.main.get("page_link")] == [
+        "attention", "logit-lens", "generate"]
     at = _page()  # MiniLM adds [CLS] and [SEP]
     assert "adding 2 special tokens" in _outside_expanders(at)
 

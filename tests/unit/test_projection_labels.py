@@ -128,3 +128,34 @@ def test_legend_lists_categories_in_reading_order():
     fig = projection_figure(coords, _labels(len(sentences)), sentences, "sentence", "t",
                             categorical=True)
     assert [t.name for t in fig.data] == ["sentence 1", "sentence 2", "sentence 3"]
+
+
+def test_lengths_legend_sits_right_under_the_tick_labels():
+    """Review 8b #17: short character ticks ("10·a") left a ~70 px empty band between the bar
+    chart's ticks and its legend (a fixed 150 px bottom margin). The margin now is the longest
+    label's slanted drop plus the legend's rows: small for short ticks, larger for long ones,
+    so the legend neither floats far below nor covers a label."""
+    import math
+
+    from viz.projection import LEGEND_GAP_PX, LEGEND_ROW_PX, TICK_ANGLE, norms_figure, tick_drop
+    from viz.style import label_px
+
+    norms = {name: np.ones(23) for name in ("token", "position", "sum")}
+    short = [f"{i}·{c}" for i, c in enumerate("The cat sat on the mat.")]
+    fig = norms_figure(norms, short, "t")
+    bottom = fig.layout.margin.b
+    drop = max(map(label_px, short)) * math.sin(math.radians(TICK_ANGLE))
+    assert drop + LEGEND_ROW_PX <= bottom <= drop + 80  # was 150: an empty band of ~70 px
+    # the legend hangs from the labels (a spare row, if any, is left under it, not above it)
+    legend, plot_px = fig.layout.legend, fig.layout.height - fig.layout.margin.t - bottom
+    assert legend.yref == "paper" and legend.yanchor == "top"
+    assert fig.layout.xaxis.automargin is False
+    assert -legend.y * plot_px == pytest.approx(tick_drop(short) + LEGEND_GAP_PX)
+    assert LEGEND_GAP_PX <= 20
+    long = [f"{i}·extraordinarily{i}" for i in range(23)]
+    long_bottom = norms_figure(norms, long, "t").layout.margin.b
+    assert long_bottom >= max(map(label_px, long)) * math.sin(math.radians(TICK_ANGLE)) \
+        + LEGEND_ROW_PX
+    # five legend entries wrap on an 800 px screen: room for two rows
+    five = dict(norms, **{"token type": np.ones(23), "after LayerNorm": np.ones(23)})
+    assert norms_figure(five, short, "t").layout.margin.b >= bottom + LEGEND_ROW_PX

@@ -296,6 +296,6 @@ def test_values_heatmap_caps_columns_and_bars_are_ordered():
     z[0, :100], z[1, 0] = 1.0, 50.0  # one outlier does not set the colour range
     assert values_heatmap(z, ["a", "b"], "x").data[0].zmax == pytest.approx(1.0)
     bars = top_tokens_bar(["Ġthe", "<eos>"], [0.7, 0.2], "next")
-    assert list(bars.data[0].y) == ["0·␣the", "1·&lt;eos&gt;"]
+    assert list(bars.data[0].y) == ["1. ␣the", "2. &lt;eos&gt;"]  # ranked from 1, escaped
     with pytest.raises(ValueError):
         top_tokens_bar(["a"], [0.5, 0.5], "next")

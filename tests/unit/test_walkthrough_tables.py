@@ -10,25 +10,42 @@ import torch
 
 from analysis.walkthrough.mlp import activation_view
 from analysis.walkthrough.table import (
-    FULL_PX, MIN_COLUMN_PX, PAIR_PX, cell_texts, column_px, display_values, fitting_columns,
+    FULL_PX, MIN_COLUMN_PX, PAIR_PX, cell_texts, column_px, decimals_for, display_values,
+    fitting_columns,
     table_px,
 )
-from viz.walkthrough import activation_scatter
+from viz.walkthrough import activation_scatter, top_tokens_bar
 
 
 def test_cell_texts_round_to_three_decimals_and_spell_minus_infinity():
     values = np.array([[-0.23571, 0.2, -0.0004, -np.inf, 13.0]])
-    assert list(cell_texts(values)[0]) == ["-0.236", "0.2", "0", "−∞", "13"]
+    assert list(cell_texts(values)[0]) == ["-0.236", "0.200", "0.000", "−∞", "13.000"]
     assert list(cell_texts(np.array([[101, 13523]]))[0]) == ["101", "13523"]
     assert display_values(values).dtype == object  # −∞ present: text
     rounded = display_values(np.array([[0.123456, -2.0]]))
     assert rounded.dtype.kind == "f" and rounded[0, 0] == pytest.approx(0.123)
 
 
+def test_every_number_of_a_table_has_the_same_decimals():
+    """Review 8b #13: "2.37" and "-0.92" beside "4.319", and "0" for a tiny value: a column
+    did not read as a column. Now every number has exactly 3 decimals, and none is "-0.000"."""
+    values = np.array([[4.3191, 2.37, -0.92], [0.0, -0.00001, 1.0]])
+    texts = cell_texts(values)
+    assert [list(row) for row in texts] == [["4.319", "2.370", "-0.920"],
+                                            ["0.000", "0.000", "1.000"]]
+    assert {len(t.split(".")[1]) for t in texts.ravel()} == {3}
+    shown = display_values(values)
+    assert not np.signbit(shown[1, 1])  # rounded to 0.0, not -0.0 (which would read "-0.000")
+    # a table of whole numbers (the mask: 0 where a token may look, −∞ where not) says "0"
+    mask = np.array([[0.0, -np.inf], [0.0, 0.0]])
+    assert decimals_for(mask) == 0 and decimals_for(values) == 3
+    assert [list(row) for row in cell_texts(mask)] == [["0", "−∞"], ["0", "0"]]
+
+
 def test_longer_texts_make_wider_columns_with_a_floor():
     assert column_px(["1"]) == MIN_COLUMN_PX
     assert column_px(["7·because", "13523"]) > column_px(["1·the", "13523"])
-    assert column_px(["-0.236"]) < column_px(["-0.2357"])  # fewer decimals, narrower
+    assert column_px(["-0.236"]) < column_px(["-0.2357"])  # fewer characters, narrower
 
 
 @pytest.mark.parametrize("budget", [PAIR_PX, FULL_PX, 673.0])
@@ -103,3 +120,17 @@ def test_activation_scatter_shows_the_bend_not_the_outlier():
     assert "every 2nd of 9,000" in activation_scatter(many, many, "x").layout.title.subtitle.text
     plain = activation_scatter([0.0, 1.0], [0.0, 1.0], "x")  # no window: as before
     assert len(plain.data) == 1 and plain.layout.xaxis.range is None
+
+
+def test_next_token_bars_rank_from_one_and_write_percentages_like_generate():
+    """Review 8b #13: the bars started at "rank 0" and showed "0.0%" for a tiny probability;
+    Generate starts at "1." and writes "< 0.01%"."""
+    from viz.numbers import percent
+
+    probs = [0.611, 0.387, 0.001, 0.00003]
+    fig = top_tokens_bar(["\n", " ", "w", "s"], probs, "Most likely next tokens")
+    bars = fig.data[0]
+    assert list(bars.y) == ["1. ↵", "2. ␣", "3. w", "4. s"]
+    assert list(bars.text) == [percent(p) for p in probs] == ["61%", "39%", "0.1%", "< 0.01%"]
+    assert fig.layout.xaxis.tickformat == ".0%"
+    assert "rank 0" not in str(fig.layout.title)
