@@ -26,6 +26,8 @@ AUTO_SWEEP = 72 * 64  # heads × tokens below which the sweep runs without a cli
 KEPT_SWEEPS = 16  # sweeps kept for every user of this server (a class often shares a text)
 HOSTED_SWEEP_TOKENS = 256  # hosted mode: longer texts get no sweep (72 runs each)
 # Short table headers: a long one widens its column past a narrow screen (help has METRICS).
+EFFECT_NAMES = {"loss": "How well it predicts the text", "tokens": "How far token vectors turn",
+                "sentence": "How far the sentence vector turns"}  # the effect to measure, plainly
 SHORT_HEADERS = {"loss": "Δ loss (nats)", "tokens": "1 − cosine (tokens)",
                  "sentence": "1 − cosine (sentence)"}
 
@@ -187,7 +189,7 @@ if skey in sweeps:
     sweep = sweeps[skey]
     metrics = [m for m in ("loss", "sentence", "tokens") if m in sweep]
     metric = st.radio("Effect", metrics, key="abl_metric", horizontal=True,
-                      format_func=SHORT_HEADERS.get, help=EFFECT_HELP)
+                      format_func=EFFECT_NAMES.get, help=EFFECT_HELP)
     values = sweep[metric]
     st.plotly_chart(
         head_grid(values, title=f"Effect of removing each head alone ({mode})",

@@ -14,7 +14,7 @@ from ui.sidebar import require_trace
 from ui.switch import offer_decoder
 from ui.urlstate import init_from_link, url_int, url_param, write_to_url
 from viz.attribution import head_attribution_grid, logit_waterfall
-from viz.numbers import gap, plain
+from viz.numbers import gap, percent, plain
 from viz.labels import axis_labels, looks_byte_level, plain_text, visible_text
 
 N_CHOICES = 10  # the likeliest tokens offered as targets
@@ -39,7 +39,7 @@ def _choices(loaded, trace, pos: int, extra=()) -> tuple[list[int], dict[int, st
     words = loaded.tokenizer.tokens(ids)
     byte_level = looks_byte_level(words)
     rank = {i: int((probs > probs[i]).sum()) + 1 for i in ids}
-    names = {i: f"“{visible_text(w, byte_level)}”  p = {float(probs[i]):.3f}, #{rank[i]}"
+    names = {i: f"“{visible_text(w, byte_level)}”  {percent(float(probs[i]))}, #{rank[i]}"
              + ("  (the true next token)" if i == nxt else "") for i, w in zip(ids, words)}
     return ids, names
 
@@ -147,7 +147,7 @@ norm = "its root mean square" if getattr(loaded.model.ln_final, "bias", 1) is No
     "its spread (standard deviation) after taking away its mean"
 st.info(f"**Frozen scale.** Just before the scores, the final norm divides the running sum by "
         f"{norm}. Here that divisor is held at the value it had in this run (it divides "
-        f"by {1 / a.norm_scale:.4f}), so every part's share is a plain number and the shares add up "
+        f"by {plain(1 / a.norm_scale, 3)}), so every part's share is a plain number and the shares add up "
         "exactly to the score; each share is the part's *direct* effect, not what it changes "
         "in later layers.")
 _sum_check(a, what)

@@ -51,7 +51,7 @@ WARNING = (
     "value vector is tiny, so almost nothing of that token reaches the output. Attention shows "
     "where a head *looks*; gradients, integrated gradients and occlusion measure what "
     "*changes the answer*. Where they disagree, trust those, not the heatmap.")
-RHO = "rank agreement, from −1 to 1: 1 means the two orders match"  # Spearman ρ in plain words
+RHO_SCALE = "from −1 to 1, 1 means the two orders match"  # Spearman ρ in plain words
 AGREEMENT = (
     "ρ on the right: near +1, the method ranks the tokens as this attention does; near 0 or "
     "below, the tokens the head looks at are not the ones that change the target, so its "
@@ -192,8 +192,9 @@ def _results(every, layer: int, head: int | None, labels: list[str], n_heads: in
     strip = method_strip(labels, values, names, [imp.correlations[m] for m in METHODS],
                          "How much each token matters, six ways",
                          f"attention: layer {layer}, {where}; each row scaled to its largest "
-                         "value (red > 0 > blue), hover for real values; right: Spearman ρ "
-                         f"with attention ({RHO}), over {int(imp.visible.sum())} tokens")
+                         "value (red > 0 > blue), hover for real values; right: rank agreement "
+                         f"with attention (Spearman ρ: {RHO_SCALE}), over "
+                         f"{int(imp.visible.sum())} tokens")
     st.plotly_chart(strip, key="eff_strip", config=chart_config("effect", strip,
                     layer=layer, head=head))
     st.caption(AGREEMENT)

@@ -95,7 +95,7 @@ def _init_state(on_preset_model: bool) -> None:
 def _metric_line(r: dict, tokenizer) -> str:
     if r["kind"] == "cosine":
         return ("Metric: the mean cosine between each final token vector and the clean run's "
-                f"(clean {r['clean_value']:.4f}, corrupted {r['corrupted_value']:.4f}). This "
+                f"(clean {r['clean_value']:.3f}, corrupted {r['corrupted_value']:.3f}). This "
                 "model is an encoder with no next-token scores, so the metric asks how close "
                 "the output vectors come back to the clean ones.")
     a, w = (md_escape(visible_text(t)) for t in tokenizer.tokens([r["answer"], r["wrong"]]))

@@ -112,8 +112,9 @@ own_label = {"learned": "learned table", "sinusoidal": "fixed sinusoidal table",
 # ------------------------------------------------------------------------ the two tables
 st.header("The tables, side by side")
 st.latex(FORMULA)
-st.caption("Dimension 2i holds the sine and 2i+1 the cosine of the same angle. The angle "
-           "turns once every 2π·10000^(2i/d_model) positions: about 6 positions at "
+st.caption("Dimension 2i holds the sine and 2i+1 the cosine of the same angle (d_model is "
+           "the table's width). The angle turns once every 2π·10000^(2i/d_model) positions: "
+           "about 6 positions at "
            "dimension 0, tens of thousands at the last ones. Positions run down, dimensions "
            "across.")
 grouped = st.toggle("Sines first, then cosines", key="pos_grouped",
@@ -185,8 +186,9 @@ if own_kind == "rotary":
 
 # --------------------------------------------------------------------- principal components
 st.header("Principal components of the position vectors")
-st.caption("Each position is one vector; PCA finds the directions in which the positions "
-           "differ most. Consecutive positions are joined by a line: a smooth curve means "
+st.caption("Each position is one vector. PCA (principal component analysis) finds the "
+           "directions in which the positions differ most and draws each position along them. "
+           "Consecutive positions are joined by a line: a smooth curve means "
            "that neighbouring positions get similar vectors.")
 cols = st.columns(2)
 st.session_state.setdefault("pos_skip_first", own_kind == "learned")

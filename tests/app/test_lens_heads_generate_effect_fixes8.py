@@ -115,7 +115,7 @@ def test_generate_says_why_the_text_stops():
 def test_effect_glosses_spearman_and_says_a_single_choice_in_words():
     at = _app("app_pages/effect.py", "tiny-chars", TEXT)
     sub = _charts(at)["eff_strip"]["layout"]["title"]["subtitle"]["text"].replace("<br>", " ")
-    assert "Spearman ρ with attention (rank agreement, from −1 to 1: 1 means the two orders " \
+    assert "rank agreement with attention (Spearman ρ: from −1 to 1, 1 means the two orders " \
            "match)" in sub
     assert not [r for r in at.radio if r.key in ("eff_baseline", "eff_occlusion")]
     text = _texts(at)

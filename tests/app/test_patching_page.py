@@ -106,7 +106,7 @@ def test_minilm_patches_with_the_cosine_metric(minilm):
                                atol=1e-6)
     differ = [i for i in range(p.n_pos) if p.clean_tokens[i] != p.corrupted_tokens[i]]
     assert resid[0, differ].sum() == pytest.approx(1.0, abs=0.05) or len(differ) == 1
-    assert f"clean {p.clean_value:.4f}, corrupted {p.corrupted_value:.4f}" in text
+    assert f"clean {p.clean_value:.3f}, corrupted {p.corrupted_value:.3f}" in text
 
 
 def test_unequal_lengths_say_both_counts_and_show_the_tokens(minilm):

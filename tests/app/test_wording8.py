@@ -42,3 +42,17 @@ def test_attribution_glosses_the_logit_before_saying_minilm_cannot():
     reason = " ".join(i.value for i in at.info)
     assert reason.startswith("Taking the score apart needs a decoder")
     assert "MiniLM is an encoder" in reason
+
+
+def test_ablation_names_its_effects_in_words_and_keeps_the_units_in_the_table():
+    at = _page("app_pages/ablation.py")  # a short text: every head is measured at once
+    options = at.radio(key="abl_metric").options
+    assert options == ["How far the sentence vector turns", "How far token vectors turn"]
+    assert "nats" not in " ".join(options) and "cosine" not in " ".join(options)
+    assert "1 − cosine" in at.radio(key="abl_metric").help  # the measure, for who wants it
+
+
+def test_positions_explains_pca_and_the_width_symbol():
+    said = " ".join(c.value for c in _page("app_pages/positions.py").caption)
+    assert "PCA (principal component analysis)" in said
+    assert "d_model is the table's width" in said
