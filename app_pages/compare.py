@@ -19,7 +19,7 @@ from ui.sidebar import require_trace
 from ui.text import md_escape
 from ui.widgets import index_slider
 from viz.attention import attention_heatmap
-from viz.compare import describe_changes, difference_heatmap, zoom_window
+from viz.compare import changed_runs, describe_changes, difference_heatmap, zoom_window
 from viz.heads import head_grid
 
 HALF_PAGE_PX = 460  # a column of two on a 1400 px screen with the sidebar open
@@ -150,12 +150,15 @@ with st.container(key="wide_cmp_pair"):  # side by side; one under the other whe
 shared_max = max(float(t.attentions[layer, head].max()) for t in (trace_a, trace_b))
 aligned = len(tokens_a) == len(tokens_b)
 window = zoom_window(tokens_a, tokens_b) if aligned else None  # a long text: on the change
+changed = [i for first, last in (changed_runs(tokens_a, tokens_b) if window else [])
+           for i in range(first, last + 1)]  # always labelled in the zoomed maps
 for col, trace, name, tokens in ((cols[0], trace_a, "A", tokens_a),
                                  (cols[1], trace_b, "B", tokens_b)):
     fig = attention_heatmap(trace.attentions[layer, head].numpy(), tokens, tokens,
                             title=f"{name}: layer {layer}, head {head} ({len(tokens)} tokens)",
                             causal=cfg.causal, max_width=HALF_PAGE_PX,  # one scale for both
-                            zmax=shared_max if aligned else None, window=window)
+                            zmax=shared_max if aligned else None, window=window,
+                            changed=changed)
     col.plotly_chart(fig, key=f"cmp_{name.lower()}", config=chart_config("compare", fig),
                      width="content")
 

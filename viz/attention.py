@@ -7,6 +7,7 @@ and every row is a softmax over keys.
 from __future__ import annotations
 
 import html
+import math
 
 import numpy as np
 import plotly.graph_objects as go
@@ -22,6 +23,7 @@ __all__ = ["LINE_MAX_TOKENS", "TICK_LABEL_LIMIT", "attention_heatmap", "head_lin
            "head_overview", "qk_figure"]
 
 STRETCHED_BELOW = 0.9  # a colour scale topping out below this is said to be stretched
+WINDOW_TICK_GAP_PX = 14  # neighbouring labels of a zoomed map at least this far apart (13 px)
 TICK_LABEL_LIMIT = 150  # above this many tokens on an axis, tick labels are hidden (hover stays)
 
 
@@ -47,7 +49,7 @@ def masked_cells(shape: tuple[int, int], causal: bool = False, masked=None) -> n
 def attention_heatmap(matrix, q_tokens, k_tokens, title: str = "Attention",
                       causal: bool = False, masked=None, max_width: int | None = None,
                       zmax: float | None = None,
-                      window: tuple[int, int] | None = None) -> go.Figure:
+                      window: tuple[int, int] | None = None, changed=()) -> go.Figure:
     """One attention matrix [q_pos, k_pos] as a heatmap (Viridis, 0 to the matrix's maximum,
     or to `zmax`, e.g. one scale shared by two maps). When that top is below 1, the subtitle
     says so ("colours stretched: yellow = 0.30"), since other figures colour 0 to 1.
@@ -63,7 +65,9 @@ def attention_heatmap(matrix, q_tokens, k_tokens, title: str = "Attention",
 
     z is float32 (plotly sends it as a binary array). Above TICK_LABEL_LIMIT tokens the tick
     labels are hidden but hover still names both tokens. `window` (first, last) opens the map
-    zoomed on those positions, labelled (a double-click shows it all).
+    zoomed on those positions, labelled (a double-click shows it all): every position in the
+    window when the labels fit, else every other one (or fewer), always with the `changed`
+    positions (e.g. where two compared texts differ; review 8c #3).
     """
     z = to_numpy(matrix, "matrix", ndim=2)
     q_labels, k_labels = axis_labels(q_tokens), axis_labels(k_tokens)
@@ -113,10 +117,41 @@ def attention_heatmap(matrix, q_tokens, k_tokens, title: str = "Attention",
                            y=0.98, xanchor="right", yanchor="top", showarrow=False,
                            font=dict(color="#444"), bgcolor="rgba(255,255,255,0.6)")
     if window:
-        first, last = window[0] - 0.5, window[1] + 0.5
-        fig.update_layout(xaxis=dict(range=[first, last], autorange=False),
-                          yaxis=dict(range=[last, first], autorange=False))
+        _zoom(fig, window, margin, q_labels, k_labels, changed)
     return fig
+
+
+def _zoom(fig: go.Figure, window, margin: dict, q_labels, k_labels, changed) -> None:
+    """Open the map on `window`, with its positions labelled (`window_ticks`)."""
+    first, last = window[0] - 0.5, window[1] + 0.5
+    plot_px = min(fig.layout.width - margin["l"] - margin["r"],
+                  fig.layout.height - margin["t"] - margin["b"])
+    x_ticks = window_ticks(window, plot_px, changed, 60, len(k_labels))
+    y_ticks = window_ticks(window, plot_px, changed, 90, len(q_labels))
+    fig.update_layout(xaxis=dict(range=[first, last], autorange=False, tickmode="array",
+                                 tickvals=[k_labels[i] for i in x_ticks],
+                                 ticktext=[k_labels[i] for i in x_ticks]),
+                      yaxis=dict(range=[last, first], autorange=False, tickmode="array",
+                                 tickvals=[q_labels[i] for i in y_ticks],
+                                 ticktext=[q_labels[i] for i in y_ticks]))
+
+
+def window_ticks(window: tuple[int, int], plot_px: float, changed=(), angle: float = 90,
+                 n: int | None = None) -> list[int]:
+    """The positions to label in a zoomed map showing `window` (first, last) on a plot
+    `plot_px` across: all of them when labels at `angle` degrees from the axis stay
+    WINDOW_TICK_GAP_PX apart, else every step-th, always with the `changed` positions in the
+    window (neighbours too close to one are left out)."""
+    first, last = window
+    last = last if n is None else min(last, n - 1)
+    cell = plot_px / max(1, last - first + 1)
+    step = max(1, math.ceil(WINDOW_TICK_GAP_PX / (cell * math.sin(math.radians(angle)))))
+    shown: list[int] = []
+    for t in [int(c) for c in changed if first <= int(c) <= last] + list(
+            range(first, last + 1, step)):
+        if all(abs(t - s) >= step for s in shown):
+            shown.append(t)
+    return sorted(shown)
 
 
 def cross_attention_heatmap(matrix, decoder_tokens, output_tokens, source_tokens,

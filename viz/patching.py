@@ -74,7 +74,9 @@ def residual_grid(values, labels, row_names, title: str, subtitle: str = "",
     left = max(20, label_margins(rows, [])["l"] - 40)  # no y-axis title: the row names say it
     cell_px = (FULL_PAGE_PX - left - COLORBAR_MARGIN) / n_pos  # on the narrowest plot
     angle = 90 if n_pos > MAX_TICKS else 60
-    ticks = thin_ticks(n_pos, cell_px, angle, marked_pos, marked_cols)
+    groups = thin_ticks(n_pos, cell_px, angle, marked_pos, marked_cols)
+    ticks = [g[0] if len(g) == 1 else sum(g) / len(g) for g in groups]  # shared: between
+    tick_text = [", ".join(labels[t] for t in g) for g in groups]
     text = cell_labels(z, cell_px)
     custom = [[[rows[r], labels[p]] for p in range(n_pos)] for r in range(n_rows)]
     fig = go.Figure(go.Heatmap(
@@ -88,13 +90,13 @@ def residual_grid(values, labels, row_names, title: str, subtitle: str = "",
         fig.add_shape(type="rect", x0=marked_pos - 0.5, x1=marked_pos + 0.5, y0=-0.5,
                       y1=n_rows - 0.5, line=dict(color="black", width=2))
     sub, top = subtitle_block(subtitle)
-    margin = dict(label_margins(rows, [labels[t] for t in ticks], x_angle=angle), l=left)
+    margin = dict(label_margins(rows, tick_text, x_angle=angle), l=left)
     fig.update_layout(
         template=TEMPLATE, dragmode=False, margin=dict(t=top, r=COLORBAR_MARGIN, **margin),
         title=dict(text=escape(title), subtitle=dict(text=sub)),
         height=int(top + margin["b"] + max(180, 44 * n_rows)),
         xaxis=dict(title=dict(text="position (clean token→corrupted token where they differ)"),
-                   tickmode="array", tickvals=ticks, ticktext=[labels[t] for t in ticks],
+                   tickmode="array", tickvals=ticks, ticktext=tick_text,
                    tickangle=-angle, range=[-0.5, n_pos - 0.5], showgrid=False,
                    zeroline=False),
         yaxis=dict(tickmode="array", tickvals=list(range(n_rows)), ticktext=rows,
@@ -120,19 +122,26 @@ def cell_labels(z: np.ndarray, cell_px: float) -> list[list[str]] | None:
 
 
 def thin_ticks(n_pos: int, cell_px: float, angle: float, marked_pos: int | None = None,
-               marked_cols=()) -> list[int]:
-    """The positions to label, no two closer than the step at which labels slanted by
-    `angle` degrees stay TICK_GAP_PX apart on cells `cell_px` wide (and at most about
-    MAX_TICKS): the read position (marked_pos) first, then the changed ones (marked_cols,
-    unless there are many), then every step-th, then any that still fit."""
+               marked_cols=()) -> list[tuple[int, ...]]:
+    """The positions to label, as groups that share one tick (mostly one position each), no
+    two closer than the step at which labels slanted by `angle` degrees stay TICK_GAP_PX
+    apart on cells `cell_px` wide (and at most about MAX_TICKS): the read position
+    (marked_pos) first, then the changed ones (marked_cols, unless there are many), then
+    every step-th, then any that still fit. When no changed position fits beside the read
+    one (e.g. the change is just before it), the nearest one shares its tick (review 8c #2)."""
     step = max(1, math.ceil(n_pos / MAX_TICKS),
                math.ceil(TICK_GAP_PX / (cell_px * math.sin(math.radians(angle)))))
     cols = [int(i) for i in marked_cols if 0 <= int(i) < n_pos]
-    first = [marked_pos] if marked_pos is not None and 0 <= marked_pos < n_pos else []
-    order = first + (cols if len(cols) <= MAX_TICKS // 3 else []) + \
-        list(range(0, n_pos, step)) + list(range(n_pos))
-    shown: list[int] = []
-    for t in order:
-        if all(abs(t - s) >= step for s in shown):
-            shown.append(t)
+    cols = cols if len(cols) <= MAX_TICKS // 3 else []
+    shown: list[tuple[int, ...]] = []
+    if marked_pos is not None and 0 <= marked_pos < n_pos:
+        near = [c for c in cols if c != marked_pos and abs(c - marked_pos) < step]
+        if cols and marked_pos not in cols and all(c in near for c in cols):
+            nearest = min(near, key=lambda c: abs(c - marked_pos))
+            shown.append(tuple(sorted((marked_pos, nearest))))
+        else:
+            shown.append((marked_pos,))
+    for t in cols + list(range(0, n_pos, step)) + list(range(n_pos)):
+        if all(abs(t - s) >= step for group in shown for s in group):
+            shown.append((t,))
     return sorted(shown)

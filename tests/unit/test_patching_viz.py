@@ -99,3 +99,23 @@ def test_tick_labels_never_crowd_on_the_narrowest_plot(n_pos, marked, changed):
     assert set(changed) & set(ticks)
     assert len(ticks) >= n_pos * cell * math.sin(math.radians(angle)) / TICK_GAP_PX / 2.5
     assert len(fig.layout.xaxis.ticktext) == len(ticks)
+
+
+@pytest.mark.parametrize("n_pos, changed", [(61, 59), (61, 58), (64, 62)])
+def test_a_change_just_before_the_read_position_keeps_its_label(n_pos, changed):
+    """Review 8c #2: on the long decoder text position 59 ("t"→"e") lost its label because
+    it sat within the thinning step of the read position 60. Now both are named (sharing one
+    tick when they do not fit apart) and no labels crowd."""
+    from viz.patching import TICK_GAP_PX
+    clean = [f"t{i}" for i in range(n_pos)]
+    corrupted = list(clean)
+    corrupted[changed] = "x"
+    z = np.linspace(0, 1, 3 * n_pos).reshape(3, n_pos)
+    fig = residual_grid(z, position_labels(clean, corrupted), ["a", "b", "c"], "t",
+                        marked_pos=n_pos - 1, marked_cols=[changed])
+    text = " ".join(fig.layout.xaxis.ticktext)
+    assert f"{changed}·t{changed}→x" in text and f"{n_pos - 1}·t{n_pos - 1}" in text
+    cell, angle = _narrow(fig, n_pos)
+    ticks = list(fig.layout.xaxis.tickvals)
+    gaps = [(b - a) * cell * math.sin(math.radians(angle)) for a, b in zip(ticks, ticks[1:])]
+    assert min(gaps) >= TICK_GAP_PX
