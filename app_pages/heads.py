@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 import streamlit as st
 
@@ -31,6 +33,12 @@ HEADERS = {"entropy": ("Entropy", 65), "special": ("Spec", SHARE_PX),
 # the ones an 800 px screen shows without scrolling sideways.
 TABLE_ORDER = ("previous", "self", "next", "distance", "special", "first", "punctuation",
                "entropy")
+
+
+def unbroken(text: str) -> str:
+    """`text` with each $formula$ in braces, ${formula}$: one unbreakable box. KaTeX would
+    otherwise break it after "=" and leave "H_i =" at the end of a line (review 8c)."""
+    return re.sub(r"\$([^$]+)\$", r"${\1}$", text)
 
 
 @shared("head_totals")
@@ -95,7 +103,7 @@ stats = pooled_statistics(totals)
 label, definition = STATISTICS[stat]
 where = ("the sidebar text" if len(totals) == 1
          else f"the sidebar text and {len(totals) - 1} more")
-st.markdown(f"**{label}**, over {where}. {definition}")
+st.markdown(f"**{label}**, over {where}. {unbroken(definition)}")
 
 fig = head_grid(stats[stat], title=f"{label}, every head", value_name=label,
                 fmt=FORMATS.get(stat, ".2f"),
@@ -108,7 +116,9 @@ st.plotly_chart(fig, key="hs_grid",
 st.subheader("All statistics, sortable")
 shares = [n for n in TABLE_ORDER if n in names and n not in ("entropy", "distance")]
 targets = ", ".join(STATISTICS[n][0].removeprefix("To ") for n in shares)
-st.caption("Head “L5 H6”: layer 5, head 6. " + ", ".join(HEADERS[n][0] for n in shares)
+last_layer, last_head = cfg.n_layers - 1, cfg.n_heads - 1  # an example the model has
+st.caption(f"Head “L{last_layer} H{last_head}”: layer {last_layer}, head {last_head}. "
+           + ", ".join(HEADERS[n][0] for n in shares)
            + f": the share (in %) of each row's attention that goes to, in order: {targets}. "
            "Dist: the mean distance in tokens. Entropy: in bits. Click a column header to "
            "sort; pick a head below to open it.")
@@ -139,6 +149,6 @@ button.button("Open on the attention page", key="hs_open_btn",
 
 with st.expander("Definitions of every statistic"):
     for name in names:
-        st.markdown(f"- **{STATISTICS[name][0]}**: {STATISTICS[name][1]}")
+        st.markdown(f"- **{STATISTICS[name][0]}**: {unbroken(STATISTICS[name][1])}")
     st.markdown("Rows that count: every real token (padding never does). $A_{ij}$ is the "
                 "attention of query $i$ on key $j$; each row sums to 1.")

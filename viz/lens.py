@@ -4,6 +4,7 @@ lens ranks first there, coloured by a probability. Pure plotly."""
 from __future__ import annotations
 
 import html
+import math
 
 import numpy as np
 import plotly.graph_objects as go
@@ -21,6 +22,11 @@ CELL_TEXT_LIMIT = 40  # with more positions than this, cells carry colour only (
 NARROW_PLOT_PX = FULL_PAGE_PX - 110 - 70
 CELL_FONT_MIN, CELL_FONT_MAX = 14, 18
 FIT_PER_CHAR = 0.65  # plotly.js counts a character as 0.65 × the font size wide
+# Column labels (13 px text, two lines: "18·a" over "→ m") on the narrowest plot: horizontal
+# labels need their width, slanted ones their two lines' height, plus TICK_GAP_PX between
+# neighbours; when not every column fits, only every step-th is labelled (the hover has all).
+TICK_FONT_PX, TICK_CHAR_PX, TICK_LINE_PX, TICK_GAP_PX = 13, 0.65 * 13, 1.3 * 13, 6
+TICK_SLANT = 60  # degrees
 DETAIL_TOKEN_CHARS = 8  # a longer token is cut with "…", so the detail table fits a narrow screen
 
 
@@ -67,6 +73,21 @@ def cell_font_size(labels, n_pos: int) -> int | None:
     fit = int(NARROW_PLOT_PX / max(n_pos, 1) / (FIT_PER_CHAR * longest))
     size = min(CELL_FONT_MAX, fit)
     return size if size >= CELL_FONT_MIN else None
+
+
+def tick_layout(labels, n_pos: int, cell_px: float = None) -> tuple[int, list[int]]:
+    """How to label `n_pos` columns `cell_px` wide (default: the narrowest plot) so that
+    neighbouring labels never touch: (angle in degrees, 0 or TICK_SLANT; the positions to
+    label, every step-th from 0). `labels`: the tick texts, lines split by "<br>", HTML-escaped.
+    Horizontal labels when they need no larger step than slanted ones."""
+    cell_px = NARROW_PLOT_PX / max(n_pos, 1) if cell_px is None else cell_px
+    lines = [html.unescape(str(t)).split("<br>") for t in labels] or [[""]]
+    wide = max(len(part) for t in lines for part in t) * TICK_CHAR_PX + TICK_GAP_PX
+    tall = max(len(t) for t in lines) * TICK_LINE_PX + TICK_GAP_PX
+    flat = max(1, math.ceil(wide / cell_px))
+    slanted = max(1, math.ceil(tall / (cell_px * math.sin(math.radians(TICK_SLANT)))))
+    angle, step = (0, flat) if flat <= slanted else (TICK_SLANT, slanted)
+    return angle, list(range(0, n_pos, step))
 
 
 def lens_table(row_names, input_tokens, top_tokens, top_probs, next_tokens, next_rank,
@@ -129,6 +150,7 @@ def lens_table(row_names, input_tokens, top_tokens, top_probs, next_tokens, next
         hovertemplate="%{customdata}<extra></extra>",
     ))
     tick_text = [f"{c}<br>→ {lab(t)}" if t else c for c, t in zip(columns, next_tokens)]
+    angle, ticks = tick_layout(tick_text, n_pos)
     sub, top = subtitle_block(  # the figure spans the page
         "cell = the token the lens ranks first; colour = "
         + ("its probability" if colour == "top" else "probability of the true next token")
@@ -137,8 +159,8 @@ def lens_table(row_names, input_tokens, top_tokens, top_probs, next_tokens, next
         template=TEMPLATE, plot_bgcolor=MASKED_GREY,
         title=dict(text=html.escape(title, quote=False), subtitle=dict(text=sub)),
         height=int(min(1000, max(360, 190 + 38 * n_rows))) + top - TEMPLATE_TOP,
-        xaxis=dict(type="category", tickmode="array", tickvals=columns, ticktext=tick_text,
-                   tickangle=0 if n_pos <= 12 else -60, side="bottom",
+        xaxis=dict(type="category", tickmode="array", tickvals=[columns[p] for p in ticks],
+                   ticktext=[tick_text[p] for p in ticks], tickangle=-angle, side="bottom",
                    showticklabels=n_pos <= 150),
         yaxis=dict(type="category", autorange="reversed"),
         margin=dict(l=110, b=110, t=top),

@@ -9,7 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .labels import axis_labels
-from .style import COLORSCALE, TEMPLATE, figure_height, label_margins
+from .style import COLORSCALE, FULL_PAGE_PX, TEMPLATE, figure_height, label_margins
 
 HIDDEN, ASKED = "#eeeeee", "#ffd54f"
 # The toolbar (about 30 px) sits over the top of the figure: at 800 px a long title runs to the
@@ -17,6 +17,12 @@ HIDDEN, ASKED = "#eeeeee", "#ffd54f"
 TITLE_DROP = 36  # px from the figure's top to the title
 TOP = 100  # the top margin: the dropped title and its subtitle
 MAX_WRITTEN = 24  # more keys than this: the squares are too small for their numbers
+RIGHT = 30  # px, the right margin
+# The numbers in the answered row: at least MIN_TEXT_PX on the narrowest plot (the page beside
+# the open sidebar on an 800 px screen, FULL_PAGE_PX), at most MAX_TEXT_PX; a 9 px "0%" read
+# as 8 px on a projector (review 8c). "12%" first; if that is too wide, "12" (the subtitle
+# says "in %"); if that too is, no numbers (the hover has them).
+MIN_TEXT_PX, MAX_TEXT_PX, FIT_PER_CHAR = 12, 14, 0.65  # plotly: a character = 0.65 × size
 
 
 def blind_heatmap(tokens, row: int, title: str, values=None) -> go.Figure:
@@ -51,17 +57,23 @@ def blind_heatmap(tokens, row: int, title: str, values=None) -> go.Figure:
                                  "click to answer<extra></extra>"),
     ])
     subtitle = "values hidden until you answer"
+    height = figure_height(n, low=560, high=900)
+    margins = label_margins(labels, labels, 60)
     if shown is not None:
-        fig.add_trace(_row_values(shown, row))
+        # square cells: the smaller of the plot's width and height on the narrowest screen
+        side = min(FULL_PAGE_PX - margins["l"] - RIGHT, height - TOP - margins["b"])
+        values_trace, unit = _row_values(shown, row, side / n)
+        fig.add_trace(values_trace)
         fig.data[1].customdata = [[j, float(shown[j])] for j in range(n)]
         fig.data[1].hovertemplate = (f"{html.escape(labels[row], quote=False)} → %{{text}}: "
                                      "%{customdata[1]:.0%}<extra></extra>")
-        subtitle = ("the row's real values: the brighter, the more attention"
-                    + ("" if n <= MAX_WRITTEN else " (hover a square for its number)"))
+        subtitle = ("the row's real values" + (", in %" if unit == "" else "")
+                    + ": the brighter, the more attention"
+                    + (" (hover a square for its number)" if unit is None else ""))
     fig.update_layout(
-        template=TEMPLATE, height=figure_height(n, low=560, high=900), clickmode="event+select",
+        template=TEMPLATE, height=height, clickmode="event+select",
         dragmode=False, hovermode="closest",
-        margin=dict(r=30, t=TOP, **label_margins(labels, labels, 60)),
+        margin=dict(r=RIGHT, t=TOP, **margins),
         title=dict(text=html.escape(title, quote=False), subtitle=dict(text=subtitle),
                    yref="container", y=1, yanchor="top", pad=dict(t=TITLE_DROP)),
         xaxis=dict(title=dict(text="key (attended to)"), tickangle=-60, constrain="domain",
@@ -72,17 +84,24 @@ def blind_heatmap(tokens, row: int, title: str, values=None) -> go.Figure:
     return fig
 
 
-def _row_values(values: np.ndarray, row: int) -> go.Heatmap:
-    """The asked row's weights, on the attention colour scale, each square labelled."""
+def _row_values(values: np.ndarray, row: int, cell_px: float) -> tuple[go.Heatmap, str | None]:
+    """The asked row's weights, on the attention colour scale, each square labelled in a
+    readable size when its number fits a cell `cell_px` wide; and the unit written in the
+    squares ("%", "" when the sign did not fit, None when no number is written)."""
     n = len(values)
     z = np.full((n, n), np.nan)
     z[row] = values
     text = np.full((n, n), "", dtype=object)
-    if n <= MAX_WRITTEN:
-        text[row] = [f"{v:.0%}" for v in values]
+    size, unit = MAX_TEXT_PX, None
+    for sign in ("%", ""):
+        written = [f"{round(100 * float(v)):.0f}{sign}" for v in values]
+        fit = int((cell_px - 1) / (FIT_PER_CHAR * max(len(w) for w in written)))
+        if n <= MAX_WRITTEN and fit >= MIN_TEXT_PX:
+            text[row], size, unit = written, min(MAX_TEXT_PX, fit), sign
+            break
     return go.Heatmap(z=z, colorscale=COLORSCALE, zmin=0, zmax=1, xgap=1, ygap=1,
-                      text=text, texttemplate="%{text}", textfont=dict(size=9),
-                      hoverinfo="skip", showscale=False)  # no colour bar: the figure keeps its size
+                      text=text, texttemplate="%{text}", textfont=dict(size=size),
+                      hoverinfo="skip", showscale=False), unit  # no colour bar: same size
 
 
 def clicked_key(points) -> int | None:
