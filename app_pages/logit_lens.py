@@ -8,7 +8,8 @@ import streamlit as st
 from analysis.logit_lens import Lens, logit_lens
 from ui.cache import get_model, shared
 from ui.charts import chart_config
-from ui.sidebar import require_trace
+from ui.examples import LEARNED_FROM, known_sentence
+from ui.sidebar import require_trace, use_known_sentence
 from ui.switch import needs_lm_head, offer_decoder
 from ui.text import md_escape
 from viz.labels import axis_labels, looks_byte_level, visible_text, plain_text
@@ -31,6 +32,22 @@ def _lens(_trace, key: tuple) -> Lens:
         hidden = get_model(model_name).run(text, pair or None, keep=_keep_residual).hidden_states
     model = get_model(key[0]).model
     return logit_lens(model, hidden, _trace.token_ids, k=TOP_K)
+
+
+def _guesses_note(lens: Lens, n: int, model_name: str) -> None:
+    """When the model's own output (the last row) misses most of the text's next tokens, say
+    so with the count from the run: the rows above then show a wrong guess forming. For a
+    model trained on narrow text, say what it learned from and offer a sentence it knows."""
+    right = int((lens.next_rank[-1, :n - 1] == 1).sum())
+    if n < 2 or 2 * right >= n - 1:
+        return
+    st.caption(f"The model's own guess (the last row) is the text's real next token at {right} "
+               f"of {n - 1} positions, so most columns show a wrong guess forming. "
+               + LEARNED_FROM.get(model_name, "").replace(model_name, "This model", 1))
+    sentence = known_sentence(model_name)
+    if sentence and st.session_state.get("sb_text") != sentence:
+        st.button("Use a sentence it knows", key="lens_known_text", on_click=use_known_sentence,
+                  args=(model_name,))
 
 
 selection = st.session_state["selection"]
@@ -84,6 +101,7 @@ fig = lens_table(lens.row_names, [tokens[p] for p in span], top_tokens,
                  first_position=start)
 st.plotly_chart(fig, key="lens_table",
                 config=chart_config("logit-lens", fig, positions=f"{start}-{end}"))
+_guesses_note(lens, n, selection.model_name)
 
 st.subheader("One position in detail")
 if st.session_state.get("lens_pos") not in range(n):

@@ -56,3 +56,28 @@ def test_positions_explains_pca_and_the_width_symbol():
     said = " ".join(c.value for c in _page("app_pages/positions.py").caption)
     assert "PCA (principal component analysis)" in said
     assert "d_model is the table's width" in said
+
+
+def test_the_logit_lens_says_when_the_models_own_guesses_are_mostly_wrong():
+    from analysis.logit_lens import logit_lens
+    from model import load_model
+    from ui.examples import known_sentence
+
+    at = AppTest.from_file(APP, default_timeout=300).run()
+    at.text_area(key="sb_text").input("The cat sat on the mat.").run()
+    at.selectbox(key="sb_model_choice").set_value("tiny-chars").run()
+    at.switch_page("app_pages/logit_lens.py").run()
+    assert not at.exception
+    lm = load_model("tiny-chars")
+    trace = lm.run("The cat sat on the mat.",
+                   keep=lambda name: name.endswith(("hook_resid_pre", "hook_resid_post")))
+    lens = logit_lens(lm.model, trace.hidden_states, trace.token_ids, k=5)
+    n = trace.n_tokens
+    right = int((lens.next_rank[-1, :n - 1] == 1).sum())
+    assert 2 * right < n - 1  # the run itself: tiny-chars misses most of this English
+    note = [c.value for c in at.caption if c.value.startswith("The model's own guess")]
+    assert note and f"at {right} of {n - 1} positions" in note[0]
+    assert "This model learned only from" in note[0]
+    at.button(key="lens_known_text").click().run()
+    assert at.text_area(key="sb_text").value == known_sentence("tiny-chars")
+    assert not [c for c in at.caption if c.value.startswith("The model's own guess")]
