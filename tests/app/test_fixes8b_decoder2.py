@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from page_links import open_page  # noqa: E402
+
 from analysis.effect import MAX_OCCLUSION_TOKENS  # noqa: E402
 
-APP = str(Path(__file__).resolve().parents[2] / "app.py")
 SHORT = "The cat sat on the mat."
 DECLONG = ("The old lighthouse keeper climbed the stairs every evening to light the lamp. The sea "
            "was loud and the wind was cold, and far away a ship was looking for the harbour in "
@@ -24,16 +24,7 @@ NARROW_MAIN_PX = 467  # the main column of an 800 px window with the sidebar ope
 
 
 def _app(page: str, model: str = "tiny-chars", text: str | None = None, **params) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=300)
-    at.query_params["model"] = model
-    if text is not None:
-        at.query_params["text"] = text
-    for key, value in params.items():
-        at.query_params[key] = str(value)
-    at.run()
-    at.switch_page(page).run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return open_page(page, model, text, **params)
 
 
 def _texts(at: AppTest, kinds=("markdown", "caption", "info", "warning")) -> str:

@@ -6,16 +6,16 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 import pytest
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from page_links import open_page  # noqa: E402
+
 from chart_data import chart_specs as _charts  # noqa: E402
 
-APP = str(Path(__file__).resolve().parents[2] / "app.py")
 TEXT = "The cat sat on the mat."
 # The main column of an 800 px window with the sidebar open (measured on a screenshot), and
 # the row-selection checkbox column of a selectable st.dataframe.
@@ -23,16 +23,7 @@ NARROW_MAIN_PX, CHECKBOX_PX = 467, 32
 
 
 def _app(page: str, model: str = "minilm", text: str | None = None, **params) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=300)
-    at.query_params["model"] = model
-    if text is not None:
-        at.query_params["text"] = text
-    for key, value in params.items():
-        at.query_params[key] = str(value)
-    at.run()  # the start page reads the link
-    at.switch_page(page).run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return open_page(page, model, text, **params)
 
 
 def _texts(at: AppTest) -> str:

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 import pytest
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from page_links import open_lesson  # noqa: E402
 
 from model import load_model  # noqa: E402
 from teaching.facts import find_row  # noqa: E402
@@ -21,17 +22,11 @@ from ui.text import md_escape  # noqa: E402
 
 pytestmark = pytest.mark.app
 
-APP = str(Path(__file__).resolve().parents[2] / "app.py")
 TEXT = "The cat sat on the mat because it was warm."
 
 
 def _open(lesson_id: str | None = None, step: int = 1) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=600)
-    if lesson_id is not None:
-        at.query_params["lesson"] = lesson_id
-        at.query_params["step"] = str(step)
-    at.switch_page("app_pages/lessons.py")
-    return at.run()
+    return open_lesson(lesson_id, step)
 
 
 def _said(at: AppTest, kind: str) -> str:

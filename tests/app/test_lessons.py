@@ -12,6 +12,8 @@ import pytest
 os.environ["HF_HUB_OFFLINE"] = "1"
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from page_links import open_lesson  # noqa: E402
+
 from model import load_model  # noqa: E402
 from teaching.facts import find_row  # noqa: E402
 from teaching.format import parse_lesson  # noqa: E402
@@ -50,11 +52,7 @@ def _texts(step):
 
 
 def _open(lesson_id: str, step: int = 1) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=600)
-    at.query_params["lesson"] = lesson_id
-    at.query_params["step"] = str(step)
-    at.switch_page("app_pages/lessons.py")
-    return at.run()
+    return open_lesson(lesson_id, step)
 
 
 def _said(at: AppTest, kind: str) -> str:
