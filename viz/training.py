@@ -7,13 +7,14 @@ attention matrix are queries, columns are keys, each row sums to 1.
 from __future__ import annotations
 
 import html
+import math
 
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .labels import axis_labels, token_label
-from .style import (COLORSCALE, MASKED_GREY, TEMPLATE, label_px,
+from .style import (COLORSCALE, FULL_PAGE_PX, MASKED_GREY, TEMPLATE, label_px,
                     subtitle_block, to_numpy)
 
 MAX_CURVE_POINTS = 600  # longer loss curves are averaged down to this many points
@@ -136,8 +137,15 @@ def snapshot_grid(patterns, q_tokens, k_tokens, title: str, causal: bool = True,
             coloraxis="coloraxis", hoverongaps=False, customdata=_hover(q_labels, k_labels),
             hovertemplate=f"head {h}: %{{customdata}}: %{{z:.2f}}<extra></extra>",
         ), row=h // cols + 1, col=h % cols + 1)
-    fig.update_xaxes(tickmode="array", tickvals=list(range(len(k_labels))),
-                     ticktext=_bare(k_tokens), tickangle=0, showticklabels=not long,
+    # Streamlit narrows a figure wider than the page (an 800 px screen: FULL_PAGE_PX): label
+    # every step-th key so neighbouring labels never touch there (hover names every cell)
+    bare_k = _bare(k_tokens)
+    shown_w = min(width, FULL_PAGE_PX) - margin["l"] - margin["r"]  # the margins keep their size
+    narrow_cell = side * shown_w / (width - margin["l"] - margin["r"]) / max(len(k_labels), 1)
+    step = max(1, math.ceil((max(map(label_px, bare_k), default=0) + 4) / narrow_cell))
+    shown_k = list(range(0, len(k_labels), step))
+    fig.update_xaxes(tickmode="array", tickvals=shown_k,
+                     ticktext=[bare_k[i] for i in shown_k], tickangle=0, showticklabels=not long,
                      tickfont=dict(size=12), range=[-0.5, len(k_labels) - 0.5])
     fig.update_yaxes(tickmode="array", tickvals=list(range(len(q_labels))),
                      ticktext=_bare(q_tokens), showticklabels=False, tickfont=dict(size=12),

@@ -9,7 +9,6 @@ import io
 import json
 
 import numpy as np
-import plotly.graph_objects as go
 import pytest
 import torch
 
@@ -22,8 +21,6 @@ from viz.export import PLOTLY_CONFIG, matrix_csv, plotly_config, trace_npz
 from viz.labels import axis_labels, is_label
 from viz.overview import N_LEVELS, block_max
 from viz.training import snapshot_grid
-from viz.style import (FULL_PAGE_PX, SUBTITLE_CHAR_PX, SUBTITLE_CHARS, subtitle_block, titled_layout,
-                        wrap_lines)
 
 RNG = np.random.default_rng(0)
 
@@ -361,34 +358,3 @@ def test_trace_npz_round_trips_without_pickle():
     assert json.loads(str(data["config_json"]))["n_heads"] == 2
 
 
-def test_subtitle_lines_follow_the_figures_width_and_leave_no_orphan_word():
-    text = ("each row is scaled to its own largest value so that faint heads still show, and "
-            "the hover gives the real value of every square")
-    half = wrap_lines(text)
-    assert max(map(len, half)) <= SUBTITLE_CHARS
-    wide, _ = subtitle_block(text, figure_px=FULL_PAGE_PX)
-    wide_lines = wide.split("<br>")
-    assert len(wide_lines) < len(half)
-    assert max(map(len, wide_lines)) * SUBTITLE_CHAR_PX <= FULL_PAGE_PX - 40
-    # titled_layout reads the figure's own width when it has one; a wider figure still gets
-    # lines that fit an 800 px screen, where Streamlit narrows it to the page
-    fig = titled_layout(go.Figure(), "t", text, width=FULL_PAGE_PX)
-    assert fig.layout.title.subtitle.text == wide
-    assert subtitle_block(text, figure_px=1200) == subtitle_block(text, figure_px=FULL_PAGE_PX)
-    # a clause that only just spills over is balanced across its lines, not one word alone
-    lines = wrap_lines("each curve is one sine and cosine pair of the table, at dimension 2i")
-    assert len(lines) == 2 and min(map(len, lines)) >= 20
-    assert wrap_lines("") == [""]
-
-
-def test_overview_is_as_wide_as_its_grid_so_the_colour_bar_sits_beside_it():
-    for shape in [(6, 12, 13, 13), (2, 4, 24, 24), (6, 12, 325, 325)]:
-        a = np.random.default_rng(0).random(shape).astype(np.float32)
-        fig = head_overview(a / a.sum(-1, keepdims=True))
-        lay = fig.layout
-        plot_w = lay.width - lay.margin.l - lay.margin.r
-        plot_h = lay.height - lay.margin.t - lay.margin.b
-        x0, x1 = lay.xaxis.range
-        y1, y0 = lay.yaxis.range  # reversed: layer 0 at the top
-        # square data units (scaleanchor) fill the plot exactly: no empty band before the bar
-        assert plot_w / plot_h == pytest.approx((x1 - x0) / (y1 - y0), rel=0.02)
