@@ -112,11 +112,14 @@ def test_heads_table_is_narrow_enough_for_a_small_screen():
     at.switch_page("app_pages/heads.py").run()
     at.selectbox(key="hs_stat").set_value("previous").run()
     assert not at.exception
-    (table,) = [d for d in at.dataframe if "layer" in d.value.columns]
+    (table,) = [d for d in at.dataframe if "head" in d.value.columns]
     frame, config = table.value, json.loads(table.proto.columns)
-    assert list(frame.columns[:3]) == ["layer", "head", "To the previous token"]  # chosen first
+    assert list(frame.columns[:2]) == ["head", "To the previous token"]  # chosen first
+    assert frame["head"].iloc[0] == "L0 H2"  # layer and head in one narrow column
     top = frame["To the previous token"].iloc[0]
     assert 1 < top <= 100 and frame["To the previous token"].is_monotonic_decreasing  # percent
     column = config["To the previous token"]
-    assert column["label"] == "Previous" and column["type_config"]["format"] == "%.0f%%"
+    assert column["label"] == "Prev" and column["type_config"]["format"] == "%.0f%%"
     assert column["width"] <= 72 and config["Entropy (bits)"]["type_config"]["format"] == "%.2f"
+    # every column fits the 467 px main column of an 800 px screen
+    assert sum(c.get("width", 0) for c in config.values()) <= 467
