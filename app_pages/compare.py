@@ -21,8 +21,7 @@ from ui.widgets import index_slider
 from viz.attention import attention_heatmap
 from viz.compare import changed_runs, describe_changes, difference_heatmap, zoom_window
 from viz.heads import head_grid
-
-HALF_PAGE_PX = 460  # a column of two on a 1400 px screen with the sidebar open
+from viz.style import HALF_PAGE_PX
 
 
 SKIP = {"the", "a", "an", "to", "of", "and", "in", "on", "at", "is", "was", "it"}

@@ -24,6 +24,7 @@ from ui.charts import chart_config
 from ui.widgets import index_slider
 from viz.labels import axis_labels, plain_text, visible_text
 from viz.numbers import percent
+from viz.style import HALF_PAGE_PX
 from viz.walkthrough import (
     activation_scatter, allowed_matrix, layer_stack_heatmap, mask_matrix, scores_heatmap,
     token_table, top_tokens_bar, values_heatmap,
@@ -32,7 +33,6 @@ from viz.walkthrough import (
 PREVIEW_ROWS, PREVIEW_COLS = 6, 8
 POS_DIMS = ("pos", "q_pos", "k_pos")
 SIDE_BY_SIDE_TOKENS = 40  # two figures share a row up to this many tokens, else stack
-HALF_PAGE_PX = 460  # each of two figures side by side
 SQUARE = ("allowed", "scores", "mask", "pattern")  # [q_pos, k_pos] figures
 EVERYTHING = 10**9  # preview() with this many rows and columns returns the whole 2-D slice
 PAIR_VS_BATCH = (

@@ -7,7 +7,6 @@ and every row is a softmax over keys.
 from __future__ import annotations
 
 import html
-import math
 
 import numpy as np
 import plotly.graph_objects as go
@@ -17,7 +16,7 @@ from .lines import LINE_MAX_TOKENS, head_lines
 from .overview import head_overview
 from .qk import qk_figure
 from .style import (COLORBAR_MARGIN, COLORSCALE, MASKED_GREY, ROWS_ARE_QUERIES, TEMPLATE,
-                    heatmap_size, label_margins, subtitle_block, to_numpy)
+                    heatmap_size, keep_apart, label_margins, subtitle_block, tick_step, to_numpy)
 
 __all__ = ["LINE_MAX_TOKENS", "TICK_LABEL_LIMIT", "attention_heatmap", "head_lines",
            "head_overview", "qk_figure"]
@@ -144,14 +143,9 @@ def window_ticks(window: tuple[int, int], plot_px: float, changed=(), angle: flo
     window (neighbours too close to one are left out)."""
     first, last = window
     last = last if n is None else min(last, n - 1)
-    cell = plot_px / max(1, last - first + 1)
-    step = max(1, math.ceil(WINDOW_TICK_GAP_PX / (cell * math.sin(math.radians(angle)))))
-    shown: list[int] = []
-    for t in [int(c) for c in changed if first <= int(c) <= last] + list(
-            range(first, last + 1, step)):
-        if all(abs(t - s) >= step for s in shown):
-            shown.append(t)
-    return sorted(shown)
+    step = tick_step(plot_px / max(1, last - first + 1), WINDOW_TICK_GAP_PX, angle)
+    return keep_apart([int(c) for c in changed if first <= int(c) <= last]
+                      + list(range(first, last + 1, step)), step)
 
 
 def cross_attention_heatmap(matrix, decoder_tokens, output_tokens, source_tokens,

@@ -9,8 +9,8 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .labels import axis_labels, looks_byte_level, token_label
-from .style import (COLORSCALE, DIVERGING, FULL_PAGE_PX, TEMPLATE, TEMPLATE_TOP, check_tokens,
-                    subtitle_block, to_numpy)
+from .style import (COLORSCALE, DIVERGING, FULL_PAGE_PX, PLOTLY_CHAR_EM, TEMPLATE, TEMPLATE_TOP,
+                    check_tokens, fitted_font_px, subtitle_block, to_numpy)
 
 CELL_TEXT_LIMIT = 400  # above this many cells the values are left to the hover
 MAX_CELL_DECIMALS = 3
@@ -18,7 +18,6 @@ MAX_CELL_DECIMALS = 3
 # 800 px window with the sidebar open leaves the grid about NARROW_GRID_PX of plot width, and
 # plotly's automatic text size (about 0.65 × size per character) must be at least MIN_TEXT_PX.
 NARROW_GRID_PX, MIN_TEXT_PX = 300, 10
-FIT_PER_CHAR = 0.65
 SMALL_GRID_HEADS = 12
 
 
@@ -79,11 +78,11 @@ def head_grid(values, title: str, value_name: str, fmt: str = ".2f", diverging: 
         scale = dict(colorscale=DIVERGING, zmid=0, zmin=-top or -1, zmax=top or 1)
     name = html.escape(value_name, quote=False)
     # Small grids (up to SMALL_GRID_HEADS columns): each cell its own two digits, if they fit.
-    labels = cell_text(z, int(NARROW_GRID_PX / n_heads / (FIT_PER_CHAR * MIN_TEXT_PX))
+    labels = cell_text(z, int(NARROW_GRID_PX / n_heads / (PLOTLY_CHAR_EM * MIN_TEXT_PX))
                        if n_heads <= SMALL_GRID_HEADS else None)
     longest = max(len(t) for row in labels for t in row) or 1
     show_text = (n_layers * n_heads <= CELL_TEXT_LIMIT
-                 and NARROW_GRID_PX / n_heads / (FIT_PER_CHAR * longest) >= MIN_TEXT_PX)
+                 and fitted_font_px(NARROW_GRID_PX / n_heads, longest) >= MIN_TEXT_PX)
     layer_idx, head_idx = np.divmod(np.arange(n_layers * n_heads), n_heads)
     value_text = [("" if not np.isfinite(v) else format(v, fmt)) for v in z.reshape(-1)]
     fig = go.Figure([

@@ -4,15 +4,14 @@ lens ranks first there, coloured by a probability. Pure plotly."""
 from __future__ import annotations
 
 import html
-import math
 
 import numpy as np
 import plotly.graph_objects as go
 
 from .labels import SEPARATOR, looks_byte_level, token_label
 from .numbers import percent
-from .style import (COLORSCALE, FULL_PAGE_PX, MASKED_GREY, TEMPLATE, TEMPLATE_TOP, check_tokens,
-                    subtitle_block, to_numpy)
+from .style import (COLORSCALE, FULL_PAGE_PX, MASKED_GREY, TEMPLATE, TEMPLATE_TOP,
+                    check_tokens, fitted_font_px, subtitle_block, tick_step, to_numpy)
 
 CELL_TEXT_LIMIT = 40  # with more positions than this, cells carry colour only (hover has all)
 # Cell text: as large as the cells allow on the narrowest plot (the page beside the open
@@ -21,7 +20,6 @@ CELL_TEXT_LIMIT = 40  # with more positions than this, cells carry colour only (
 # itself (so small cells get small text, never text that spills over its neighbours).
 NARROW_PLOT_PX = FULL_PAGE_PX - 110 - 70
 CELL_FONT_MIN, CELL_FONT_MAX = 14, 18
-FIT_PER_CHAR = 0.65  # plotly.js counts a character as 0.65 × the font size wide
 # Column labels (13 px text, two lines: "18·a" over "→ m") on the narrowest plot: horizontal
 # labels need their width, slanted ones their two lines' height, plus TICK_GAP_PX between
 # neighbours; when not every column fits, only every step-th is labelled (the hover has all).
@@ -70,7 +68,7 @@ def cell_font_size(labels, n_pos: int) -> int | None:
     in `labels` (HTML-escaped strings): the largest size up to CELL_FONT_MAX at which it fits
     a cell on the narrowest plot, or None (plotly's own fit) when that is below CELL_FONT_MIN."""
     longest = max((len(html.unescape(str(t))) for t in labels), default=1) or 1
-    fit = int(NARROW_PLOT_PX / max(n_pos, 1) / (FIT_PER_CHAR * longest))
+    fit = int(fitted_font_px(NARROW_PLOT_PX / max(n_pos, 1), longest))
     size = min(CELL_FONT_MAX, fit)
     return size if size >= CELL_FONT_MIN else None
 
@@ -84,8 +82,7 @@ def tick_layout(labels, n_pos: int, cell_px: float = None) -> tuple[int, list[in
     lines = [html.unescape(str(t)).split("<br>") for t in labels] or [[""]]
     wide = max(len(part) for t in lines for part in t) * TICK_CHAR_PX + TICK_GAP_PX
     tall = max(len(t) for t in lines) * TICK_LINE_PX + TICK_GAP_PX
-    flat = max(1, math.ceil(wide / cell_px))
-    slanted = max(1, math.ceil(tall / (cell_px * math.sin(math.radians(TICK_SLANT)))))
+    flat, slanted = tick_step(cell_px, wide), tick_step(cell_px, tall, TICK_SLANT)
     angle, step = (0, flat) if flat <= slanted else (TICK_SLANT, slanted)
     return angle, list(range(0, n_pos, step))
 

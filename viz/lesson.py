@@ -9,7 +9,8 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .labels import axis_labels
-from .style import COLORSCALE, FULL_PAGE_PX, TEMPLATE, figure_height, label_margins
+from .style import (COLORSCALE, FULL_PAGE_PX, TEMPLATE, figure_height, fitted_font_px,
+                    label_margins)
 
 HIDDEN, ASKED = "#eeeeee", "#ffd54f"
 # The toolbar (about 30 px) sits over the top of the figure: at 800 px a long title runs to the
@@ -22,7 +23,7 @@ RIGHT = 30  # px, the right margin
 # the open sidebar on an 800 px screen, FULL_PAGE_PX), at most MAX_TEXT_PX; a 9 px "0%" read
 # as 8 px on a projector (review 8c). "12%" first; if that is too wide, "12" (the subtitle
 # says "in %"); if that too is, no numbers (the hover has them).
-MIN_TEXT_PX, MAX_TEXT_PX, FIT_PER_CHAR = 12, 14, 0.65  # plotly: a character = 0.65 × size
+MIN_TEXT_PX, MAX_TEXT_PX = 12, 14
 
 
 def blind_heatmap(tokens, row: int, title: str, values=None) -> go.Figure:
@@ -95,7 +96,7 @@ def _row_values(values: np.ndarray, row: int, cell_px: float) -> tuple[go.Heatma
     size, unit = MAX_TEXT_PX, None
     for sign in ("%", ""):
         written = [f"{round(100 * float(v)):.0f}{sign}" for v in values]
-        fit = int((cell_px - 1) / (FIT_PER_CHAR * max(len(w) for w in written)))
+        fit = int(fitted_font_px(cell_px - 1, max(len(w) for w in written)))
         if n <= MAX_WRITTEN and fit >= MIN_TEXT_PX:
             text[row], size, unit = written, min(MAX_TEXT_PX, fit), sign
             break

@@ -15,7 +15,8 @@ import plotly.graph_objects as go
 
 from .labels import token_label
 from .style import (COLORBAR_MARGIN, DIVERGING, FULL_PAGE_PX, TEMPLATE, check_tokens, escape,
-                    label_margins, subtitle_block, to_numpy)
+                    fitted_font_px, keep_apart, label_margins, subtitle_block, tick_step,
+                    to_numpy)
 
 MAX_TICKS = 24  # beyond this many positions only every k-th one is labelled (and the marked)
 # What fits is decided for the narrowest plot the app shows: the page's main column beside the
@@ -27,7 +28,6 @@ MAX_TICKS = 24  # beyond this many positions only every k-th one is labelled (an
 # reviewer's 7 px "0.0" (review 8b #7). 13 px text (the page's own size) draws digits of about
 # 9 px; below it the cells stay empty and the hover has the value.
 MIN_TEXT_PX = 13
-FIT_PER_CHAR = 0.65  # plotly.js: a character counts LINE_SPACING / 2 = 0.65 × the font size
 TICK_GAP_PX = 15  # neighbouring slanted tick labels at least this far apart (13 px text)
 TEXT_CELLS = 400  # more cells than this: no numbers (the hover has them)
 XGAP = 1  # px between cells
@@ -116,7 +116,7 @@ def cell_labels(z: np.ndarray, cell_px: float) -> list[list[str]] | None:
         labels = [["" if not np.isfinite(v) else format(v, f".{decimals}f").replace(
             "-" + zero, zero) for v in row] for row in z.tolist()]  # no "-0.0"
         chars = max((len(t) for row in labels for t in row), default=0) or 1
-        if math.floor((cell_px - XGAP) / (FIT_PER_CHAR * chars)) >= MIN_TEXT_PX:
+        if math.floor(fitted_font_px(cell_px - XGAP, chars)) >= MIN_TEXT_PX:
             return labels
     return None
 
@@ -129,8 +129,7 @@ def thin_ticks(n_pos: int, cell_px: float, angle: float, marked_pos: int | None 
     (marked_pos) first, then the changed ones (marked_cols, unless there are many), then
     every step-th, then any that still fit. When no changed position fits beside the read
     one (e.g. the change is just before it), the nearest one shares its tick (review 8c #2)."""
-    step = max(1, math.ceil(n_pos / MAX_TICKS),
-               math.ceil(TICK_GAP_PX / (cell_px * math.sin(math.radians(angle)))))
+    step = max(math.ceil(n_pos / MAX_TICKS), tick_step(cell_px, TICK_GAP_PX, angle))
     cols = [int(i) for i in marked_cols if 0 <= int(i) < n_pos]
     cols = cols if len(cols) <= MAX_TICKS // 3 else []
     shown: list[tuple[int, ...]] = []
@@ -141,7 +140,6 @@ def thin_ticks(n_pos: int, cell_px: float, angle: float, marked_pos: int | None 
             shown.append(tuple(sorted((marked_pos, nearest))))
         else:
             shown.append((marked_pos,))
-    for t in cols + list(range(0, n_pos, step)) + list(range(n_pos)):
-        if all(abs(t - s) >= step for group in shown for s in group):
-            shown.append((t,))
+    shown += [(t,) for t in keep_apart(cols + list(range(0, n_pos, step)) + list(range(n_pos)),
+                                       step, [s for group in shown for s in group])]
     return sorted(shown)

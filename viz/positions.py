@@ -104,7 +104,8 @@ def wavelength_figure(series: dict, title: str, subtitle: str = "") -> go.Figure
         fig.add_trace(go.Scatter(
             x=x, y=y, mode="lines+markers", name=escape(name), marker=dict(size=4),
             line=dict(color=colour),
-            hovertemplate=escape(name) + ", %{x}: one turn every %{y:.3~r} positions<extra></extra>"))
+            hovertemplate=escape(name)
+            + ", %{x}: one turn every %{y:.3~r} positions<extra></extra>"))
     return _layout(fig, title, subtitle, height=380, figure_px=FULL_PAGE_PX,  # the whole page
                    xaxis=dict(title=dict(text="dimension")),
                    yaxis=dict(title=dict(text="wavelength (positions, log scale)"), type="log"),

@@ -36,6 +36,7 @@ PLOT_PX_LOW, PLOT_PX_HIGH, CELL_PX = 420, 720, 28
 # px), FULL_PAGE_PX.
 SUBTITLE_CHARS, SUBTITLE_CHAR_PX, FULL_PAGE_PX = 60, 5.6, 468
 SUBTITLE_CHARS_MAX = int((FULL_PAGE_PX - 40) / SUBTITLE_CHAR_PX)  # 76
+HALF_PAGE_PX = 460  # one of two figures side by side on a 1400 px screen with the sidebar open
 TITLE_PX, SUBTITLE_LINE_PX = 42, 29  # the top margin: the title, then a step per line
 TEMPLATE_TOP = 80  # the template's top margin: a title and one subtitle line
 
@@ -83,6 +84,35 @@ def label_margins(y_labels, x_labels, x_angle: float = 60, show_y: bool = True,
     longest_x = max(map(label_px, x_labels), default=0) if show_x else 0
     drop = longest_x * math.sin(math.radians(abs(x_angle))) + (16 if show_x else 0)
     return dict(l=int(AXIS_TITLE_PX + longest_y), b=int(AXIS_TITLE_PX + drop))
+
+
+# Plotly sizes text it fits into a cell (a heatmap's texttemplate with no font size) by
+# counting each character as this share of the font size wide.
+PLOTLY_CHAR_EM = 0.65
+
+
+def fitted_font_px(cell_px: float, chars: int) -> float:
+    """The font size (px) at which `chars` characters fill a cell `cell_px` wide, as plotly
+    counts them: the size it would shrink fitted cell text to."""
+    return cell_px / (PLOTLY_CHAR_EM * max(chars, 1))
+
+
+def tick_step(cell_px: float, need_px: float, angle: float = 0) -> int:
+    """Label every step-th of positions `cell_px` apart so neighbouring labels keep `need_px`
+    apart: measured along the axis for level labels (angle 0: their width plus a gap), across
+    the labels for ones slanted `angle` degrees from the axis (their height plus a gap)."""
+    across = cell_px * (math.sin(math.radians(angle)) if angle else 1.0)
+    return max(1, math.ceil(need_px / across))
+
+
+def keep_apart(candidates, step: int, kept=()) -> list[int]:
+    """From `candidates` in order of priority, the positions no closer than `step` to any
+    position in `kept` or already taken, sorted."""
+    taken = [int(k) for k in kept]
+    for t in candidates:
+        if all(abs(int(t) - s) >= step for s in taken):
+            taken.append(int(t))
+    return sorted(taken[len(kept):])
 
 
 def figure_height(n_rows: int, per_row: float = 18, low: int = 420, high: int = 860) -> int:

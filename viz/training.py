@@ -7,14 +7,13 @@ attention matrix are queries, columns are keys, each row sums to 1.
 from __future__ import annotations
 
 import html
-import math
 
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .labels import axis_labels, token_label
-from .style import (COLORSCALE, FULL_PAGE_PX, MASKED_GREY, TEMPLATE, label_px,
+from .style import (COLORSCALE, FULL_PAGE_PX, MASKED_GREY, TEMPLATE, label_px, tick_step,
                     subtitle_block, to_numpy)
 
 MAX_CURVE_POINTS = 600  # longer loss curves are averaged down to this many points
@@ -142,7 +141,7 @@ def snapshot_grid(patterns, q_tokens, k_tokens, title: str, causal: bool = True,
     bare_k = _bare(k_tokens)
     shown_w = min(width, FULL_PAGE_PX) - margin["l"] - margin["r"]  # the margins keep their size
     narrow_cell = side * shown_w / (width - margin["l"] - margin["r"]) / max(len(k_labels), 1)
-    step = max(1, math.ceil((max(map(label_px, bare_k), default=0) + 4) / narrow_cell))
+    step = tick_step(narrow_cell, max(map(label_px, bare_k), default=0) + 4)
     shown_k = list(range(0, len(k_labels), step))
     fig.update_xaxes(tickmode="array", tickvals=shown_k,
                      ticktext=[bare_k[i] for i in shown_k], tickangle=0, showticklabels=not long,
