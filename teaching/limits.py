@@ -13,8 +13,9 @@ limits is refused with a message naming the line:
 - at most `MAX_KEYS` keys and table headers, and `MAX_PIECES` keys, values, brackets and
   commas in all.
 
-Within them, parsing the largest file takes at most about 0.1 s and 50 MB (measured:
-`bench/bench_lesson_limits.py`, BENCHMARKS.md). A fact in a lesson's text is written with
+Within them, parsing the costliest file takes about 0.1 s of CPU and adds at most 10 MB
+(measured on 2 cores: `bench/bench_lesson_limits.py`, BENCHMARKS.md; tomllib on a 50 kB
+dotted-key bomb alone passed 1 GiB). A fact in a lesson's text is written with
 one of the formats in `FORMAT_SPEC` (a number of decimals, a percentage, commas: never a width
 or a fill), and a step's words with every fact filled in are at most `MAX_STEP_CHARS`
 characters, so showing a step costs at most a few hundred kB however its facts are written.
@@ -121,3 +122,14 @@ def check_text(source: str) -> None:
         elif kind == "other":
             scan.dots = 0
         scan.line_start = False
+
+
+def limits_said() -> str:
+    """The limits in a sentence, for the Teach page (Markdown)."""
+    return (f"So that no file can slow the server for everyone, a lesson file is at most "
+            f"{MAX_LESSON_BYTES // 1_000_000} MB, with at most {MAX_KEYS:,} keys, dotted keys "
+            f"of at most {MAX_KEY_PARTS} parts and lists nested at most {MAX_NESTING} deep; a "
+            f"step's words, with the facts filled in, are at most {MAX_STEP_CHARS:,} "
+            "characters. A fact is written as it is (`{prev.head}`) or with a number of "
+            "decimals: `{prev.share:.0%}` for a percentage, `{prev.share:.2f}` for two "
+            "decimals, `{run.vocab:,}` for commas; at most 6 decimals, and never a width.")

@@ -186,3 +186,25 @@ def test_quotes_and_comments_do_not_fool_the_scanner():
     deep = HEAD + STEP + "x = ['''it''''', \"a\\\\\", " + "[" * 20 + "]" * 20 + "]\n"
     with pytest.raises(LessonError, match="nested more than"):
         parse_lesson(deep, "x")
+
+
+CELL = ('\n[steps.question]\nkind = "cell"\nprompt = "Which key?"\nrow = "{row}"\n'
+        'reveal = "“{{cell.token}}” looks hardest at “{{cell.brightest}}”."\n')
+
+
+@pytest.mark.parametrize("with_answer", [False, True], ids=["asked", "answered"])
+def test_a_cell_question_whose_row_is_not_in_the_text_is_a_message_naming_the_line(
+        minilm, with_answer):
+    from teaching.resolve import step_texts
+
+    def runner(model, text, pair):
+        return minilm, minilm.run(text, pair or None)
+
+    step = parse_lesson(HEAD + STEP + CELL.format(row="dog"), "x").steps[0]
+    with pytest.raises(FactError) as caught:
+        step_texts(step, runner, with_answer=with_answer)
+    assert str(caught.value).startswith("line 5:"), caught.value
+    assert "row of “dog”" in str(caught.value) and "no such word" in str(caught.value)
+    good = parse_lesson(HEAD + STEP + CELL.format(row="mat"), "x").steps[0]
+    _, texts, _ = step_texts(good, runner)
+    assert texts["row"] == "mat" and texts["reveal"].startswith("“mat” looks hardest at “")
