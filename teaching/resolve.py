@@ -68,7 +68,11 @@ def step_texts(step: Step, runner: Runner, train=None, with_answer: bool = True,
     if inputs is not None:
         inputs.row = row
         facts |= {name: compute(name, inputs) for name in sorted(names - set(facts))}
-    return resolved, fill_all(parts, facts), facts
+    try:
+        texts = fill_all(parts, facts)
+    except FactError as exc:
+        raise FactError(f"line {step.line}: {exc}" if step.line else str(exc)) from None
+    return resolved, texts, facts
 
 
 def _check_row(step: Step, runner: Runner, row: str) -> None:

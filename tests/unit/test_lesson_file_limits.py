@@ -188,6 +188,26 @@ def test_quotes_and_comments_do_not_fool_the_scanner():
         parse_lesson(deep, "x")
 
 
+def _minilm_runner(minilm):
+    def runner(model, text, pair):
+        return minilm, minilm.run(text, pair or None)
+    return runner
+
+
+def test_a_step_whose_facts_fill_past_the_limit_is_a_message_naming_its_line(minilm):
+    from teaching.resolve import step_texts
+
+    long = json.dumps("{rows.summary}" * 1_428)  # 19,992 characters, ~38,500 once filled
+    question = (f'\n[steps.question]\nkind = "choice"\nprompt = {long}\n'
+                f'options = [{long}, {long}]\nanswer = {long}\n')
+    source = HEAD + STEP.replace('"Look."', long) + question
+    step = parse_lesson(source, "x").steps[0]  # within the limit as written
+    with pytest.raises(FactError) as caught:
+        step_texts(step, _minilm_runner(minilm), with_answer=False)
+    assert str(caught.value).startswith("line 5:"), caught.value
+    assert f"longer than {MAX_STEP_CHARS:,} characters" in str(caught.value)
+
+
 CELL = ('\n[steps.question]\nkind = "cell"\nprompt = "Which key?"\nrow = "{row}"\n'
         'reveal = "“{{cell.token}}” looks hardest at “{{cell.brightest}}”."\n')
 
@@ -197,9 +217,7 @@ def test_a_cell_question_whose_row_is_not_in_the_text_is_a_message_naming_the_li
         minilm, with_answer):
     from teaching.resolve import step_texts
 
-    def runner(model, text, pair):
-        return minilm, minilm.run(text, pair or None)
-
+    runner = _minilm_runner(minilm)
     step = parse_lesson(HEAD + STEP + CELL.format(row="dog"), "x").steps[0]
     with pytest.raises(FactError) as caught:
         step_texts(step, runner, with_answer=with_answer)
