@@ -13,6 +13,7 @@ import streamlit as st
 from teaching.draft import to_toml
 from teaching.facts import FACTS
 from teaching.format import MAX_LESSON_BYTES, LessonError
+from teaching.limits import limits_said
 from teaching.pages import PAGES
 from ui import settings
 from ui.lesson_library import EXAMPLE_FILE, FOLDER_KEY, add_upload
@@ -127,8 +128,9 @@ def _draft_editor() -> None:
 def _open_file() -> None:
     st.subheader("Open a lesson file")
     upload = st.file_uploader("A lesson file (.toml)", type=["toml"], key="teach_upload",
-                              help=f"At most {MAX_LESSON_BYTES // 1000} kB. It stays in this "
-                              "browser: nobody else on the server sees it.")
+                              max_upload_size=MAX_LESSON_BYTES // 1_000_000,  # "Limit 1MB"
+                              help=f"At most {MAX_LESSON_BYTES // 1_000_000} MB. It stays in "
+                              "this browser: nobody else on the server sees it.")
     if upload is not None:
         try:
             lesson = add_upload(upload.getvalue(), upload.name)
@@ -185,6 +187,7 @@ def _reference() -> None:
                 "step. Write numbers about the model as facts in braces, such as "
                 "`{prev.share:.0%}`: the app fills them in from the run, so a lesson stays true "
                 "for the model it names.")
+    st.caption(limits_said())
     with open(EXAMPLE_FILE, encoding="utf-8") as f:
         st.code(comments_on_own_lines(f.read()), language="toml", wrap_lines=True)
     rows = [{"page": name, "settings a step may set": ", ".join(specs) or "—"}

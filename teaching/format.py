@@ -21,19 +21,26 @@
 
 Every error names the line and the problem. Nothing here runs the model: `check_models`
 checks the model-dependent parts (names, layer and head ranges) given each model's shape.
+What a file may cost (its size, keys, nesting, the formats of its facts) is in `limits.py`,
+checked before the TOML parser sees the text.
 """
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import re
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .facts import FACTS
+from .limits import MAX_LESSON_BYTES  # noqa: F401 (the pages read the limit from here)
+from .limits import (
+    FORMAT_SPEC, FORMATS_SAID, MAX_STEP_CHARS, LessonError, check_size, check_text,
+)
 from .pages import COMMON, PAGES, Setting
 
-MAX_LESSON_BYTES = 200_000
 MAX_STEPS = 60
 MAX_FIELD_CHARS = 20_000
 LESSON_KEYS = {"id", "title", "summary", "model", "text", "pair", "steps"}
@@ -41,15 +48,8 @@ STEP_KEYS = {"title", "page", "explain", "question", *COMMON}
 QUESTION_KEYS = {"kind", "prompt", "options", "answer", "row", "reveal"}
 ID_PATTERN = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
 # {fact.field} or {fact.field:.2f}: the only placeholders. Other braces ($\sqrt{d}$) stay text.
-PLACEHOLDER = re.compile(r"\{([a-z_]+)\.([a-z_]+)(?::([.,0-9a-z%]{1,8}))?\}")
-
-
-class LessonError(ValueError):
-    """A problem in a lesson file, with the line it is on (0 when it has no line)."""
-
-    def __init__(self, line: int, problem: str) -> None:
-        self.line, self.problem = line, problem
-        super().__init__(f"line {line}: {problem}" if line else problem)
+# Any spec is found here, so that one not on FORMAT_SPEC's list is refused, never kept as text.
+PLACEHOLDER = re.compile(r"\{([a-z_]+)\.([a-z_]+)(?::([^{}\n]{1,32}))?\}")
 
 
 @dataclass(frozen=True)
@@ -88,19 +88,30 @@ class Lesson:
 
 
 class _Lines:
-    """Finds the line of a key in the source, for error messages."""
+    """Finds the line of a key in the source, for error messages. The lines of every
+    `key =` and `[[steps]]` are found in one pass, so a question costs a bisection."""
+
+    KEY = re.compile(r"^[ \t]*([A-Za-z0-9_-]+)[ \t]*=", re.MULTILINE)
+    STEPS = re.compile(r"^[ \t]*\[\[[ \t]*steps[ \t]*\]\]", re.MULTILINE)
 
     def __init__(self, source: str) -> None:
-        self.lines = source.splitlines()
-        self.steps = [i + 1 for i, ln in enumerate(self.lines)
-                      if re.match(r"\s*\[\[\s*steps\s*\]\]", ln)]
+        self.count = source.count("\n") + 1
+        self.keys: dict[str, list[int]] = {}
+        line, last = 1, 0
+        for match in self.KEY.finditer(source):
+            line += source.count("\n", last, match.start())
+            last = match.start()
+            self.keys.setdefault(match.group(1), []).append(line)
+        self.steps = [source.count("\n", 0, m.start()) + 1
+                      for m in itertools.islice(self.STEPS.finditer(source), MAX_STEPS + 1)]
 
     def of(self, key: str, step: int | None = None) -> int:
         start = self.steps[step] if step is not None and step < len(self.steps) else 1
         end = self.steps[step + 1] if step is not None and step + 1 < len(self.steps) else None
-        for number in range(start, (end or len(self.lines) + 1)):
-            if re.match(rf"\s*{re.escape(key)}\s*=", self.lines[number - 1]):
-                return number
+        found = self.keys.get(key, [])
+        at = bisect.bisect_left(found, start)
+        if at < len(found) and found[at] < (end or self.count + 1):
+            return found[at]
         return start if step is not None else 0
 
 
@@ -117,7 +128,10 @@ def _text(value, what: str, line: int, required: bool = True) -> str:
 
 
 def _check_placeholders(value: str, what: str, line: int) -> None:
-    for name, attr, _ in PLACEHOLDER.findall(value):
+    for name, attr, spec in PLACEHOLDER.findall(value):
+        if not FORMAT_SPEC.fullmatch(spec):
+            raise LessonError(line, f"{what} writes {{{name}.{attr}:{spec}}}, a format a lesson "
+                              f"cannot use. A fact may be written as it is, or with {FORMATS_SAID}")
         if name not in FACTS:
             raise LessonError(line, f"{what} uses {{{name}.{attr}}}, but there is no fact "
                               f"called “{name}”. Facts: {', '.join(sorted(FACTS))}")
@@ -197,11 +211,26 @@ def _step(raw, index: int, lesson: dict, where: _Lines) -> Step:
     text = _text(common["text"], "text", where.of("text", index))
     pair = _text(common["pair"], "pair", where.of("pair", index), required=False)
     question = raw.get("question")
-    return Step(
+    step = Step(
         title=_text(raw.get("title"), "title", where.of("title", index)), page=page,
         explain=_text(raw.get("explain"), "explain", where.of("explain", index)),
         model=model, text=text, pair=pair, settings=settings, line=line,
         question=None if question is None else _question(question, index, where))
+    words = sum(map(len, step_words(step).values()))
+    if words > MAX_STEP_CHARS:
+        raise LessonError(line, f"step {index + 1} has {words:,} characters of words (title, "
+                          f"explain, question); a step may have at most {MAX_STEP_CHARS:,}")
+    return step
+
+
+def step_words(step: Step) -> dict[str, str]:
+    """Every text of a step that may hold facts, by name (option0, option1... for options)."""
+    parts = {"explain": step.explain, "title": step.title}
+    q = step.question
+    if q is not None:
+        parts |= {"prompt": q.prompt, "reveal": q.reveal, "answer": q.answer, "row": q.row}
+        parts |= {f"option{i}": o for i, o in enumerate(q.options)}
+    return parts
 
 
 def slug(name: str) -> str:
@@ -212,18 +241,16 @@ def slug(name: str) -> str:
 def parse_lesson(source: str | bytes, lesson_id: str, origin: str = "") -> Lesson:
     """A lesson from the text of its file. Raises LessonError naming the line and problem."""
     if isinstance(source, bytes):
-        if len(source) > MAX_LESSON_BYTES:
-            raise LessonError(0, f"the file is {len(source):,} bytes; a lesson may be at most "
-                              f"{MAX_LESSON_BYTES:,} bytes")
+        check_size(len(source))
         try:
             source = source.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise LessonError(0, f"the file is not UTF-8 text (byte {exc.start})") from None
-    if len(source.encode("utf-8")) > MAX_LESSON_BYTES:
-        raise LessonError(0, f"the file is {len(source.encode('utf-8')):,} bytes; a lesson may "
-                          f"be at most {MAX_LESSON_BYTES:,} bytes")
+    check_text(source)  # size, keys and nesting, before tomllib sees the text
     try:
         data = tomllib.loads(source)
+    except RecursionError:  # not reached within check_text's limits; never a traceback
+        raise LessonError(0, "the file nests its lists or tables too deeply") from None
     except tomllib.TOMLDecodeError as exc:
         found = re.search(r"line (\d+)", str(exc))
         problem = re.sub(r"\s*\(at (end of document|line \d+, column \d+)\)", "", str(exc))
@@ -241,7 +268,8 @@ def parse_lesson(source: str | bytes, lesson_id: str, origin: str = "") -> Lesso
     if not isinstance(steps, list) or not steps:
         raise LessonError(0, "a lesson needs at least one [[steps]] table")
     if len(steps) > MAX_STEPS:
-        raise LessonError(where.steps[MAX_STEPS], f"{len(steps)} steps; the limit is {MAX_STEPS}")
+        raise LessonError(where.steps[MAX_STEPS] if len(where.steps) > MAX_STEPS else 0,
+                          f"{len(steps)} steps; the limit is {MAX_STEPS}")
     return Lesson(
         id=lesson_id, title=_text(data.get("title"), "title", where.of("title")),
         summary=_text(data.get("summary"), "summary", where.of("summary"), required=False),

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .facts import FACTS, FactError, FactInputs, compute
-from .format import ModelShape, Step, check_range
-from .render import fill, placeholders, resolve_setting
+from .facts import FACTS, FactError, FactInputs, compute, find_row
+from .format import ModelShape, Step, check_range, step_words
+from .render import fill, fill_all, placeholders, resolve_setting
 
 Runner = Callable[[str, str, str], tuple]
 
@@ -43,12 +43,7 @@ def step_settings(step: Step, runner: Runner, train=None,
 
 def step_parts(step: Step) -> dict[str, str]:
     """Every text of a step that may hold facts, by name (option0, option1... for options)."""
-    parts = {"explain": step.explain, "title": step.title}
-    q = step.question
-    if q is not None:
-        parts |= {"prompt": q.prompt, "reveal": q.reveal, "answer": q.answer, "row": q.row}
-        parts |= {f"option{i}": o for i, o in enumerate(q.options)}
-    return parts
+    return step_words(step)
 
 
 ANSWER_PARTS = ("answer", "reveal")
@@ -64,10 +59,30 @@ def step_texts(step: Step, runner: Runner, train=None, with_answer: bool = True,
     if not with_answer:
         parts = {k: v for k, v in parts.items() if k not in ANSWER_PARTS}
     names = set().union(*(placeholders(t) for t in parts.values())) - set(facts)
-    if names:
-        inputs = _inputs(step, runner, resolved, train, label)
-        for name in sorted(placeholders(parts.get("row", "")) - set(facts)):
-            facts[name] = compute(name, inputs)  # the question's row first: "cell" reads it
-        inputs.row = fill(parts.get("row", ""), facts)
+    inputs = _inputs(step, runner, resolved, train, label) if names else None
+    for name in sorted(placeholders(parts.get("row", "")) - set(facts)):
+        facts[name] = compute(name, inputs)  # the question's row first: "cell" reads it
+    row = fill(parts.get("row", ""), facts)
+    if step.question is not None and step.question.kind == "cell":
+        _check_row(step, runner, row)
+    if inputs is not None:
+        inputs.row = row
         facts |= {name: compute(name, inputs) for name in sorted(names - set(facts))}
-    return resolved, {k: fill(v, facts) for k, v in parts.items()}, facts
+    try:
+        texts = fill_all(parts, facts)
+    except FactError as exc:
+        raise FactError(f"line {step.line}: {exc}" if step.line else str(exc)) from None
+    return resolved, texts, facts
+
+
+def _check_row(step: Step, runner: Runner, row: str) -> None:
+    """A cell question's row is a token of the step's text (FactError naming the line)."""
+    _, trace = runner(step.model, step.text, step.pair)
+    try:
+        find_row(trace.tokens, row)
+    except FactError:
+        where = f"line {step.line}: " if step.line else ""
+        shown = row.strip()[:40] + ("…" if len(row.strip()) > 40 else "")
+        raise FactError(f"{where}the question asks about the row of “{shown}”, but "
+                        "the step's text has no such word (row must be a word of the text, "
+                        "as the model splits it)") from None
