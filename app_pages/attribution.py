@@ -21,8 +21,6 @@ N_CHOICES = 10  # the likeliest tokens offered as targets
 SHOWN = 1e-4  # the metrics show 4 decimals: a smaller gap reads "≈ 0"
 MODES = {"one": "One token's logit", "diff": "Difference between two tokens"}
 
-if st.session_state.pop("_attr_goto", False):
-    st.switch_page("app_pages/attention.py")
 
 
 def _choices(loaded, trace, pos: int, extra=()) -> tuple[list[int], dict[int, str]]:
@@ -164,7 +162,7 @@ grid = head_attribution_grid(a.heads, title="Each head's direct part of the " + 
                              subtitle="red pushes the target up, blue down; click a head to "
                              "open its attention", value_name=what)
 st.plotly_chart(grid, key="attr_grid", selection_mode="points",
-                on_select=pick_head("attr_grid", cfg.n_heads, goto_flag="_attr_goto"),
+                on_select=pick_head("attr_grid", cfg.n_heads),
                 config=chart_config("attribution-heads", grid, position=pos))
 box, button = st.columns([3, 1], vertical_alignment="bottom")
 order = np.argsort(-np.abs(a.heads).reshape(-1))
@@ -173,7 +171,7 @@ box.selectbox("Or pick a head (largest parts first)", heads, key="attr_open_head
               format_func=lambda lh: f"layer {lh[0]}, head {lh[1]}: "
               f"{a.heads[lh[0], lh[1]]:+.3f}")
 button.button("Open its attention", key="attr_open_btn",
-              on_click=open_chosen_head("attr_open_head", "_attr_goto"))
+              on_click=open_chosen_head("attr_open_head"))
 
 with st.expander("Every part as a table"):
     table = pd.DataFrame(a.components(), columns=["part", what])

@@ -25,8 +25,6 @@ from viz.heads import head_grid
 from viz.labels import axis_labels, plain_text
 from viz.numbers import gap
 
-if st.session_state.pop("_eff_goto", False):  # a head was clicked in the per-head view
-    st.switch_page("app_pages/attention.py")
 
 NAMES = {"attention": "Attention", "rollout": "Rollout", "attention_norm": "Attn × value",
          "gradient_x_input": "Grad × input", "integrated_gradients": "Integ. grads",
@@ -222,7 +220,7 @@ def _per_head(every, layer: int, head: int | None, n_heads: int) -> None:
                     subtitle="Spearman of each head's attention row with the occlusion effect; "
                     "red: the head looks at the tokens that matter; click a head to open it")
     st.plotly_chart(fig, key="eff_heads", config=chart_config("effect-heads", fig),
-                    on_select=pick_head("eff_heads", n_heads, goto_flag="_eff_goto"),
+                    on_select=pick_head("eff_heads", n_heads),
                     selection_mode="points")
 
 

@@ -54,8 +54,6 @@ def _text_totals(model_name: str, text: str) -> StatTotals:
 
 
 
-if st.session_state.pop("_hs_goto", False):
-    st.switch_page("app_pages/attention.py")
 
 selection = st.session_state["selection"]
 st.title("Head statistics", anchor=False)
@@ -110,7 +108,7 @@ fig = head_grid(stats[stat], title=f"{label}, every head", value_name=label,
                 subtitle="rows = layers, columns = heads; click a head to open it on the "
                 "attention page")
 st.plotly_chart(fig, key="hs_grid",
-                on_select=pick_head("hs_grid", cfg.n_heads, goto_flag="_hs_goto"),
+                on_select=pick_head("hs_grid", cfg.n_heads),
                 selection_mode="points", config=chart_config("head-statistics", fig))
 
 st.subheader("All statistics, sortable")
@@ -145,7 +143,7 @@ heads = [(lay, h) for lay in range(cfg.n_layers) for h in range(cfg.n_heads)]
 box.selectbox("Or pick a head", heads, key="hs_open_head",
               format_func=lambda lh: f"layer {lh[0]}, head {lh[1]}")
 button.button("Open on the attention page", key="hs_open_btn",
-              on_click=open_chosen_head("hs_open_head", "_hs_goto"))
+              on_click=open_chosen_head("hs_open_head"))
 
 with st.expander("Definitions of every statistic"):
     for name in names:

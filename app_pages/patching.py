@@ -31,7 +31,6 @@ from viz.patching import position_labels, residual_grid
 PRESET_MODEL = "tiny-induction"
 N_SYMBOLS = 36  # tiny-induction's letters a-z and digits (id 36 is the unknown mark)
 AUTO_WORK = 40_000  # patched runs × tokens below which the grids run without a click
-GOTO = "_pt_goto"
 MODES = {"prompts": "Your two prompts", "preset": "Induction preset (tiny-induction)"}
 WHICH = {"first": "the first copy (previous-token and induction heads)",
          "second": "the second copy (induction heads only)"}
@@ -139,7 +138,7 @@ def _show_grids(r: dict, cfg, chart_prefix: str, text_key: str | None, heads_not
                     subtitle="rows = layers, columns = heads; click a head to open it")
     key = f"{chart_prefix}_heads"
     st.plotly_chart(fig, key=key, selection_mode="points",
-                    on_select=open_patched_head(key, cfg.n_heads, GOTO, text_key),
+                    on_select=open_patched_head(key, cfg.n_heads, text_key),
                     config=chart_config("patching_heads"))
     heads = [(lay, h) for lay in range(cfg.n_layers) for h in range(cfg.n_heads)]
     return max(heads, key=lambda lh: r["heads"][lh])
@@ -156,7 +155,7 @@ def _head_picker(cfg, top, chart_prefix: str, text_key: str | None) -> None:
     box.selectbox("Or pick a head", heads, key=box_key,
                   format_func=lambda lh: f"layer {lh[0]}, head {lh[1]}")
     button.button("Open on the attention page", key=f"{chart_prefix}_open",
-                  on_click=open_chosen(box_key, GOTO, text_key))
+                  on_click=open_chosen(box_key, text_key))
 
 
 def _small_gap(r: dict) -> bool:
@@ -346,9 +345,6 @@ INTRO = (
     "mattered.")
 HOW = ("Nothing in the model is changed for good: each piece is swapped in during one run "
        "only, and the next run starts from the model as it was.")
-
-if st.session_state.pop(GOTO, False):
-    st.switch_page("app_pages/attention.py")
 
 selection = st.session_state["selection"]
 st.title("Patching: find the circuit", anchor=False)

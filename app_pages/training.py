@@ -9,7 +9,7 @@ import torch
 from training import saving
 from training import train as tr
 from training.tasks import EOS, REVERSAL_LETTERS, make_task
-from ui import sessions
+from ui import sessions, view_state
 from ui import training_runs as runs
 from ui.charts import chart_config
 from ui.text import md_escape
@@ -62,7 +62,10 @@ def _reset() -> None:
 
 
 def _use_in_other_pages(label: str) -> None:
-    st.session_state["sb_model_choice"] = label  # the sidebar lists this session's models
+    """Open the attention page with this session's trained model (the sidebar lists it)."""
+    model, text, pair = view_state.current_inputs()
+    view_state.apply(view_state.ViewState("attention", label, text, pair))
+    st.session_state[view_state.JUMP_KEY] = "attention"
 
 
 def _start(choice: str) -> None:
@@ -234,9 +237,8 @@ def _finished(run) -> None:
                        mime="application/octet-stream", key="train_safetensors")
     label = f"trained: {task.key}"
     st.session_state.setdefault("trained_models", {})[label] = str(run.save_dir)
-    if c3.button("Open it in the other pages", key="train_use",
-                 on_click=_use_in_other_pages, args=(label,)):
-        st.switch_page("app_pages/attention.py")
+    c3.button("Open it in the other pages", key="train_use", on_click=_use_in_other_pages,
+              args=(label,))
     st.caption("Saved for this browser session: deleted on Reset, when you start another run, "
                f"or within {sessions.FREED_WITHIN_SECONDS} seconds of closing this tab.")
 

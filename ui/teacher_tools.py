@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from teaching.pages import PAGES
+from teaching.pages import BY_PATH
 
-from . import projector
+from . import projector, view_state
 from .urlstate import write_to_url
 
 DRAFT_KEY = "lesson_draft"  # session state: {"title", "summary", "steps": [dict, ...]}
-BY_URL = {url: name for name, (url, _, _) in PAGES.items()}
 MAX_DRAFT_STEPS = 60
 
 
@@ -20,25 +19,11 @@ def draft() -> dict:
 
 
 def current_step(page: str) -> dict:
-    """This page's state as a lesson step: model, text, pair and the page's own settings."""
-    state = st.session_state
-    selection = state.get("selection")
-    settings = {}
-    for name, spec in PAGES[page][2].items():
-        value = state.get(spec.key)
-        if value is None:
-            continue
-        if spec.kind in ("layer", "head", "int"):
-            value = int(value)
-        elif spec.kind == "bool":
-            value = bool(value)
-        elif spec.kind == "choice" and value not in spec.choices:
-            continue
-        settings[name] = value
-    return {"page": page, "title": PAGES[page][1], "explain": "",
-            "model": getattr(selection, "model_name", "minilm"),
-            "text": getattr(selection, "text", ""), "pair": getattr(selection, "pair", ""),
-            "settings": settings}
+    """This page's view as a lesson step: model, text, pair and the settings the page used
+    (the model by its name or label, never a folder on the server)."""
+    view = view_state.current(page)
+    return {"page": page, "title": BY_PATH[page].title, "explain": "", "model": view.model,
+            "text": view.text, "pair": view.pair, "settings": dict(view.settings)}
 
 
 def _record(page: str) -> None:
@@ -59,9 +44,10 @@ def render(url_path: str) -> None:
         st.toggle("Projector mode", key=projector.KEY,
                   help="Larger text and figures for a room. Kept in the link.")
         write_to_url(projector="1" if projector.on() else None)
-        page = BY_URL.get(url_path)
-        if page is None:
+        spec = BY_PATH.get(url_path)
+        if spec is None or not spec.lesson:
             return
+        page = spec.path
         st.button("Record this view as a step", key="teach_record", icon=":material/add:",
                   on_click=_record, args=(page,),
                   help="Adds this page, model, text and settings to a draft lesson. Edit and "
