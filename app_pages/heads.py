@@ -15,8 +15,10 @@ from ui.charts import chart_config
 from ui.callbacks import open_chosen_head, pick_head
 from ui.sidebar import require_trace
 from ui.text import md_escape, shorten
+from ui.view_state import page_view
 from viz.heads import head_grid
 
+VIEW = page_view("heads")
 MAX_EXTRA_TEXTS = 8
 FORMATS = {"entropy": ".2f", "distance": ".1f"}  # the shares use ".2f" too
 TABLE_FORMATS = {"entropy": "%.2f", "distance": "%.1f"}  # the shares: percent, "26%"
@@ -75,10 +77,10 @@ st.caption(
     f"attention on {sink}, heads that spread it evenly. Each statistic is computed per query "
     "token (row) and averaged over the rows.")
 
-if st.session_state.get("hs_stat") not in (None, *names):  # e.g. "special" on another model
-    del st.session_state["hs_stat"]
+if VIEW.setdefault("stat") not in names:  # e.g. "special" on a model with none
+    VIEW["stat"] = names[0]
 left, right = st.columns([2, 3])
-stat = left.selectbox("Statistic", names, key="hs_stat",
+stat = left.selectbox("Statistic (the table is sorted by it)", names, key=VIEW.key("stat"),
                       format_func=lambda n: STATISTICS[n][0])
 with right.expander("Pool several texts", expanded=False):
     extra_raw = st.text_area(

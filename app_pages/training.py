@@ -15,6 +15,7 @@ from ui.charts import chart_config
 from ui.text import md_escape
 from viz.training import loss_curve, snapshot_grid
 
+VIEW = view_state.page_view("training")  # its settings (teaching/pages.py declares them)
 TASKS = {  # choice -> (task key, description)
     "induction": ("induction", "Random letters in which a stretch repeats. To predict the "
                   "repeat, the model learns to copy: first a head in layer 0 that looks at the "
@@ -37,7 +38,7 @@ HEADS = [1, 2, 4, 8]
 
 def _defaults() -> None:
     """Reset the size to the task's shipped recipe when the task changes."""
-    choice = st.session_state["train_task"]
+    choice = VIEW["task"]
     recipe = tr.RECIPES[TASKS[choice][0]]
     st.session_state["train_layers"] = recipe.n_layers
     st.session_state["train_heads"] = recipe.n_heads
@@ -273,10 +274,10 @@ if run is not None and run.discarded:  # a run started in another tab of this br
                "browser, or this tab was disconnected for too long.")
     run = None
 busy = run is not None and run.view()[0] == "running"
-st.session_state.setdefault("train_task", "induction")
+VIEW.setdefault("task")
 if "train_layers" not in st.session_state:
     _defaults()
-choice = st.selectbox("Task", list(TASKS), key="train_task", format_func=LABELS.get,
+choice = st.selectbox("Task", list(TASKS), key=VIEW.key("task"), format_func=LABELS.get,
                       on_change=_defaults, disabled=busy)
 st.caption(TASKS[choice][1])
 if choice == "own":

@@ -104,6 +104,8 @@ class Setting:
                 return self.check(float(raw)) if len(raw) <= 12 else None
             if self.kind == "bool":
                 return {"1": True, "0": False}.get(raw)
+            if self.kind == "choice":  # by its text: a choice may be a number (steps)
+                return next((c for c in self.choices if str(c) == raw), None)
             if self.kind == "heads":
                 return self.check([tuple(int(v) for v in item.split("."))
                                    for item in raw.split(",") if item]) if len(raw) < 20_000 \
@@ -203,7 +205,8 @@ PAGE_SPECS: tuple[PageSpec, ...] = (
     PageSpec("walkthrough", "walkthrough", "Forward pass, step by step", "Learn",
              ":material/footprint:", "wk", (
                  _s("step", "int", 1, minimum=1), _s("layer", "layer", 0, url="wlayer"),
-                 _s("batch", "bool", False, url="wbatch"))),
+                 _s("head", "head", 0, url="whead"), _s("batch", "bool", False, url="wbatch"),
+                 _s("teacher", "bool", False, url="teacher"))),
     PageSpec("positions", "positions", "Positional encodings", "Learn", ":material/waves:",
              "pos", (_s("n_positions", "int", minimum=2, maximum=512, url="npos"),
                      _s("grouped", "bool", False, url="grouped"),

@@ -63,3 +63,11 @@ def run_in_lesson(path: str) -> None:
     """Run one page inside a lesson step, as st.navigation runs it (its widgets keep their
     own keys); the file comes from the page's declaration."""
     runpy.run_path(str(page_file(path)), run_name="__main__")
+
+
+def page_link(container, path: str, label: str | None = None, **kwargs) -> None:
+    """A link to a page (its title and icon by default), in `container`: the model, the
+    texts and every setting stay as they are in this session."""
+    spec = BY_PATH[path]
+    container.page_link(f"app_pages/{spec.module}.py", label=label or f"{spec.title} ▸",
+                        icon=kwargs.pop("icon", spec.icon), **kwargs)

@@ -27,8 +27,8 @@ TEXT_KEY, PAIR_KEY, EXAMPLE_KEY = "sb_text", "sb_pair", "sb_example"
 OTHER = "Other: local directory or hub id"  # the picker's last option (ui/sidebar.py)
 TRAINED_KEY = "trained_models"  # label -> directory of a model trained in this session
 USED_KEY = "_view_used"  # page path -> names of the settings the page read on its last run
-JUMP_KEY = "_view_jump"
-DEFAULT_MODEL = "minilm"  # the picker's first option  # the page a jump asked for, switched to at the top of the next run
+JUMP_KEY = "_view_jump"  # the page a jump asked for, switched to at the top of the next run
+DEFAULT_MODEL = "minilm"  # the picker's first option
 
 
 @dataclass(frozen=True)
@@ -217,6 +217,11 @@ class PageView:
 
     def __contains__(self, name: str) -> bool:
         return self.spec.key(name) in st.session_state
+
+    def peek(self, name: str, default=None):
+        """The session's value, without counting it as used (for a value the page reads only
+        when it also draws the setting's widget)."""
+        return st.session_state.get(self.spec.key(name), default)
 
     def given(self, name: str):
         """The value the session or the link gives this setting, or None (nothing is set)."""
