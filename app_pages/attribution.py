@@ -58,8 +58,7 @@ def _pickers(loaded, trace, labels):
     asked = [v for v in (VIEW.given("target"), VIEW.given("base")) if v is not None]
     ids, names = _choices(loaded, trace, pos, asked)  # a link's or a lesson's tokens offered too
     for name, fallback in (("target", ids[0]), ("base", ids[1 % len(ids)])):
-        if VIEW.given(name) not in ids:
-            VIEW[name] = fallback
+        VIEW[name] = VIEW.given(name) if VIEW.given(name) in ids else fallback
     cols = st.columns(2)
     target = cols[0].selectbox("Target token", ids, key=VIEW.key("target"),
                                format_func=names.get,

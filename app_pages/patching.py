@@ -177,8 +177,7 @@ def _metric_pair(loaded, clean: str, corrupted: str) -> tuple[int | None, int | 
     names = loaded.tokenizer.tokens(ids)
     shown = {i: f"“{visible_text(t)}”" for i, t in zip(ids, names)}
     for name, default in (("answer", pair[0]), ("wrong", pair[1])):
-        if VIEW.given(name) not in ids:
-            VIEW[name] = default
+        VIEW[name] = VIEW.given(name) if VIEW.given(name) in ids else default
     cols = st.columns(2)
     answer = cols[0].selectbox("Answer token (counts +)", ids, key=VIEW.key("answer"),
                                format_func=shown.get,

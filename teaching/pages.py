@@ -209,8 +209,7 @@ PAGE_SPECS: tuple[PageSpec, ...] = (
                  _s("teacher", "bool", False, url="teacher"))),
     PageSpec("positions", "positions", "Positional encodings", "Learn", ":material/waves:",
              "pos", (_s("n_positions", "int", minimum=2, maximum=512, url="npos"),
-                     _s("grouped", "bool", False, url="grouped"),
-                     _s("layer", "layer", 0, url="player"), _s("head", "head", 0, url="phead"))),
+                     _s("grouped", "bool", False, url="grouped"))),
     PageSpec("embeddings", "embeddings", "Embeddings", "Learn", ":material/scatter_plot:", "emb", (
         _s("method", "choice", "PCA", ("PCA", "t-SNE", "UMAP"), url="emethod"),
         _s("layer", "int", 0, url="emlayer"),
