@@ -66,7 +66,7 @@ class Setting:
 
     def _within(self, value, what: str):
         high = self.maximum
-        if value < self.minimum or (high is not None and value > high):
+        if not (self.minimum <= value and (high is None or value <= high)):  # NaN too
             span = f"from {self.minimum:g} to {high:g}" if high is not None else \
                 f"of at least {self.minimum:g}"
             raise ValueError(f"must be {what} {span}, not {value!r}")

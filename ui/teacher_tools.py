@@ -7,15 +7,17 @@ import streamlit as st
 
 from teaching.pages import BY_PATH
 
-from . import projector, view_state
+from . import drafts, projector, sessions, view_state
 from .urlstate import write_to_url
 
-DRAFT_KEY = "lesson_draft"  # session state: {"title", "summary", "steps": [dict, ...]}
+DRAFT_KEY = "lesson_draft"  # this browser's draft: {"title", "summary", "steps": [dict, ...]}
 MAX_DRAFT_STEPS = 60
 
 
 def draft() -> dict:
-    return st.session_state.setdefault(DRAFT_KEY, {"title": "", "summary": "", "steps": []})
+    """This browser's draft lesson, kept on the server (ui/drafts.py): a reload keeps it."""
+    st.session_state[DRAFT_KEY] = drafts.draft_for(sessions.browser_id())
+    return st.session_state[DRAFT_KEY]
 
 
 def current_step(page: str) -> dict:
@@ -29,12 +31,16 @@ def current_step(page: str) -> dict:
 def _record(page: str) -> None:
     lesson = draft()
     steps = lesson["steps"]
-    if len(steps) < MAX_DRAFT_STEPS:
-        lesson["next_uid"] = lesson.get("next_uid", 0) + 1
-        steps.append(current_step(page) | {"uid": lesson["next_uid"]})
-        st.session_state["_draft_note"] = f"Recorded as step {len(steps)}."
-    else:
+    step = current_step(page)
+    if len(steps) >= MAX_DRAFT_STEPS:
         st.session_state["_draft_note"] = f"A lesson holds at most {MAX_DRAFT_STEPS} steps."
+    elif not drafts.room_for(lesson, step):
+        st.session_state["_draft_note"] = ("The draft is as long as a lesson file may be: "
+                                           "download it, or delete a step first.")
+    else:
+        lesson["next_uid"] = lesson.get("next_uid", 0) + 1
+        steps.append(step | {"uid": lesson["next_uid"]})
+        st.session_state["_draft_note"] = f"Recorded as step {len(steps)}."
 
 
 def render(url_path: str) -> None:

@@ -184,6 +184,12 @@ def jump(page: str, **values):
     return partial(go, page, values)
 
 
+def open_view(view: ViewState) -> None:
+    """From a callback: open exactly this view (its own model and texts)."""
+    apply(view)
+    st.session_state[JUMP_KEY] = view.page
+
+
 def take_jump() -> str | None:
     """The page a jump asked for (once)."""
     return st.session_state.pop(JUMP_KEY, None)
