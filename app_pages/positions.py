@@ -90,14 +90,15 @@ own_max = MAX_POSITIONS if cfg.positions == "rotary" else min(MAX_POSITIONS, cfg
 d_default = own_width if own_width % 2 == 0 and own_width <= MAX_D_MODEL else 128
 VIEW.setdefault("n_positions", min(128, own_max))
 _clamp(VIEW.key("n_positions"), 2, MAX_POSITIONS, min(128, own_max))
-_clamp("pos_d_model", 8, MAX_D_MODEL, d_default)
+VIEW.setdefault("d_model", d_default)
+_clamp(VIEW.key("d_model"), 8, MAX_D_MODEL, d_default)
 _clamp("pos_n_curves", 1, MAX_CURVES, 4)
 cols = st.columns(3)
 n_pos = cols[0].slider("Number of positions", 2, MAX_POSITIONS, key=VIEW.key("n_positions"),
                        help=f"At most {MAX_POSITIONS} are drawn.")
 d_model = cols[1].slider("Table width", 8, MAX_D_MODEL, step=2,
-                         key="pos_d_model", help="How many numbers the sinusoidal table has "
-                         "per position (its d_model). Defaults to the loaded model's width "
+                         key=VIEW.key("d_model"), help="How many numbers the sinusoidal "
+                         "table has per position (its d_model). Defaults to the loaded model's width "
                          "(d_head for rotary models), so both tables share their axes.")
 n_curves = cols[2].slider("Curves shown", 1, MAX_CURVES, key="pos_n_curves")
 _clamp("pos_dims", 0, d_model - 1, (0, min(d_model - 1, 64)))
@@ -195,9 +196,9 @@ st.caption("Each position is one vector. PCA (principal component analysis) find
            "Consecutive positions are joined by a line: a smooth curve means "
            "that neighbouring positions get similar vectors.")
 cols = st.columns(2)
-st.session_state.setdefault("pos_skip_first", own_kind == "learned")
+VIEW.setdefault("skip_first", own_kind == "learned")
 pca_3d = cols[0].toggle("3D", key="pos_pca_3d")
-skip_first = cols[1].toggle("Leave out position 0", key="pos_skip_first",
+skip_first = cols[1].toggle("Leave out position 0", key=VIEW.key("skip_first"),
                             help="BERT-style models give position 0 (always [CLS]) a vector "
                             "far from all the others; over a few positions it can fill a "
                             "whole axis on its own.")

@@ -209,7 +209,9 @@ PAGE_SPECS: tuple[PageSpec, ...] = (
                  _s("teacher", "bool", False, url="teacher"))),
     PageSpec("positions", "positions", "Positional encodings", "Learn", ":material/waves:",
              "pos", (_s("n_positions", "int", minimum=2, maximum=512, url="npos"),
-                     _s("grouped", "bool", False, url="grouped"))),
+                     _s("d_model", "int", minimum=8, maximum=768, url="pwidth"),
+                     _s("grouped", "bool", False, url="grouped"),
+                     _s("skip_first", "bool", url="pskip"))),
     PageSpec("embeddings", "embeddings", "Embeddings", "Learn", ":material/scatter_plot:", "emb", (
         _s("method", "choice", "PCA", ("PCA", "t-SNE", "UMAP"), url="emethod"),
         _s("layer", "int", 0, url="emlayer"),

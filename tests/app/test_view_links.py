@@ -55,7 +55,8 @@ VIEWS: dict[str, dict[str, dict]] = {
         "tiny-induction": {"mode": "preset", "len": 8, "which": "second", "seed": 3, "seqs": 4},
     },
     "walkthrough": {m: {"step": 3, "layer": 1, "head": 1, "teacher": True} for m in MODELS},
-    "positions": {m: {"n_positions": 40, "grouped": True} for m in MODELS},
+    "positions": {m: {"n_positions": 40, "d_model": 32, "grouped": True, "skip_first": skip}
+                  for m, skip in zip(MODELS, (False, True, True))},
     "embeddings": {m: {"method": "t-SNE", "layer": 1, "dims": "3D"} for m in MODELS},
     "training": {m: {"task": "chars"} for m in MODELS},
 }
