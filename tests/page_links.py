@@ -36,13 +36,13 @@ def open_lesson(lesson_id: str | None = None, step: int = 1) -> AppTest:
 def open_view(view) -> AppTest:
     """A ViewState (ui/view_state.py) opened as its link opens it: its parameters in the
     query, then its page."""
-    from teaching.pages import BY_PATH
+    from ui.page_registry import page_file
 
     at = AppTest.from_file(APP, default_timeout=300)
     for key, value in view.params().items():
         at.query_params[key] = value
     at.run()
-    at.switch_page(f"app_pages/{BY_PATH[view.page].module}.py").run()
+    at.switch_page(str(page_file(view.page))).run()
     assert not at.exception, [e.value for e in at.exception]
     return at
 
