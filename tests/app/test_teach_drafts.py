@@ -67,3 +67,26 @@ def test_a_trained_model_is_recorded_by_its_label_never_its_folder(browser):
     text = to_toml("Mine", "", [step])
     assert folder not in text and "weights" not in text
     assert 'model = "trained: induction"' in text
+
+
+def test_send_a_class_gives_a_view_link_that_opens_in_any_browser(browser):
+    from urllib.parse import parse_qsl, urlsplit
+
+    from page_links import open_view, shown_view
+    from ui.view_state import ViewState
+
+    recorded = ViewState("attention", "tiny-induction", "abcdefabcdef", "",
+                         {"layer": 1, "head": 2}).normal()
+    at = open_view(recorded)
+    at.button(key="teach_record").click().run()
+    at.switch_page("app_pages/teach.py").run()
+    at.button(key="teach_try").click().run()  # "Try it now": the draft as an uploaded lesson
+    assert not at.exception, [e.value for e in at.exception]
+    links = [c.value for c in at.code if "/attention?" in c.value]
+    assert len(links) == 1, [c.value for c in at.code]
+    assert "lesson=" not in links[0]  # an uploaded lesson is in this browser only
+    parts = urlsplit(links[0])
+    sent = ViewState.from_link(parts.path.strip("/"), dict(parse_qsl(parts.query)))
+    assert sent == recorded
+    browser["id"] = "a student's browser"
+    assert shown_view(open_view(sent), "attention") == recorded
