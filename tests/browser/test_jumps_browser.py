@@ -65,6 +65,12 @@ def _open(browser, url: str):  # noqa: F811
     return page
 
 
+def _page_caption(page) -> str:
+    """The attention page's line on the model it draws (in the page, not the sidebar)."""
+    main = page.locator("[data-testid='stMain']")
+    return main.get_by_text(re.compile(r"\d+ layers × \d+ heads")).first.text_content()
+
+
 def test_the_patching_head_click_opens_tiny_inductions_own_head(served, browser):  # noqa: F811
     url, _ = served
     page = _open(browser, url + "/patching?model=tiny-induction")
@@ -73,12 +79,23 @@ def test_the_patching_head_click_opens_tiny_inductions_own_head(served, browser)
     _wait_title(page, "layer 1, head 2")
     _settle(page)
     assert "/attention" in page.url and "model=tiny-induction" in page.url
-    caption = page.get_by_text(re.compile(r"\d+ layers × \d+ heads")).first.text_content()
-    assert "2 layers × 4 heads" in caption, caption
+    caption = _page_caption(page)
+    assert caption.startswith("tiny-induction") and "2 layers × 4 heads" in caption, caption
     ticks = page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot')][0]"
                           ".data[0].x.map(String)")
     assert ticks and not any("CLS" in t or "SEP" in t or t.startswith("##") for t in ticks)
     assert not page.locator("[data-testid='stException']").count()
+    page.close()
+
+
+def test_the_walkthroughs_link_to_the_attention_page_keeps_the_model(served, browser):  # noqa: F811
+    url, _ = served
+    page = _open(browser, url + "/walkthrough?model=tiny-induction&text=abcabc&step=999")
+    page.get_by_text("Attention ▸").first.click()
+    _wait_title(page, "layer 0, head 0")
+    _settle(page)
+    caption = _page_caption(page)
+    assert caption.startswith("tiny-induction") and "2 layers × 4 heads" in caption, caption
     page.close()
 
 

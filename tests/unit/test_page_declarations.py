@@ -101,3 +101,11 @@ def test_a_bad_declaration_is_refused():
         Setting("x", "colour")
     spec = PageSpec("p", "p", "P", "S", "", "p", (Setting("a", "bool", url="a"),))
     assert spec.key("a") == "p_a"
+
+
+def test_pages_reach_their_link_only_through_the_view_state_and_nothing_execs_a_page():
+    for path in sorted((ROOT / "app_pages").glob("*.py")):
+        assert "urlstate" not in path.read_text(encoding="utf-8"), path.name
+    for path in [ROOT / "app.py", *sorted((ROOT / "ui").glob("*.py")),
+                 *sorted((ROOT / "app_pages").glob("*.py"))]:
+        assert not re.search(r"\bexec\(", path.read_text(encoding="utf-8")), path.name
