@@ -109,3 +109,20 @@ def test_pages_reach_their_link_only_through_the_view_state_and_nothing_execs_a_
     for path in [ROOT / "app.py", *sorted((ROOT / "ui").glob("*.py")),
                  *sorted((ROOT / "app_pages").glob("*.py"))]:
         assert not re.search(r"\bexec\(", path.read_text(encoding="utf-8")), path.name
+
+
+def test_a_lesson_step_sets_any_page_setting_and_a_bad_value_names_its_line():
+    from teaching.format import LessonError, parse_lesson
+
+    good = ('title = "t"\nmodel = "tiny-chars"\ntext = "abc"\n\n[[steps]]\ntitle = "s"\n'
+            'page = "generate"\ntemp = 0.5\nmode = "sample"\nstep = 2\n\n[[steps]]\n'
+            'title = "s"\npage = "ablation"\nheads = [[0, 1], [1, 3]]\nmode = "mean"\n')
+    lesson = parse_lesson(good, "t")
+    assert lesson.steps[0].settings == {"temp": 0.5, "mode": "sample", "step": 2}
+    assert lesson.steps[1].settings == {"heads": [(0, 1), (1, 3)], "mode": "mean"}
+    for old, bad in (("temp = 0.5", "temp = 9.5"), ("heads = [[0, 1], [1, 3]]",
+                                                    'heads = [[0, "x"]]')):
+        text = good.replace(old, bad)
+        with pytest.raises(LessonError) as err:
+            parse_lesson(text, "t")
+        assert err.value.line == 1 + text[:text.index(bad)].count("\n"), str(err.value)
