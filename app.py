@@ -29,10 +29,9 @@ if settings.hosted():  # a shared server: users see a message, never a traceback
     st.set_option("client.showErrorDetails", "none")
     settings.use_hosted_threads()
 
-PAGE_OBJECTS = page_registry.pages(HERE)  # from the declarations in teaching/pages.py
-
-
-page = st.navigation(page_registry.sections(PAGE_OBJECTS), expanded=True)  # none behind "View more"
+PAGE_OBJECTS = page_registry.pages()  # from the declarations in teaching/pages.py
+# every page listed, none behind "View more"
+page = st.navigation(page_registry.sections(PAGE_OBJECTS), expanded=True)
 view_state.start_run()
 jumped = view_state.take_jump()  # a jump button or grid click set the view: open its page
 if jumped in PAGE_OBJECTS and jumped != page.url_path:

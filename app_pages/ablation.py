@@ -86,8 +86,7 @@ st.caption(
 
 heads_all = [(lay, h) for lay in range(cfg.n_layers) for h in range(cfg.n_heads)]
 st.session_state["_abl_n_heads"] = cfg.n_heads
-VIEW["heads"] = [tuple(h) for h in VIEW.setdefault("heads")
-                                 if tuple(h) in heads_all]
+VIEW["heads"] = [tuple(h) for h in VIEW.setdefault("heads") if tuple(h) in heads_all]
 if st.session_state.get("abl_layer") not in range(cfg.n_layers):
     st.session_state["abl_layer"] = 0
 top = st.columns([4, 3])

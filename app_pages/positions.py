@@ -98,8 +98,8 @@ n_pos = cols[0].slider("Number of positions", 2, MAX_POSITIONS, key=VIEW.key("n_
                        help=f"At most {MAX_POSITIONS} are drawn.")
 d_model = cols[1].slider("Table width", 8, MAX_D_MODEL, step=2,
                          key=VIEW.key("d_model"), help="How many numbers the sinusoidal "
-                         "table has per position (its d_model). Defaults to the loaded model's width "
-                         "(d_head for rotary models), so both tables share their axes.")
+                         "table has per position (its d_model). Defaults to the loaded model's "
+                         "width (d_head for rotary models), so both tables share their axes.")
 n_curves = cols[2].slider("Curves shown", 1, MAX_CURVES, key="pos_n_curves")
 _clamp("pos_dims", 0, d_model - 1, (0, min(d_model - 1, 64)))
 dim_range = st.slider("Dimensions shown as curves (from, to)", 0, d_model - 1, key="pos_dims",

@@ -23,6 +23,7 @@ from .page_registry import run_in_lesson
 from .training_runs import default_settings
 from .urlstate import url_int
 from .view_state import ViewState
+
 AT_KEY = "_lesson_at"  # (lesson id, step number) the session's state was last set for
 DRAWN_KEY = "_lesson_drawn"  # (lesson id, step number) whose page was last drawn
 

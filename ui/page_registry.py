@@ -22,7 +22,7 @@ def page_file(path: str) -> Path:
     return APP_PAGES / f"{BY_PATH[path].module}.py"
 
 
-def pages(root: Path | None = None) -> dict:
+def pages() -> dict:
     """Page path -> st.Page, in the declared order."""
     return {spec.path: st.Page(str(page_file(spec.path)), title=spec.title, icon=spec.icon,
                                url_path=spec.path, default=spec.path == START)
