@@ -82,3 +82,12 @@ def test_the_start_page_opens_your_sentence_on_its_example_head():
     at.button(key="start_try").click().run()
     example = json.loads((ROOT / "assets" / "start_example.json").read_text())
     _landed(at, "minilm", "The dog ran to the park.", example["layer"], example["head"])
+
+
+def test_a_model_picked_in_the_sidebar_is_kept_by_the_jump():
+    at = open_page("app_pages/heads.py", "minilm", TEXT)
+    at.selectbox(key="sb_model_choice").set_value("tiny-induction").run()
+    assert not at.exception
+    at.selectbox(key="hs_open_head").set_value((0, 3)).run()
+    at.button(key="hs_open_btn").click().run()
+    _landed(at, "tiny-induction", TEXT, 0, 3)
