@@ -1,20 +1,24 @@
 """A lesson step draws the same thing however it is reached: by Next from the step before, by
 Previous from the step after, or by its own link in a fresh browser. Compared: the view the
-page used (model, text, every setting) and every figure (its title and its numbers)."""
+page used (model, text, every setting) and every figure (its title and its numbers). Its
+"Open this view on its own" link opens the page alone in that same view."""
 
 from __future__ import annotations
 
 import json
 import sys
 from pathlib import Path
+from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "app")]
 
-from page_links import open_lesson, shown_view  # noqa: E402
+from page_links import open_lesson, open_view, shown_view  # noqa: E402
 from test_lessons import LESSONS, _answer_wrong_then_right, _texts  # noqa: E402
+
+from ui.view_state import ViewState  # noqa: E402
 
 
 def _drawn(at, step) -> tuple:
@@ -59,3 +63,8 @@ def test_next_previous_and_the_link_draw_the_same_step(lesson):
         assert by_next[number][1] == by_link[1], (number, "Next and the link differ")
         assert by_previous[number][1] == by_link[1], (number, "Previous and the link differ")
         assert by_link[1] or lesson.steps[number - 1].page not in ("attention", "heads"), number
+        # "Open this view on its own": the page alone, in the same view, in any browser
+        url = next(b.proto.url for b in linked.get("link_button"))
+        parts = urlsplit(url)
+        alone = ViewState.from_link(parts.path.strip("/"), dict(parse_qsl(parts.query)))
+        assert shown_view(open_view(alone), alone.page) == by_link[0], number
