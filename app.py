@@ -11,7 +11,8 @@ if not os.environ.get("ATTENTION_LAB_ONLINE"):
 import streamlit as st  # noqa: E402
 
 from ui import (  # noqa: E402 - none of these loads torch (ui.cache and ui.sidebar do: below)
-    busy, lesson_link, page_style, projector, sessions, settings, teacher_tools, uploads, urlstate,
+    busy, lesson_link, page_registry, page_style, projector, sessions, settings, teacher_tools,
+    uploads, urlstate, view_state,
 )
 
 HERE = Path(__file__).resolve().parent
@@ -28,37 +29,13 @@ if settings.hosted():  # a shared server: users see a message, never a traceback
     st.set_option("client.showErrorDetails", "none")
     settings.use_hosted_threads()
 
-# (section, file, title, icon, url path); the first is the start page, at "/".
-PAGES = [
-    ("Start", "app_pages/start.py", "Start here", ":material/home:", "start"),
-    ("Start", "app_pages/lessons.py", "Lessons", ":material/school:", "lessons"),
-    ("Start", "app_pages/teach.py", "Teach with it", ":material/co_present:", "teach"),
-    ("Explore", "app_pages/attention.py", "Attention", ":material/grid_on:", "attention"),
-    ("Explore", "app_pages/effect.py", "Attention vs effect", ":material/balance:", "effect"),
-    ("Explore", "app_pages/heads.py", "Head statistics", ":material/leaderboard:", "heads"),
-    ("Explore", "app_pages/compare.py", "Compare two inputs", ":material/compare_arrows:", "compare"),
-    ("Explore", "app_pages/ablation.py", "Head ablation", ":material/content_cut:", "ablation"),
-    ("Explore", "app_pages/logit_lens.py", "Logit lens", ":material/visibility:", "logit-lens"),
-    ("Decoder lab", "app_pages/generate.py", "Generate, step by step", ":material/edit_note:", "generate"),
-    ("Decoder lab", "app_pages/attribution.py", "Which parts made the logit", ":material/stacked_bar_chart:", "attribution"),
-    ("Decoder lab", "app_pages/patching.py", "Patching: find the circuit", ":material/cable:", "patching"),
-    ("Learn", "app_pages/walkthrough.py", "Forward pass, step by step", ":material/footprint:", "walkthrough"),
-    ("Learn", "app_pages/positions.py", "Positional encodings", ":material/waves:", "positions"),
-    ("Learn", "app_pages/embeddings.py", "Embeddings", ":material/scatter_plot:", "embeddings"),
-    ("Train", "app_pages/training.py", "Train a tiny transformer", ":material/model_training:", "training"),
-]
-
-
-def _navigation() -> dict[str, list]:
-    sections: dict[str, list] = {}
-    for section, file, title, icon, url in PAGES:
-        sections.setdefault(section, []).append(
-            st.Page(str(HERE / file), title=title, icon=icon, url_path=url,
-                    default=url == "start"))
-    return sections
-
-
-page = st.navigation(_navigation(), expanded=True)  # every page listed, none behind "View more"
+PAGE_OBJECTS = page_registry.pages()  # from the declarations in teaching/pages.py
+# every page listed, none behind "View more"
+page = st.navigation(page_registry.sections(PAGE_OBJECTS), expanded=True)
+view_state.start_run()
+jumped = view_state.take_jump()  # a jump button or grid click set the view: open its page
+if jumped in PAGE_OBJECTS and jumped != page.url_path:
+    st.switch_page(PAGE_OBJECTS[jumped])
 page_style.apply()
 projector.apply()
 urlstate.load_from_url()
@@ -67,7 +44,7 @@ lesson_link.sync_from_url(page.url_path == "lessons")  # before the sidebar: the
 # (ui/start_example.py): it goes first, so a visitor sees it before torch and the model load.
 start_first = page.url_path in ("", "start")
 if start_first:
-    page.run()
+    page_registry.run(page)
 
 from ui import cache, sidebar  # noqa: E402 - the engine: torch and the models
 
@@ -83,4 +60,4 @@ with cache.run_queue().slot(on_wait=waiting, computes=sidebar.brings_new_input()
     sidebar.remember_input()
     teacher_tools.render(page.url_path)
     if not start_first:
-        page.run()
+        page_registry.run(page)

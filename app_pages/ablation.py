@@ -17,9 +17,11 @@ from ui.charts import chart_config
 from ui.callbacks import add_layer_heads, set_state, toggle_head
 from ui.examples import known_sentence
 from ui.sidebar import require_trace, use_known_sentence
+from ui.view_state import page_view
 from viz.heads import head_grid, next_token_bars, token_bars
 from viz.labels import axis_labels, looks_byte_level, visible_text, plain_text
 
+VIEW = page_view("ablation")  # this page's settings (teaching/pages.py declares them)
 MODES = {"zero": "Zero: the head outputs nothing",
          "mean": "Mean: the head outputs its average over the text's positions"}
 AUTO_SWEEP = 72 * 64  # heads × tokens below which the sweep runs without a click
@@ -84,21 +86,21 @@ st.caption(
 
 heads_all = [(lay, h) for lay in range(cfg.n_layers) for h in range(cfg.n_heads)]
 st.session_state["_abl_n_heads"] = cfg.n_heads
-st.session_state["abl_heads"] = [tuple(h) for h in st.session_state.get("abl_heads", [])
-                                 if tuple(h) in heads_all]
+VIEW["heads"] = [tuple(h) for h in VIEW.setdefault("heads") if tuple(h) in heads_all]
 if st.session_state.get("abl_layer") not in range(cfg.n_layers):
     st.session_state["abl_layer"] = 0
 top = st.columns([4, 3])
-chosen = top[0].multiselect("Heads to remove", heads_all, key="abl_heads",
+chosen = top[0].multiselect("Heads to remove", heads_all, key=VIEW.key("heads"),
                             format_func=lambda lh: f"L{lh[0]} H{lh[1]}",
                             placeholder="Pick heads to remove")
-mode = top[1].radio("Replace each removed head by", list(MODES), key="abl_mode",
+VIEW.setdefault("mode")
+mode = top[1].radio("Replace each removed head by", list(MODES), key=VIEW.key("mode"),
                     format_func=MODES.get)
 row = st.columns([2, 2, 1, 3], vertical_alignment="bottom")
 row[0].selectbox("Layer", list(range(cfg.n_layers)), key="abl_layer")
 row[1].button("Remove every head of this layer", key="abl_add_layer",
-              on_click=add_layer_heads("abl_layer", "abl_heads", cfg.n_heads))
-row[2].button("Clear", key="abl_clear", on_click=set_state(abl_heads=[]))
+              on_click=add_layer_heads("abl_layer", VIEW.key("heads"), cfg.n_heads))
+row[2].button("Clear", key="abl_clear", on_click=set_state(**{VIEW.key("heads"): []}))
 
 pooling = sentence_pooling(model_directory(selection.model_name))
 if not chosen:
@@ -196,7 +198,7 @@ if skey in sweeps:
                   value_name="Δ loss" if metric == "loss" else "1 − cosine",
                   fmt=".3f", diverging=metric == "loss", marked=[tuple(h) for h in chosen],
                   subtitle=METRICS[metric] + "; outlined: heads removed above"),
-        key="abl_grid", on_select=toggle_head("abl_grid", cfg.n_heads, "abl_heads"),
+        key="abl_grid", on_select=toggle_head("abl_grid", cfg.n_heads, VIEW.key("heads")),
         selection_mode="points", config=chart_config("head_importance"))
     if metric == "loss":
         _helped_note(values, selection.model_name)

@@ -15,7 +15,7 @@ from ui.callbacks import pick_head
 from ui.text import md_escape
 from ui.reference import check_numbers
 from ui.sidebar import require_trace
-from ui.urlstate import url_default, write_to_url
+from ui.view_state import page_view
 from ui.widgets import index_slider, shown_model_name
 from viz.attention import (
     TICK_LABEL_LIMIT, attention_heatmap, cross_attention_heatmap, head_lines, head_overview,
@@ -25,8 +25,10 @@ from viz.export import matrix_csv, trace_npz
 from viz.labels import axis_labels, plain_text
 
 
+VIEW = page_view("attention")  # this page's settings (teaching/pages.py declares them)
 CLEAR_SHARE = 0.3  # a head this much on the previous token shows a clear line on any length
-VIEWS = ["All heads", "Token lines", "Where a row comes from (Q·K)", "Download"]
+VIEWS = list(VIEW.spec.by_name["view"].choices)
+MODES = list(VIEW.spec.by_name["mode"].choices)
 ROLLOUT_DEFINITION = (
     "**Attention rollout** (Abnar & Zuidema, 2020) follows attention through the layers. "
     "For each layer, average the heads and add the residual connection: "
@@ -58,9 +60,10 @@ def _cross_attention(trace, cross, head: int) -> None:
                "the decoder's steps (reading the token before, writing the next), columns are "
                f"the source tokens. The model wrote: “{md_escape(trace.outputs[0])}”.")
     cols = st.columns(2)
-    st.session_state.setdefault("attn_cross_layer", dec.n_layers - 1)  # the last: sharpest
-    d_layer = index_slider(cols[0], "Decoder layer", dec.n_layers, key="attn_cross_layer")
-    d_head = index_slider(cols[1], "Decoder head", dec.n_heads, key="attn_cross_head")
+    VIEW.setdefault("cross_layer", dec.n_layers - 1)  # the last: sharpest
+    VIEW.setdefault("cross_head")
+    d_layer = index_slider(cols[0], "Decoder layer", dec.n_layers, key=VIEW.key("cross_layer"))
+    d_head = index_slider(cols[1], "Decoder head", dec.n_heads, key=VIEW.key("cross_head"))
     st.plotly_chart(cross_attention_heatmap(
         cross[d_layer, d_head], trace.decoder_tokens[0], trace.output_tokens[0], trace.tokens,
         title=f"Cross-attention, decoder layer {d_layer}, head {d_head}"),
@@ -109,18 +112,18 @@ def explorer(selection) -> None:
     cfg, tokens = trace.cfg, trace.tokens
     labels = axis_labels(tokens)
     controls = st.columns([3, 3, 2, 2])
-    layer = index_slider(controls[0], "Layer", cfg.n_layers, key="attn_layer")
-    mode = controls[2].radio("Show", ["Raw attention", "Attention rollout"], key="attn_mode",
+    layer = index_slider(controls[0], "Layer", cfg.n_layers, key=VIEW.key("layer"))
+    mode = controls[2].radio("Show", MODES, key=VIEW.key("mode"),
                              help="Raw: what one head of this layer looks at. Rollout: follows "
                              "attention down through every layer so far, to estimate how much "
                              "each input token ends up in each token's vector.")
-    average = controls[3].toggle("Average of heads", key="attn_average",
+    average = controls[3].toggle("Average of heads", key=VIEW.key("average"),
                                  disabled=mode != "Raw attention")
-    head = index_slider(controls[1], "Head", cfg.n_heads, key="attn_head",
+    head = index_slider(controls[1], "Head", cfg.n_heads, key=VIEW.key("head"),
                               disabled=average or mode != "Raw attention")
     # Only offered when this run has special tokens (tiny-chars has none: nothing to hide).
     hide_special = bool(trace.special_mask[0].any()) and controls[3].toggle(
-        "Hide special tokens", key="attn_hide_special",
+        "Hide special tokens", key=VIEW.key("hide_special"),
         help="Drop the special tokens, then renormalise each row to sum to 1. Special tokens "
         "are the markers the model knows by their id: [CLS], [SEP], BOS, padding, also when "
         "typed in the text itself.")
@@ -160,10 +163,9 @@ def explorer(selection) -> None:
     if trace.kind == "encoder_decoder":  # tiny-reverse: the decoder reads the source too
         _cross_attention(trace, trace.cross_attentions, head)
 
-    write_to_url(layer=layer, head=head)
-
-    view = st.segmented_control("More", VIEWS, key="attn_view", default=VIEWS[0],
+    view = st.segmented_control("More", VIEWS, key=VIEW.key("view"),
                                 label_visibility="collapsed") or VIEWS[0]
+    VIEW.write_link()
     if view != st.session_state.get("_attn_view_drawn"):
         st.rerun()  # the overview is drawn outside this fragment: redraw the whole page
 
@@ -229,16 +231,15 @@ def page() -> None:
                  "it: this page puts attention beside what really changes the model's answer.")
 
     opening = None  # a long text opens on a head with a clear pattern, unless a link names one
-    if not any(k in st.session_state for k in ("attn_layer", "attn_head", "_url_attn_layer",
-                                               "_url_attn_head")):
+    if VIEW.given("layer") is None and VIEW.given("head") is None:
         opening = _opening_head(trace)
         if opening:
             st.session_state["_attn_opened"] = (key, *opening)
-    st.session_state.setdefault("attn_layer", url_default("attn_layer", opening[0] if opening
-                                                          else 0))
-    st.session_state.setdefault("attn_head", url_default("attn_head", opening[1] if opening
-                                                         else 0))
-    st.session_state["_attn_view_drawn"] = st.session_state.get("attn_view") or VIEWS[0]
+    VIEW.setdefault("layer", opening[0] if opening else 0)
+    VIEW.setdefault("head", opening[1] if opening else 0)
+    for name in ("mode", "average", "hide_special"):
+        VIEW.setdefault(name)
+    st.session_state["_attn_view_drawn"] = VIEW.setdefault("view") or VIEWS[0]
     explorer(selection)
     if st.session_state["_attn_view_drawn"] == "All heads":
         st.caption("Every layer × head at once, each downsampled to a thumbnail. Click a cell to "

@@ -12,17 +12,16 @@ from ui.charts import chart_config
 from ui.decoder_lab import attribution, decoder_reason
 from ui.sidebar import require_trace
 from ui.switch import offer_decoder
-from ui.urlstate import init_from_link, url_int, url_param, write_to_url
+from ui.view_state import page_view
 from viz.attribution import head_attribution_grid, logit_waterfall
 from viz.numbers import gap, percent, plain
 from viz.labels import axis_labels, looks_byte_level, plain_text, visible_text
 
+VIEW = page_view("attribution")  # this page's settings (teaching/pages.py declares them)
 N_CHOICES = 10  # the likeliest tokens offered as targets
 SHOWN = 1e-4  # the metrics show 4 decimals: a smaller gap reads "≈ 0"
 MODES = {"one": "One token's logit", "diff": "Difference between two tokens"}
 
-if st.session_state.pop("_attr_goto", False):
-    st.switch_page("app_pages/attention.py")
 
 
 def _choices(loaded, trace, pos: int, extra=()) -> tuple[list[int], dict[int, str]]:
@@ -47,46 +46,32 @@ def _choices(loaded, trace, pos: int, extra=()) -> tuple[list[int], dict[int, st
 def _pickers(loaded, trace, labels):
     """Position, mode, target and baseline. Returns (pos, target, baseline or None, names)."""
     n = trace.n_tokens
-    init_from_link([("attr_pos", "apos", "int", n - 1, (0, n - 1)),
-                    ("attr_mode", "amode", "choice", "one", tuple(MODES))])
-    if st.session_state.get("attr_pos") not in range(n):
-        st.session_state["attr_pos"] = n - 1
+    VIEW.setdefault("mode")
+    if VIEW.setdefault("pos", n - 1) not in range(n):
+        VIEW["pos"] = n - 1
     cols = st.columns([3, 2])
     pos = cols[0].select_slider("Position (the token whose next-token score is explained)",
-                                list(range(n)), key="attr_pos",
+                                list(range(n)), key=VIEW.key("pos"),
                                 format_func=lambda i: plain_text(labels[i])) if n > 1 else 0
-    mode = cols[1].radio("Explain", list(MODES), key="attr_mode", format_func=MODES.get,
+    mode = cols[1].radio("Explain", list(MODES), key=VIEW.key("mode"), format_func=MODES.get,
                          horizontal=True)
-    ids, names = _choices(loaded, trace, pos, st.session_state.get("_attr_link_ids", ()))
-    for key, fallback in (("attr_target", ids[0]), ("attr_base", ids[1 % len(ids)])):
-        if st.session_state.get(key) not in ids:
-            st.session_state[key] = fallback
+    asked = [v for v in (VIEW.given("target"), VIEW.given("base")) if v is not None]
+    ids, names = _choices(loaded, trace, pos, asked)  # a link's or a lesson's tokens offered too
+    for name, fallback in (("target", ids[0]), ("base", ids[1 % len(ids)])):
+        VIEW[name] = VIEW.given(name) if VIEW.given(name) in ids else fallback
     cols = st.columns(2)
-    target = cols[0].selectbox("Target token", ids, key="attr_target", format_func=names.get,
+    target = cols[0].selectbox("Target token", ids, key=VIEW.key("target"),
+                               format_func=names.get,
                                help="The likeliest next tokens here (the first is the model's "
                                "prediction), and the true next token of your text.")
     base = None
     if mode == "diff":
-        base = cols[1].selectbox("Minus the logit of", ids, key="attr_base",
+        base = cols[1].selectbox("Minus the logit of", ids, key=VIEW.key("base"),
                                  format_func=names.get)
         if base == target:
             cols[1].warning("Pick two different tokens: their difference is 0.")
             base = None
     return pos, target, base, names
-
-
-def _link_ids() -> None:
-    """Target and baseline token ids from a link, the first time: offered as choices."""
-    if "attr_target" in st.session_state or st.session_state.get("_attr_linked"):
-        return
-    st.session_state["_attr_linked"] = True
-    found = {}
-    for key, param in (("attr_target", "atarget"), ("attr_base", "abase")):
-        value = url_int(url_param(param) or "")
-        if value is not None:
-            found[key] = value
-    st.session_state.update(found)
-    st.session_state["_attr_link_ids"] = tuple(found.values())
 
 
 def _parts(a) -> tuple[list[str], list[float]]:
@@ -134,7 +119,6 @@ if reason is not None:
     st.stop()
 
 loaded, cfg = selection.model, trace.cfg
-_link_ids()
 labels = axis_labels(trace.tokens)
 pos, target, base, names = _pickers(loaded, trace, labels)
 a = attribution(selection.model_name, selection.text, selection.pair, pos, target, base,
@@ -164,7 +148,7 @@ grid = head_attribution_grid(a.heads, title="Each head's direct part of the " + 
                              subtitle="red pushes the target up, blue down; click a head to "
                              "open its attention", value_name=what)
 st.plotly_chart(grid, key="attr_grid", selection_mode="points",
-                on_select=pick_head("attr_grid", cfg.n_heads, goto_flag="_attr_goto"),
+                on_select=pick_head("attr_grid", cfg.n_heads),
                 config=chart_config("attribution-heads", grid, position=pos))
 box, button = st.columns([3, 1], vertical_alignment="bottom")
 order = np.argsort(-np.abs(a.heads).reshape(-1))
@@ -173,10 +157,9 @@ box.selectbox("Or pick a head (largest parts first)", heads, key="attr_open_head
               format_func=lambda lh: f"layer {lh[0]}, head {lh[1]}: "
               f"{a.heads[lh[0], lh[1]]:+.3f}")
 button.button("Open its attention", key="attr_open_btn",
-              on_click=open_chosen_head("attr_open_head", "_attr_goto"))
+              on_click=open_chosen_head("attr_open_head"))
 
 with st.expander("Every part as a table"):
     table = pd.DataFrame(a.components(), columns=["part", what])
     st.dataframe(table, hide_index=True, width="stretch", key="attr_table",
                  column_config={what: st.column_config.NumberColumn(format="%+.4f")})
-write_to_url(apos=pos, amode=None if base is None else "diff", atarget=target, abase=base)

@@ -17,11 +17,15 @@ from ui.patching_inputs import (FALLBACKS, MAX_TRIES, SWAPS, WORD, default_corru
                                first_words, follow_default, token_count)
 from ui.sidebar import require_trace
 from ui.text import md_escape
+from ui.view_state import page_view
 from ui.widgets import index_slider
 from viz.attention import attention_heatmap
 from viz.compare import changed_runs, describe_changes, difference_heatmap, zoom_window
 from viz.heads import head_grid
 from viz.style import HALF_PAGE_PX
+
+VIEW = page_view("compare")  # this page's settings (teaching/pages.py declares them)
+PICKED = (VIEW.spec.key("layer"), VIEW.spec.key("head"))  # where a click in a head grid goes
 
 
 SKIP = {"the", "a", "an", "to", "of", "and", "in", "on", "at", "is", "was", "it"}
@@ -108,10 +112,12 @@ st.caption("Text A is the sidebar text; type text B here. Both run through the s
            "notice." + (" B uses the same second sentence as A." if selection.pair else ""))
 
 made = _default_b(selection.model, selection.text)
-follow_default("cmp_text_b", "_cmp_default", made)  # text A's, until the user edits B
+VIEW.setdefault("text_b", made)  # from a link or a lesson step, else text A with a word swapped
+follow_default(VIEW.key("text_b"), "_cmp_default", made)  # text A's, until the user edits B
 left, right = st.columns([5, 1], vertical_alignment="bottom")
-text_b = left.text_area("Text B", key="cmp_text_b", height=90)
-right.button("Start from text A", key="cmp_copy", on_click=copy_state("sb_text", "cmp_text_b"),
+text_b = left.text_area("Text B", key=VIEW.key("text_b"), height=90)
+right.button("Start from text A", key="cmp_copy",
+             on_click=copy_state("sb_text", VIEW.key("text_b")),
              help="Copy the sidebar text here, then edit a word.")
 note = st.empty()  # under text B and its button: what B is, once B has run
 
@@ -137,12 +143,13 @@ if len(tokens_a) == len(tokens_b):
     per_head = diff_heads.sum(-1).mean(-1)  # [n_layers, head], in [0, 2]
 # Start on the head open on the attention page, else on the head that changed most.
 moved = (0, 0) if per_head is None else np.unravel_index(int(per_head.argmax()), per_head.shape)
-for name, first in (("cmp_layer", moved[0]), ("cmp_head", moved[1])):
-    st.session_state.setdefault(name, st.session_state.get(name.replace("cmp", "attn"),
-                                                           int(first)))
+attention = page_view("attention")
+for name, first in (("layer", moved[0]), ("head", moved[1])):
+    opened = attention.given(name)
+    VIEW.setdefault(name, int(first) if opened is None else opened)
 controls = st.columns(2)
-layer = index_slider(controls[0], "Layer", cfg.n_layers, key="cmp_layer")
-head = index_slider(controls[1], "Head", cfg.n_heads, key="cmp_head")
+layer = index_slider(controls[0], "Layer", cfg.n_layers, key=VIEW.key("layer"))
+head = index_slider(controls[1], "Head", cfg.n_heads, key=VIEW.key("head"))
 
 with st.container(key="wide_cmp_pair"):  # side by side; one under the other when narrow
     cols = st.columns(2)
@@ -189,7 +196,7 @@ else:
     grid.update_traces(zmin=0, zmax=float(per_head.max()) or 1.0, selector=dict(type="heatmap"))
     st.plotly_chart(
         grid,
-        key="cmp_heads", on_select=pick_head("cmp_heads", cfg.n_heads, "cmp_layer", "cmp_head"),
+        key="cmp_heads", on_select=pick_head("cmp_heads", cfg.n_heads, *PICKED),
         selection_mode="points", config=chart_config("compare_heads"))
 
 st.subheader("Head statistics, B − A")
@@ -206,5 +213,5 @@ st.plotly_chart(
     head_grid(delta, title=f"{label}: B − A", value_name=f"Δ {label}", fmt=".2f",
               diverging=True, marked=[(layer, head)],
               subtitle="red: higher on B, blue: higher on A; click a head to show it above"),
-    key="cmp_stats", on_select=pick_head("cmp_stats", cfg.n_heads, "cmp_layer", "cmp_head"),
+    key="cmp_stats", on_select=pick_head("cmp_stats", cfg.n_heads, *PICKED),
     selection_mode="points", config=chart_config("compare_statistics"))

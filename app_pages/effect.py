@@ -18,15 +18,13 @@ from ui.reference import check_numbers
 from ui.sidebar import require_trace
 from ui.switch import needs_lm_head, offer_decoder
 from ui.text import md_escape
-from ui.urlstate import init_from_link, url_int, url_param, write_to_url
+from ui.view_state import page_view
 from ui.widgets import index_slider, shown_model_name
 from viz.effect import method_strip
 from viz.heads import head_grid
 from viz.labels import axis_labels, plain_text
 from viz.numbers import gap
 
-if st.session_state.pop("_eff_goto", False):  # a head was clicked in the per-head view
-    st.switch_page("app_pages/attention.py")
 
 NAMES = {"attention": "Attention", "rollout": "Rollout", "attention_norm": "Attn × value",
          "gradient_x_input": "Grad × input", "integrated_gradients": "Integ. grads",
@@ -43,8 +41,9 @@ MEANINGS = {
 BASELINES = {"zero": "zero vectors", "pad": "[PAD] tokens", "mask": "[MASK] tokens"}
 OCCLUSION = {"remove": "remove the token", "pad": "replace it by [PAD]",
              "mask": "replace it by [MASK]"}
-STEPS = (4, 8, 16, 32, 64, 128, 256)
-DEFAULT_STEPS = 64  # lowered to what fits one batch for a long text
+VIEW = page_view("effect")  # this page's settings (teaching/pages.py declares them)
+STEPS = VIEW.spec.by_name["steps"].choices
+DEFAULT_STEPS = VIEW.spec.by_name["steps"].default  # lowered to what fits one batch for a long text
 AUTO_WORK = 32 * 64  # tokens × steps small enough to run without a click
 WARNING = (
     "**Attention is not explanation.** A head can put most of its attention on a token whose "
@@ -74,18 +73,11 @@ def _options(loaded, choices: dict) -> list[str]:
 
 def _init_state(n_tokens: int, cfg) -> None:
     """Session defaults, from the link the first time."""
-    init_from_link([("eff_layer", "elayer", "int", cfg.n_layers - 1, None),
-                    ("eff_head", "ehead", "int", 0, None),
-                    ("eff_pos", "epos", "int", n_tokens - 1, None)])
-    if "eff_average" not in st.session_state:
-        st.session_state["eff_average"] = url_param("eavg") == "1"
-    if "eff_steps" not in st.session_state:
-        value = url_int(url_param("esteps") or "")
-        st.session_state["eff_steps"] = value if value in STEPS else DEFAULT_STEPS
-    for key, param, allowed in (("eff_baseline", "ebase", BASELINES),
-                                ("eff_occlusion", "eocc", OCCLUSION)):
-        if key not in st.session_state and url_param(param) in allowed:
-            st.session_state[key] = url_param(param)
+    VIEW.setdefault("layer", cfg.n_layers - 1)
+    if cfg.causal:  # an encoder's target is the whole sentence: no position
+        VIEW.setdefault("pos", n_tokens - 1)
+    for name in ("head", "average", "steps", "baseline", "occlusion"):
+        VIEW.setdefault(name)
 
 
 @shared("effect_target")
@@ -111,22 +103,24 @@ def _position(labels: list[str], causal: bool) -> int | None:
     if not causal:
         return None
     n = len(labels)
-    st.session_state["eff_pos"] = min(max(int(st.session_state["eff_pos"]), 0), n - 1)
+    VIEW["pos"] = min(max(int(VIEW["pos"]), 0), n - 1)
     if n == 1:
         return 0
     return st.columns([1, 2])[0].selectbox(
-        "Predict the token after", list(range(n)), key="eff_pos",
+        "Predict the token after", list(range(n)), key=VIEW.key("pos"),
         format_func=lambda i: plain_text(labels[i]))
 
 
-def _choice(col, label: str, alone: str, options: list[str], names: dict, key: str,
+def _choice(col, label: str, alone: str, options: list[str], names: dict, setting: str,
             help: str | None = None) -> str:
     """A radio over `options`, or, when there is only one, that choice said in plain text
     (`alone` with "{}" for its name): a radio with a single option offers nothing to pick."""
     if len(options) == 1:
         col.markdown(":small[" + alone.format(f"**{names[options[0]]}**") + "]", help=help)
         return options[0]
-    return col.radio(label, options, key=key, format_func=names.get, help=help)
+    if VIEW.peek(setting) not in options:
+        VIEW[setting] = options[0]
+    return col.radio(label, options, key=VIEW.key(setting), format_func=names.get, help=help)
 
 
 def _steps_allowed(k: int) -> list[int]:
@@ -138,14 +132,14 @@ def _method_controls(loaded, k: int) -> tuple[str, int, str | None]:
     cols = st.columns(3)
     baseline = _choice(cols[0], "Integrated gradients start from",
                        "Integrated gradients start from {}.", _options(loaded, BASELINES),
-                       BASELINES, "eff_baseline", help="The baseline: the input that means "
+                       BASELINES, "baseline", help="The baseline: the input that means "
                        "“nothing”. Integrated gradients add up how the target changes on the "
                        "straight path from it to your text.")
     allowed = _steps_allowed(k)
-    if st.session_state["eff_steps"] not in allowed:  # starts at what fits this text, quietly
-        st.session_state["eff_steps"] = allowed[-1]
+    if VIEW["steps"] not in allowed:  # starts at what fits this text, quietly
+        VIEW["steps"] = allowed[-1]
     steps = cols[1].select_slider("Integrated gradients: steps", options=allowed,
-                                  key="eff_steps", help="Points along the path, all run in "
+                                  key=VIEW.key("steps"), help="Points along the path, all run in "
                                   "one batch. More steps: a more exact sum, more time.")
     if allowed[-1] < DEFAULT_STEPS:  # the usual start does not fit: said quietly
         cols[1].caption(f"Up to {allowed[-1]} steps fit one batch for {k} tokens.")
@@ -155,7 +149,7 @@ def _method_controls(loaded, k: int) -> tuple[str, int, str | None]:
         return baseline, steps, None
     mode = _choice(cols[2], "Occlusion: for each token in turn",
                    "Occlusion: for each token in turn, {}.", _options(loaded, OCCLUSION),
-                   OCCLUSION, "eff_occlusion")
+                   OCCLUSION, "occlusion")
     return baseline, steps, mode
 
 
@@ -222,7 +216,7 @@ def _per_head(every, layer: int, head: int | None, n_heads: int) -> None:
                     subtitle="Spearman of each head's attention row with the occlusion effect; "
                     "red: the head looks at the tokens that matter; click a head to open it")
     st.plotly_chart(fig, key="eff_heads", config=chart_config("effect-heads", fig),
-                    on_select=pick_head("eff_heads", n_heads, goto_flag="_eff_goto"),
+                    on_select=pick_head("eff_heads", n_heads),
                     selection_mode="points")
 
 
@@ -259,13 +253,11 @@ def page() -> None:
                    "measured are those of the first text.")
     k = visible_length(target, tokens)
     top = st.columns([3, 3, 2], vertical_alignment="bottom")
-    layer = index_slider(top[0], "Layer", cfg.n_layers, key="eff_layer")
-    average = top[2].toggle("Average of heads", key="eff_average")
-    head = index_slider(top[1], "Head", cfg.n_heads, key="eff_head", disabled=average)
+    layer = index_slider(top[0], "Layer", cfg.n_layers, key=VIEW.key("layer"))
+    average = top[2].toggle("Average of heads", key=VIEW.key("average"))
+    head = index_slider(top[1], "Head", cfg.n_heads, key=VIEW.key("head"), disabled=average)
     baseline, steps, mode = _method_controls(loaded, k)
     _bounds(k, cfg.n_ctx if trace.dropped[0] else None)
-    write_to_url(elayer=layer, ehead=head, eavg="1" if average else None,
-                 epos=position, esteps=steps, ebase=baseline, eocc=mode)
     if k > MAX_GRADIENT_TOKENS or not _steps_allowed(k):
         st.info(f"This text has {k} tokens; the gradient methods take at most "
                 f"{MAX_GRADIENT_TOKENS}. Shorten the text to measure it:")

@@ -16,6 +16,7 @@ from ui.model_names import NAMES
 from ui.sidebar import require_trace
 from ui.charts import chart_config
 from ui.text import md_escape
+from ui.view_state import page_view
 from analysis.walkthrough.steps import plural
 from ui.widgets import index_slider, shown_model_name
 from viz.labels import axis_labels, looks_byte_level, plain_text, visible_text
@@ -23,6 +24,7 @@ from viz.projection import (
     joint_qk_figure, length_of, norms_figure, parts_figure, projection_figure,
 )
 
+VIEW = page_view("embeddings")  # this page's settings (teaching/pages.py declares them)
 MAX_SENTENCES = 20  # "several sentences" mode: lines beyond this are ignored, and we say so
 MAX_LINE_CHARS = 300  # each line is cut to this many characters
 EXAMPLE_SENTENCES = (
@@ -160,8 +162,10 @@ st.caption(f"Each token's vector ({cfg.d_model} numbers for {model_name}) after 
            "named on hover.")
 cols = st.columns([3, 2, 2, 3])
 source = cols[0].radio("Tokens of", SOURCES, key="emb_source")
-method = cols[1].radio("Method", ["PCA", "t-SNE", "UMAP"], key="emb_method")
-dims = cols[2].radio("Dimensions", ["2D", "3D"], key="emb_dims", horizontal=True)
+for name in ("method", "dims"):
+    VIEW.setdefault(name)
+method = cols[1].radio("Method", ["PCA", "t-SNE", "UMAP"], key=VIEW.key("method"))
+dims = cols[2].radio("Dimensions", ["2D", "3D"], key=VIEW.key("dims"), horizontal=True)
 fit_all = cols[3].radio("Fit", ["all layers in one space", "each layer alone"],
                         key="emb_fit", help="One space for all layers lets you follow a token "
                         "from layer to layer.") == "all layers in one space"
@@ -183,8 +187,9 @@ else:
     points = token_points(trace)
     data_key = (selection.model_name, "text", selection.text, selection.pair)
 n_layers, n_points = points.states.shape[:2]
+VIEW.setdefault("layer")
 layer = index_slider(st, "Layer: 0 is the embeddings, 1 the output of the first block, 2 of "
-                     "the second, and so on", n_layers, key="emb_layer")
+                     "the second, and so on", n_layers, key=VIEW.key("layer"))
 color_modes = ["position", "token"] + (["sentence"] if lines else [])
 if st.session_state.get("emb_color") not in color_modes:
     st.session_state["emb_color"] = "position"

@@ -14,12 +14,13 @@ from ui.decoder_lab import decoder_reason, generation, induction_head
 from ui.sidebar import require_trace
 from ui.switch import offer_decoder
 from ui.text import md_escape
-from ui.urlstate import init_from_link, url_param, write_to_url
+from ui.view_state import page_view
 from ui.widgets import index_slider
 from viz.generation import attention_row_figure, next_token_figure, share
 from viz.labels import looks_byte_level, visible_text
 
-DEFAULT_NEW = 40
+VIEW = page_view("generate")  # this page's settings (teaching/pages.py declares them)
+DEFAULT_NEW = VIEW.spec.by_name["n"].default
 MODES = {"greedy": "Greedy: always the most likely token",
          "sample": "Sample: draw at random from the distribution"}
 INDUCTION_CLEAR = 0.3  # an induction score above this opens that head first, and says why
@@ -29,31 +30,28 @@ HIGHLIGHT_SAFE = set("[]\\")  # a token with these is shown bold only, not in a 
 
 def _controls(vocab: int) -> tuple[int, Sampling]:
     """The settings row: new tokens, greedy or sampling, and the sampling knobs."""
-    init_from_link([
-        ("gen_n", "gn", "int", DEFAULT_NEW, (1, MAX_NEW_TOKENS)),
-        ("gen_mode", "gmode", "choice", "greedy", tuple(MODES)),
-        ("gen_temp", "gt", "float", 1.0, (0.05, 3.0)),
-        ("gen_topk", "gk", "int", 0, (0, vocab)),
-        ("gen_topp", "gp", "float", 1.0, (0.05, 1.0)),
-        ("gen_seed", "gseed", "int", 0, (0, 999_999)),
-    ])
-    st.session_state["gen_topk"] = min(int(st.session_state["gen_topk"]), vocab)
+    for name in ("n", "mode", "temp", "topk", "topp", "seed"):
+        VIEW.setdefault(name)
+    VIEW["n"] = min(int(VIEW["n"]), MAX_NEW_TOKENS)
+    VIEW["topk"] = min(int(VIEW["topk"]), vocab)
     top = st.columns([2, 3])
-    n_new = top[0].slider("New tokens", 1, MAX_NEW_TOKENS, key="gen_n",
+    n_new = top[0].slider("New tokens", 1, MAX_NEW_TOKENS, key=VIEW.key("n"),
                           help=f"At most {MAX_NEW_TOKENS}: each one is a full run of the model.")
-    mode = top[1].radio("How the next token is chosen", list(MODES), key="gen_mode",
+    mode = top[1].radio("How the next token is chosen", list(MODES), key=VIEW.key("mode"),
                         format_func=MODES.get)
     off = mode == "greedy"
     knobs = st.columns(4)
-    temp = knobs[0].slider("Temperature", 0.05, 3.0, step=0.05, key="gen_temp", disabled=off,
+    temp = knobs[0].slider("Temperature", 0.05, 3.0, step=0.05, key=VIEW.key("temp"),
+                           disabled=off,
                            help="The scores are divided by it before the softmax: below 1 the "
                            "likely tokens get likelier, above 1 the distribution flattens.")
-    top_k = knobs[1].number_input("Top-k (0 = off)", 0, vocab, step=1, key="gen_topk",
+    top_k = knobs[1].number_input("Top-k (0 = off)", 0, vocab, step=1, key=VIEW.key("topk"),
                                   disabled=off, help="Keep only the k most likely tokens.")
-    top_p = knobs[2].slider("Top-p (1 = off)", 0.05, 1.0, step=0.05, key="gen_topp",
+    top_p = knobs[2].slider("Top-p (1 = off)", 0.05, 1.0, step=0.05, key=VIEW.key("topp"),
                             disabled=off, help="Then keep the fewest most likely tokens whose "
                             "probabilities add up to at least p.")
-    seed = knobs[3].number_input("Seed", 0, 999_999, step=1, key="gen_seed", disabled=off,
+    seed = knobs[3].number_input("Seed", 0, 999_999, step=1, key=VIEW.key("seed"),
+                                 disabled=off,
                                  help="The same seed gives the same text.")
     if off:
         return n_new, Sampling()
@@ -79,18 +77,18 @@ def _text_so_far(prompt: str, pieces: list[str], step: int) -> str:
 
 
 def _step_slider(n_steps: int) -> int:
-    if st.session_state.get("gen_step") not in range(1, n_steps + 1):
-        st.session_state["gen_step"] = 1
+    if VIEW.setdefault("step") not in range(1, n_steps + 1):
+        VIEW["step"] = 1
     if n_steps == 1:
         st.caption("Step 1 of 1.")
         return 1
-    step = st.slider("Step", 1, n_steps, key="gen_step",
+    step = st.slider("Step", 1, n_steps, key=VIEW.key("step"),
                      help="Which new token to look at: step 1 is the first one written.")
     row = st.container(horizontal=True)
     row.button("◀ Previous", key="gen_prev", disabled=step == 1,
-               on_click=step_state("gen_step", -1, 1, n_steps))
+               on_click=step_state(VIEW.key("step"), -1, 1, n_steps))
     row.button("Next ▶", key="gen_next", disabled=step == n_steps,
-               on_click=step_state("gen_step", 1, 1, n_steps))
+               on_click=step_state(VIEW.key("step"), 1, 1, n_steps))
     return step
 
 
@@ -125,16 +123,17 @@ def _distribution(loaded, gen: Generation, step_index: int) -> None:
 
 def _attention(loaded, gen: Generation, step_index: int, cfg) -> None:
     step = gen.steps[step_index]
-    if "gen_layer" not in st.session_state:
+    if VIEW.given("layer") is None:  # not set, nor in the link: open on an induction head
         layer, head, score = induction_head(st.session_state["selection"].model_name)
         if score < INDUCTION_CLEAR:  # no head does it: open the last layer's first head
             layer, head = cfg.n_layers - 1, 0
-        st.session_state["gen_layer"], st.session_state["gen_head"] = layer, head
+        VIEW["layer"], VIEW["head"] = layer, head
         st.session_state["_gen_induction"] = (layer, head, score) if score >= INDUCTION_CLEAR \
             else None
+    VIEW.setdefault("head", 0)
     cols = st.columns(2)
-    layer = index_slider(cols[0], "Layer", cfg.n_layers, "gen_layer")
-    head = index_slider(cols[1], "Head", cfg.n_heads, "gen_head")
+    layer = index_slider(cols[0], "Layer", cfg.n_layers, VIEW.key("layer"))
+    head = index_slider(cols[1], "Head", cfg.n_heads, VIEW.key("head"))
     keys = gen.ids[step.window_start:step.position + 1]
     tokens = loaded.tokenizer.tokens(keys)
     reader = visible_text(tokens[-1], looks_byte_level(tokens))
@@ -175,10 +174,6 @@ st.caption(
     "vocabulary a probability of coming next, picks one, adds it to the text and reads again. "
     "The prompt is the text in the sidebar; change it there.")
 n_new, sampling = _controls(cfg.d_vocab)
-init_from_link([("gen_step", "gstep", "int", 1, (1, MAX_NEW_TOKENS))])
-if "gen_layer" not in st.session_state and url_param("glayer") is not None:
-    init_from_link([("gen_layer", "glayer", "int", cfg.n_layers - 1, (0, cfg.n_layers - 1)),
-                    ("gen_head", "ghead", "int", 0, (0, cfg.n_heads - 1))])
 st.caption(f"Bounds: up to {MAX_NEW_TOKENS} new tokens. Generation starts from the last "
            f"{limit} tokens of a longer prompt. This model reads {cfg.n_ctx} tokens at a time: "
            f"once the text is longer, each step reads only the last {cfg.n_ctx}.")
@@ -219,9 +214,3 @@ if not selection.pair:  # the sidebar's own text (all of it) and the new tokens
               on_click=set_state(sb_text=selection.text + "".join(pieces)),
               help="Then generate on from there, or open “Which parts made the logit” to see "
               "why the model wrote what it wrote.")
-write_to_url(gn=n_new, gmode=None if sampling.greedy else "sample",
-             gt=None if sampling.greedy else f"{sampling.temperature:g}",
-             gk=sampling.top_k if not sampling.greedy else None,
-             gp=None if sampling.greedy or sampling.top_p is None else f"{sampling.top_p:g}",
-             gseed=None if sampling.greedy else sampling.seed, gstep=step,
-             glayer=st.session_state.get("gen_layer"), ghead=st.session_state.get("gen_head"))

@@ -15,8 +15,10 @@ from ui.charts import chart_config
 from ui.callbacks import open_chosen_head, pick_head
 from ui.sidebar import require_trace
 from ui.text import md_escape, shorten
+from ui.view_state import page_view
 from viz.heads import head_grid
 
+VIEW = page_view("heads")
 MAX_EXTRA_TEXTS = 8
 FORMATS = {"entropy": ".2f", "distance": ".1f"}  # the shares use ".2f" too
 TABLE_FORMATS = {"entropy": "%.2f", "distance": "%.1f"}  # the shares: percent, "26%"
@@ -54,8 +56,6 @@ def _text_totals(model_name: str, text: str) -> StatTotals:
 
 
 
-if st.session_state.pop("_hs_goto", False):
-    st.switch_page("app_pages/attention.py")
 
 selection = st.session_state["selection"]
 st.title("Head statistics", anchor=False)
@@ -77,10 +77,10 @@ st.caption(
     f"attention on {sink}, heads that spread it evenly. Each statistic is computed per query "
     "token (row) and averaged over the rows.")
 
-if st.session_state.get("hs_stat") not in (None, *names):  # e.g. "special" on another model
-    del st.session_state["hs_stat"]
+if VIEW.setdefault("stat") not in names:  # e.g. "special" on a model with none
+    VIEW["stat"] = names[0]
 left, right = st.columns([2, 3])
-stat = left.selectbox("Statistic", names, key="hs_stat",
+stat = left.selectbox("Statistic (the table is sorted by it)", names, key=VIEW.key("stat"),
                       format_func=lambda n: STATISTICS[n][0])
 with right.expander("Pool several texts", expanded=False):
     extra_raw = st.text_area(
@@ -110,7 +110,7 @@ fig = head_grid(stats[stat], title=f"{label}, every head", value_name=label,
                 subtitle="rows = layers, columns = heads; click a head to open it on the "
                 "attention page")
 st.plotly_chart(fig, key="hs_grid",
-                on_select=pick_head("hs_grid", cfg.n_heads, goto_flag="_hs_goto"),
+                on_select=pick_head("hs_grid", cfg.n_heads),
                 selection_mode="points", config=chart_config("head-statistics", fig))
 
 st.subheader("All statistics, sortable")
@@ -145,7 +145,7 @@ heads = [(lay, h) for lay in range(cfg.n_layers) for h in range(cfg.n_heads)]
 box.selectbox("Or pick a head", heads, key="hs_open_head",
               format_func=lambda lh: f"layer {lh[0]}, head {lh[1]}")
 button.button("Open on the attention page", key="hs_open_btn",
-              on_click=open_chosen_head("hs_open_head", "_hs_goto"))
+              on_click=open_chosen_head("hs_open_head"))
 
 with st.expander("Definitions of every statistic"):
     for name in names:

@@ -13,12 +13,11 @@ import streamlit as st
 
 from teaching.facts import FactError
 from teaching.format import Lesson, LessonError
-from teaching.pages import PAGES
 from teaching.render import safe_markdown
 from ui.lesson_library import catalogue
 from ui.lesson_question import answer_of, ask
 from ui.lesson_step import (
-    AT_KEY, go_to, keep_settings, lesson_from_url, run_page, step_texts,
+    AT_KEY, go_to, keep_settings, lesson_from_url, run_page, step_texts, step_view,
 )
 from ui.model_names import short_label
 from ui.text import md_escape
@@ -69,24 +68,28 @@ def _leave() -> None:
     st.session_state.pop(AT_KEY, None)
 
 
-def _explore_link(step, settings: dict) -> str:
-    """A link that opens the step's page on its own in the same state."""
-    params = {"model": step.model, "text": step.text}
-    if step.pair:
-        params["pair"] = step.pair
-    for name in ("layer", "head", "step"):
-        if name in settings:
-            params[name] = settings[name]
-    return f"{PAGES[step.page][0]}?{urlencode(params)}"
+def _server() -> str:
+    """The server's own address when the browser told it ("" otherwise: a path)."""
+    base = (st.context.url or "").split("?")[0].rstrip("/")
+    return base[: -len("/lessons")] if base.endswith("/lessons") else ""
 
 
 def _step_link(lesson_id: str, number: int) -> str:
-    """The address of this step: the server's own address when the browser told it."""
-    path = f"/lessons?{urlencode({'lesson': lesson_id, 'step': number})}"
-    base = (st.context.url or "").split("?")[0].rstrip("/")
-    if base.endswith("/lessons"):
-        return base[: -len("/lessons")] + path
-    return path
+    """The address of this step of a lesson the server has."""
+    return f"{_server()}/lessons?{urlencode({'lesson': lesson_id, 'step': number})}"
+
+
+def _class_link(lesson: Lesson, number: int, view) -> None:
+    """How to send a class here. An uploaded lesson lives only in this browser, so its link
+    is the view's own: the same page, model, text and settings, in any browser."""
+    if lesson.source == "upload":
+        st.caption("This lesson lives only in this browser. To send a class to this view "
+                   "(the same page, model, text and settings, without the lesson's words), "
+                   "use this link:")
+        st.code(view.to_link(_server()), language=None, wrap_lines=True)
+        return
+    st.caption("Send a class to this step with this link:")
+    st.code(_step_link(lesson.id, number), language=None, wrap_lines=True)
 
 
 def _drifted(step) -> bool:
@@ -114,15 +117,15 @@ def _step(lesson: Lesson, number: int) -> None:
                   on_click=partial(go_to, lesson.id, number))
     answered = step.question is None or ask(lesson.id, number, step, settings, texts)
     if answered:
-        st.link_button("Open this view on its own ↗", _explore_link(step, settings),
+        st.link_button("Open this view on its own ↗",
+                       step_view(step, settings).to_link(_server()),
                        help="The same page with the same model, text and settings, in a new "
                        "tab, to explore freely.")
         st.divider()
         keep_settings(lesson.id, number, step, settings)
         run_page(step.page)
     _navigation(lesson, number, "bottom")
-    st.caption("Send a class to this step with this link:")
-    st.code(_step_link(lesson.id, number), language=None, wrap_lines=True)
+    _class_link(lesson, number, step_view(step, settings))
 
 
 def page() -> None:

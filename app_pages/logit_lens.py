@@ -12,9 +12,11 @@ from ui.examples import LEARNED_FROM, known_sentence
 from ui.sidebar import require_trace, use_known_sentence
 from ui.switch import needs_lm_head, offer_decoder
 from ui.text import md_escape
+from ui.view_state import page_view
 from viz.labels import axis_labels, looks_byte_level, visible_text, plain_text
 from viz.lens import CELL_TEXT_LIMIT, detail_columns, lens_table
 
+VIEW = page_view("logit-lens")  # this page's settings (teaching/pages.py declares them)
 TOP_K = 5
 DEFAULT_WIDTH = 12  # positions shown at first
 
@@ -104,9 +106,9 @@ st.plotly_chart(fig, key="lens_table",
 _guesses_note(lens, n, selection.model_name)
 
 st.subheader("One position in detail")
-if st.session_state.get("lens_pos") not in range(n):
-    st.session_state["lens_pos"] = min(max(end, 0), n - 1)
-pos = st.select_slider("Position", list(range(n)), key="lens_pos",
+if VIEW.setdefault("pos", min(max(end, 0), n - 1)) not in range(n):
+    VIEW["pos"] = min(max(end, 0), n - 1)
+pos = st.select_slider("Position", list(range(n)), key=VIEW.key("pos"),
                        format_func=lambda i: plain_text(labels[i])) if n > 1 else 0
 byte_level = looks_byte_level(tokens)
 words = get_model(selection.model_name).tokenizer.tokens(lens.top_ids[:, pos].reshape(-1)

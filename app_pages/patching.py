@@ -23,15 +23,15 @@ from ui.patching_notes import clean_prompt, mismatch, top_head_line
 from ui.sidebar import require_trace
 from ui.switch import needs_lm_head, offer_decoder
 from ui.text import md_escape
-from ui.urlstate import init_from_link, url_param, write_to_url
+from ui.view_state import page_view
 from viz.heads import head_grid
 from viz.labels import looks_byte_level, visible_text
 from viz.patching import position_labels, residual_grid
 
+VIEW = page_view("patching")  # this page's settings (teaching/pages.py declares them)
 PRESET_MODEL = "tiny-induction"
 N_SYMBOLS = 36  # tiny-induction's letters a-z and digits (id 36 is the unknown mark)
 AUTO_WORK = 40_000  # patched runs × tokens below which the grids run without a click
-GOTO = "_pt_goto"
 MODES = {"prompts": "Your two prompts", "preset": "Induction preset (tiny-induction)"}
 WHICH = {"first": "the first copy (previous-token and induction heads)",
          "second": "the second copy (induction heads only)"}
@@ -81,15 +81,7 @@ def _preset(model_name: str, length: int, which: str, seed: int, n_seqs: int, _b
 
 def _init_state(on_preset_model: bool) -> None:
     """Session defaults, from the link the first time."""
-    init_from_link([
-        ("pt_mode", "pmode", "choice", "preset" if on_preset_model else "prompts", tuple(MODES)),
-        ("pt_which", "pwhich", "choice", "first", tuple(WHICH)),
-        ("pt_len", "plen", "int", 10, (4, 24)),
-        ("pt_seed", "pseed", "int", 0, (0, 9999)),
-        ("pt_seqs", "pseqs", "int", 16, (1, 32)),
-    ])
-    if "pt_corrupt" not in st.session_state and url_param("pcorrupt"):
-        st.session_state["pt_corrupt"] = str(url_param("pcorrupt"))[:2_000]
+    VIEW.setdefault("mode", "preset" if on_preset_model else "prompts")
 
 
 def _metric_line(r: dict, tokenizer) -> str:
@@ -139,7 +131,7 @@ def _show_grids(r: dict, cfg, chart_prefix: str, text_key: str | None, heads_not
                     subtitle="rows = layers, columns = heads; click a head to open it")
     key = f"{chart_prefix}_heads"
     st.plotly_chart(fig, key=key, selection_mode="points",
-                    on_select=open_patched_head(key, cfg.n_heads, GOTO, text_key),
+                    on_select=open_patched_head(key, cfg.n_heads, text_key),
                     config=chart_config("patching_heads"))
     heads = [(lay, h) for lay in range(cfg.n_layers) for h in range(cfg.n_heads)]
     return max(heads, key=lambda lh: r["heads"][lh])
@@ -156,7 +148,7 @@ def _head_picker(cfg, top, chart_prefix: str, text_key: str | None) -> None:
     box.selectbox("Or pick a head", heads, key=box_key,
                   format_func=lambda lh: f"layer {lh[0]}, head {lh[1]}")
     button.button("Open on the attention page", key=f"{chart_prefix}_open",
-                  on_click=open_chosen(box_key, GOTO, text_key))
+                  on_click=open_chosen(box_key, text_key))
 
 
 def _small_gap(r: dict) -> bool:
@@ -179,18 +171,19 @@ def _metric_pair(loaded, clean: str, corrupted: str) -> tuple[int | None, int | 
     clean_logits = loaded.run(clean, keep=lambda n: False).logits[0, -1]  # [vocab]
     corrupted_logits = loaded.run(corrupted, keep=lambda n: False).logits[0, -1]  # [vocab]
     pair = default_pair(clean_logits, corrupted_logits)  # the engine's default
-    ids = list(dict.fromkeys(list(pair) + candidates(clean_logits, corrupted_logits)))
+    asked = [i for i in (VIEW.given("answer"), VIEW.given("wrong"))  # a link's or a lesson's
+             if i is not None and 0 <= i < clean_logits.numel()]
+    ids = list(dict.fromkeys(list(pair) + candidates(clean_logits, corrupted_logits) + asked))
     names = loaded.tokenizer.tokens(ids)
     shown = {i: f"“{visible_text(t)}”" for i, t in zip(ids, names)}
-    for key, default in (("pt_answer", pair[0]), ("pt_wrong", pair[1])):
-        if st.session_state.get(key) not in ids:
-            st.session_state[key] = default
+    for name, default in (("answer", pair[0]), ("wrong", pair[1])):
+        VIEW[name] = VIEW.given(name) if VIEW.given(name) in ids else default
     cols = st.columns(2)
-    answer = cols[0].selectbox("Answer token (counts +)", ids, key="pt_answer",
+    answer = cols[0].selectbox("Answer token (counts +)", ids, key=VIEW.key("answer"),
                                format_func=shown.get,
                                help="By default the clean prompt's prediction against the "
                                "corrupted one's; the list holds both prompts' top tokens.")
-    wrong = cols[1].selectbox("Wrong token (counts −)", ids, key="pt_wrong",
+    wrong = cols[1].selectbox("Wrong token (counts −)", ids, key=VIEW.key("wrong"),
                               format_func=shown.get)
     if answer == wrong:
         st.info("Pick two different tokens for the logit difference.")
@@ -206,13 +199,14 @@ def _prompts(selection, loaded) -> None:
     decoder = loaded.cfg.has_lm_head
     made, flips = _decoder_default(selection.model_name, clean, limit) if decoder else \
         (default_corruption(loaded, clean, limit), True)
-    follow_default("pt_corrupt", "_pt_default", made)  # the sidebar's, until the user edits it
+    VIEW.setdefault("corrupt", made)  # a link's or a lesson's, else the default made here
+    follow_default(VIEW.key("corrupt"), "_pt_default", made)  # until the user edits it
     source = "the sidebar text" if clean == selection.text else "the first whole words of " \
         "the sidebar text (above)"
     st.caption(f"Clean prompt: {source}. Bounds: both prompts at most {limit} tokens; "
                f"grids of at most {MAX_GRID_CELLS:,} cells.")
     corrupted = st.text_input(
-        "Corrupted prompt (same number of tokens, one small change)", key="pt_corrupt",
+        "Corrupted prompt (same number of tokens, one small change)", key=VIEW.key("corrupt"),
         max_chars=2_000, help="By default the clean prompt with one small change" + (
             " before the last token, picked so that the model's guess for the next token "
             "changes." if decoder else ": a word swapped."))
@@ -252,7 +246,6 @@ def _prompts(selection, loaded) -> None:
     if not noisy:
         st.caption(top_head_line(r["heads"], top))
     _head_picker(cfg, top, "pt", None)
-    write_to_url(pmode="prompts", pcorrupt=corrupted if len(corrupted) <= 300 else None)
 
 
 def _name_heads(r: dict, which: str, n_seqs: int) -> None:
@@ -292,13 +285,15 @@ def _name_heads(r: dict, which: str, n_seqs: int) -> None:
 def _preset_section(selection, loaded) -> None:
     cfg = loaded.cfg
     longest = min(24, cfg.n_ctx // 2)
-    st.session_state["pt_len"] = min(st.session_state["pt_len"], longest)
+    for name in ("len", "which", "seed", "seqs"):
+        VIEW.setdefault(name)
+    VIEW["len"] = min(VIEW["len"], longest)
     cols = st.columns([2, 3])
-    length = cols[0].slider("Length of the random sequence", 4, longest, key="pt_len")
-    which = cols[1].radio("Corrupt", list(WHICH), key="pt_which", format_func=WHICH.get)
+    length = cols[0].slider("Length of the random sequence", 4, longest, key=VIEW.key("len"))
+    which = cols[1].radio("Corrupt", list(WHICH), key=VIEW.key("which"), format_func=WHICH.get)
     cols = st.columns(2)
-    seed = int(cols[0].number_input("Random seed", 0, 9999, step=1, key="pt_seed"))
-    n_seqs = cols[1].slider("Sequences averaged for the head grid", 1, 32, key="pt_seqs")
+    seed = int(cols[0].number_input("Random seed", 0, 9999, step=1, key=VIEW.key("seed")))
+    n_seqs = cols[1].slider("Sequences averaged for the head grid", 1, 32, key=VIEW.key("seqs"))
     st.caption(f"Bounds: a sequence of 4 to {longest} tokens, shown twice (at most "
                f"{cfg.n_ctx} tokens, what this model reads at once); up to 32 sequences.")
     bar = st.empty()
@@ -333,8 +328,6 @@ def _preset_section(selection, loaded) -> None:
                       "the sidebar.")
     _name_heads(r, which, n_seqs)
     _head_picker(cfg, top, "pp", "_pt_clean_text")
-    write_to_url(pmode="preset", plen=length, pwhich=which, pseed=seed, pseqs=n_seqs,
-                 pcorrupt=None)
 
 
 INTRO = (
@@ -347,9 +340,6 @@ INTRO = (
 HOW = ("Nothing in the model is changed for good: each piece is swapped in during one run "
        "only, and the next run starts from the model as it was.")
 
-if st.session_state.pop(GOTO, False):
-    st.switch_page("app_pages/attention.py")
-
 selection = st.session_state["selection"]
 st.title("Patching: find the circuit", anchor=False)
 st.caption(INTRO, help=HOW)
@@ -360,7 +350,7 @@ if trace.kind == "encoder_decoder":
     st.stop()
 on_preset = selection.model_name == PRESET_MODEL
 _init_state(on_preset)
-mode = st.radio("What to patch", list(MODES), key="pt_mode", horizontal=True,
+mode = st.radio("What to patch", list(MODES), key=VIEW.key("mode"), horizontal=True,
                 format_func=MODES.get)
 if not on_preset and settings.model_refusal(PRESET_MODEL) is not None:
     if mode == "preset":
@@ -371,7 +361,7 @@ elif not on_preset:
     label = ("Switch to tiny-induction and run the preset" if mode == "preset" else
              "See a ready-made example: a tiny model that copies repeated patterns")
     st.button(label, key="pt_to_preset", type="primary" if mode == "preset" else "secondary",
-              on_click=switch_model(PRESET_MODEL, pt_mode="preset"),
+              on_click=switch_model(PRESET_MODEL, **{VIEW.key("mode"): "preset"}),
               help="tiny-induction, a 2-layer model that continues repeated sequences, comes "
               "with the app. Two of its heads work as a team (a circuit): one marks each "
               "token with the token before it, the other finds the earlier copy and copies "

@@ -15,6 +15,7 @@ from analysis.positions import (
 from analysis.projection import pca
 from ui.sidebar import require_trace
 from ui.text import md_escape
+from ui.view_state import page_view
 from ui.charts import chart_config
 from ui.widgets import index_slider, shown_model_name
 from viz.labels import axis_labels, plain_text
@@ -23,6 +24,7 @@ from viz.positions import (
     rotary_distance_figure, similarity_heatmap, wavelength_figure,
 )
 
+VIEW = page_view("positions")  # this page's settings (teaching/pages.py declares them)
 MAX_POSITIONS = 512  # positions drawn at most (a 512 x 768 heatmap is ~1.5 MB in the page)
 MAX_D_MODEL = 768
 CONFIG = chart_config("positions")
@@ -86,16 +88,18 @@ st.markdown(
 own_width = cfg.d_head if cfg.positions == "rotary" else cfg.d_model
 own_max = MAX_POSITIONS if cfg.positions == "rotary" else min(MAX_POSITIONS, cfg.n_ctx)
 d_default = own_width if own_width % 2 == 0 and own_width <= MAX_D_MODEL else 128
-_clamp("pos_n_positions", 2, MAX_POSITIONS, min(128, own_max))
-_clamp("pos_d_model", 8, MAX_D_MODEL, d_default)
+VIEW.setdefault("n_positions", min(128, own_max))
+_clamp(VIEW.key("n_positions"), 2, MAX_POSITIONS, min(128, own_max))
+VIEW.setdefault("d_model", d_default)
+_clamp(VIEW.key("d_model"), 8, MAX_D_MODEL, d_default)
 _clamp("pos_n_curves", 1, MAX_CURVES, 4)
 cols = st.columns(3)
-n_pos = cols[0].slider("Number of positions", 2, MAX_POSITIONS, key="pos_n_positions",
+n_pos = cols[0].slider("Number of positions", 2, MAX_POSITIONS, key=VIEW.key("n_positions"),
                        help=f"At most {MAX_POSITIONS} are drawn.")
 d_model = cols[1].slider("Table width", 8, MAX_D_MODEL, step=2,
-                         key="pos_d_model", help="How many numbers the sinusoidal table has "
-                         "per position (its d_model). Defaults to the loaded model's width "
-                         "(d_head for rotary models), so both tables share their axes.")
+                         key=VIEW.key("d_model"), help="How many numbers the sinusoidal "
+                         "table has per position (its d_model). Defaults to the loaded model's "
+                         "width (d_head for rotary models), so both tables share their axes.")
 n_curves = cols[2].slider("Curves shown", 1, MAX_CURVES, key="pos_n_curves")
 _clamp("pos_dims", 0, d_model - 1, (0, min(d_model - 1, 64)))
 dim_range = st.slider("Dimensions shown as curves (from, to)", 0, d_model - 1, key="pos_dims",
@@ -117,7 +121,8 @@ st.caption("Dimension 2i holds the sine and 2i+1 the cosine of the same angle (d
            "about 6 positions at "
            "dimension 0, tens of thousands at the last ones. Positions run down, dimensions "
            "across.")
-grouped = st.toggle("Sines first, then cosines", key="pos_grouped",
+VIEW.setdefault("grouped")
+grouped = st.toggle("Sines first, then cosines", key=VIEW.key("grouped"),
                     help="The formula interleaves sine (even) and cosine (odd) dimensions; "
                     "side by side, hundreds of thin columns blur. Grouping them shows each "
                     "half as one smooth picture. Hover still names the real dimension.")
@@ -191,9 +196,9 @@ st.caption("Each position is one vector. PCA (principal component analysis) find
            "Consecutive positions are joined by a line: a smooth curve means "
            "that neighbouring positions get similar vectors.")
 cols = st.columns(2)
-st.session_state.setdefault("pos_skip_first", own_kind == "learned")
+VIEW.setdefault("skip_first", own_kind == "learned")
 pca_3d = cols[0].toggle("3D", key="pos_pca_3d")
-skip_first = cols[1].toggle("Leave out position 0", key="pos_skip_first",
+skip_first = cols[1].toggle("Leave out position 0", key=VIEW.key("skip_first"),
                             help="BERT-style models give position 0 (always [CLS]) a vector "
                             "far from all the others; over a few positions it can fill a "
                             "whole axis on its own.")

@@ -6,7 +6,10 @@ from __future__ import annotations
 import streamlit as st
 
 from ui.start_example import EXAMPLE_MODEL, example, stored
+from ui.view_state import ViewState, open_view
 from viz.attention_spec import attention_heatmap_spec, chart_width
+
+TRY_KEY = "start_try_text"
 
 
 def _live_example() -> dict | None:
@@ -34,6 +37,8 @@ def _example() -> None:
     st.markdown(f"This is one *attention head* of MiniLM, a small relative of BERT, reading "
                 f"“{shown['text']}” Each row is one token looking at all the others: the "
                 "brighter a square, the more attention it pays there.")
+    st.caption("A stored example: it is always this sentence and this model. The model and "
+               "text in the sidebar are used by every other page; try your own sentence below.")
     # Vega-Lite, not plotly, on this one page: it draws about a second sooner on a first visit
     # (viz/attention_spec.py); the attention page's plotly heatmap looks the same.
     st.vega_lite_chart(attention_heatmap_spec(shown["pattern"], shown["tokens"],
@@ -43,6 +48,25 @@ def _example() -> None:
                 f"every token after the first looks at the token **just before it**: "
                 f"{_share(shown['share'])} of its row goes there, on average. Nobody programmed "
                 "that; the model learned it.")
+    _try_yours(shown)
+
+
+def _open_attention(text: str, layer: int, head: int) -> None:
+    """A callback: the attention page with this sentence, on the example's model and head."""
+    typed = str(st.session_state.get(TRY_KEY, "")).strip()
+    open_view(ViewState("attention", EXAMPLE_MODEL, typed or text, "",
+                        {"layer": layer, "head": head}))
+
+
+def _try_yours(shown: dict) -> None:
+    """One click from the example to the same head on the learner's own sentence."""
+    box, button = st.columns([3, 1], vertical_alignment="bottom")
+    box.text_input("Your sentence", key=TRY_KEY, max_chars=500,
+                   placeholder=shown["text"])
+    button.button("Try it with your sentence ▸", key="start_try", type="primary",
+                  on_click=_open_attention,
+                  args=(shown["text"], shown["layer"], shown["head"]),
+                  help="Opens the attention page on this head, with your sentence.")
 
 
 def _share(share: float) -> str:
@@ -67,8 +91,8 @@ def _ways_in() -> None:
 def page() -> None:
     st.title("Attention Lab", anchor=False)
     st.markdown("See what happens inside a transformer, the kind of model behind chatbots and "
-                "translators. Give it a sentence and watch how each word gathers information "
-                "from the others, head by head and layer by layer.")
+                "translators. See how each word of a sentence gathers information from the "
+                "others, head by head and layer by layer.")
     ways_in = st.container()
     with st.container():  # drawn below the ways in, but sent first: the chart's code starts
         _example()        # loading in the browser a little sooner on a first visit

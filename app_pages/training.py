@@ -9,12 +9,13 @@ import torch
 from training import saving
 from training import train as tr
 from training.tasks import EOS, REVERSAL_LETTERS, make_task
-from ui import sessions
+from ui import sessions, view_state
 from ui import training_runs as runs
 from ui.charts import chart_config
 from ui.text import md_escape
 from viz.training import loss_curve, snapshot_grid
 
+VIEW = view_state.page_view("training")  # its settings (teaching/pages.py declares them)
 TASKS = {  # choice -> (task key, description)
     "induction": ("induction", "Random letters in which a stretch repeats. To predict the "
                   "repeat, the model learns to copy: first a head in layer 0 that looks at the "
@@ -37,7 +38,7 @@ HEADS = [1, 2, 4, 8]
 
 def _defaults() -> None:
     """Reset the size to the task's shipped recipe when the task changes."""
-    choice = st.session_state["train_task"]
+    choice = VIEW["task"]
     recipe = tr.RECIPES[TASKS[choice][0]]
     st.session_state["train_layers"] = recipe.n_layers
     st.session_state["train_heads"] = recipe.n_heads
@@ -62,7 +63,10 @@ def _reset() -> None:
 
 
 def _use_in_other_pages(label: str) -> None:
-    st.session_state["sb_model_choice"] = label  # the sidebar lists this session's models
+    """Open the attention page with this session's trained model (the sidebar lists it)."""
+    model, text, pair = view_state.current_inputs()
+    view_state.apply(view_state.ViewState("attention", label, text, pair))
+    st.session_state[view_state.JUMP_KEY] = "attention"
 
 
 def _start(choice: str) -> None:
@@ -234,9 +238,8 @@ def _finished(run) -> None:
                        mime="application/octet-stream", key="train_safetensors")
     label = f"trained: {task.key}"
     st.session_state.setdefault("trained_models", {})[label] = str(run.save_dir)
-    if c3.button("Open it in the other pages", key="train_use",
-                 on_click=_use_in_other_pages, args=(label,)):
-        st.switch_page("app_pages/attention.py")
+    c3.button("Open it in the other pages", key="train_use", on_click=_use_in_other_pages,
+              args=(label,))
     st.caption("Saved for this browser session: deleted on Reset, when you start another run, "
                f"or within {sessions.FREED_WITHIN_SECONDS} seconds of closing this tab.")
 
@@ -271,10 +274,10 @@ if run is not None and run.discarded:  # a run started in another tab of this br
                "browser, or this tab was disconnected for too long.")
     run = None
 busy = run is not None and run.view()[0] == "running"
-st.session_state.setdefault("train_task", "induction")
+VIEW.setdefault("task")
 if "train_layers" not in st.session_state:
     _defaults()
-choice = st.selectbox("Task", list(TASKS), key="train_task", format_func=LABELS.get,
+choice = st.selectbox("Task", list(TASKS), key=VIEW.key("task"), format_func=LABELS.get,
                       on_change=_defaults, disabled=busy)
 st.caption(TASKS[choice][1])
 if choice == "own":

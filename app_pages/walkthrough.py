@@ -17,7 +17,8 @@ from analysis.walkthrough.table import (
 from ui.cache import cached_run
 from ui.sidebar import require_trace
 from ui.decoder_lab import decoder_reason
-from ui.urlstate import url_int, url_param, write_to_url
+from ui.page_registry import page_link
+from ui.view_state import page_view
 from viz.attention import attention_heatmap
 from ui.callbacks import step_state
 from ui.charts import chart_config
@@ -49,6 +50,8 @@ BATCH_ONLY = ("Your two texts run as a padded batch of two: the shorter one is f
               "padding so both have the same length, and the attention mask hides the padding "
               "from every query.")
 
+VIEW = page_view("walkthrough")
+
 
 def _reads_two_texts(model) -> bool:
     """Can the sidebar's second text be used with this model? (A character model reads one
@@ -67,16 +70,14 @@ def _where_next(predicts_next: bool) -> None:
     if predicts_next:
         st.markdown("**Where to go next:** see what every head attends to, watch the guess "
                     "for the next token form layer by layer, or let the model write.")
-        pages = (("attention", "Attention", "grid_on"), ("logit_lens", "Logit lens",
-                 "visibility"), ("generate", "Generate, step by step", "edit_note"))
+        pages = ("attention", "logit-lens", "generate")
     else:
         st.markdown("**Where to go next:** see what every head attends to, which heads share "
                     "a habit, and where the token vectors sit.")
-        pages = (("attention", "Attention", "grid_on"), ("heads", "Head statistics",
-                 "leaderboard"), ("embeddings", "Embeddings", "scatter_plot"))
+        pages = ("attention", "heads", "embeddings")
     links = st.container(horizontal=True, gap="medium")
-    for file, label, icon in pages:
-        links.page_link(f"app_pages/{file}.py", label=f"{label} ▸", icon=f":material/{icon}:")
+    for path in pages:
+        page_link(links, path)
 
 
 def _full_trace(name: str, text: str, pair: str, as_batch: bool) -> Trace:
@@ -84,19 +85,10 @@ def _full_trace(name: str, text: str, pair: str, as_batch: bool) -> Trace:
     return cached_run(name, text, pair, keep=None, kind="full", as_batch=as_batch)
 
 
-def _url_int(param: str, default: int) -> int:
-    value = url_int(url_param(param) or "")
-    return default if value is None else value
-
-
 def _init_state() -> None:
     """Session defaults, taken from the link the first time (step is 1-based, as shown)."""
-    for key, param, default in (("wk_step", "step", 1), ("wk_layer", "wlayer", 0)):
-        if key not in st.session_state:
-            st.session_state[key] = _url_int(param, default)
-    for key, param in (("wk_batch", "wbatch"), ("wk_teacher", "teacher")):
-        if key not in st.session_state:
-            st.session_state[key] = url_param(param) == "1"
+    for name in ("step", "layer", "head", "teacher"):
+        VIEW.setdefault(name)
 
 
 def _clamp(key: str, low: int, high: int) -> None:
@@ -263,7 +255,8 @@ _init_state()
 has_pair = bool(selection.pair.strip())
 has_types = selection.model.cfg.n_token_types > 0  # sentence A / B: only then is a pair
 if has_pair and has_types:
-    st.toggle("Run the two texts as a padded batch of two", key="wk_batch",
+    VIEW.setdefault("batch")
+    st.toggle("Run the two texts as a padded batch of two", key=VIEW.key("batch"),
               help="Off: one sentence-pair sequence. On: two sequences padded to one length.")
     with st.expander("Sentence pair or padded batch?"):
         st.markdown(PAIR_VS_BATCH)
@@ -275,7 +268,7 @@ elif has_types:
 elif _reads_two_texts(selection.model):
     st.caption("Type a second text in the sidebar to see a padded batch of two texts (where "
                "padding and its mask appear).")
-as_batch = has_pair and (st.session_state["wk_batch"] or not has_types)
+as_batch = has_pair and (bool(VIEW.peek("batch")) or not has_types)
 try:
     trace = _full_trace(selection.model_name, selection.text, selection.pair, as_batch)
 except ValueError as exc:  # e.g. a character model given two texts to pad together
@@ -298,20 +291,20 @@ if any(name.startswith("decoder.") for name in trace.cache):
             "decoder's own layers and its cross-attention are not part of this walkthrough.")
 
 controls = st.columns([3, 3, 2, 2])
-layer = index_slider(controls[0], "Layer", cfg.n_layers, key="wk_layer",
+layer = index_slider(controls[0], "Layer", cfg.n_layers, key=VIEW.key("layer"),
                            help="Which layer the layer steps show.")
-head = index_slider(controls[1], "Head", cfg.n_heads, key="wk_head",
+head = index_slider(controls[1], "Head", cfg.n_heads, key=VIEW.key("head"),
                           help="Which head the per-head previews and figures show.")
 item = 0
 if batch > 1:
     item = controls[2].radio("Text", list(range(batch)), key="wk_item",
                              format_func=lambda i: f"text {i + 1}", horizontal=True)
-teacher = controls[3].toggle("Teacher's notes", key="wk_teacher",
+teacher = controls[3].toggle("Teacher's notes", key=VIEW.key("teacher"),
                              help="Add the longer explanation to every step.")
 
 steps = walkthrough(trace, layer)
 n_steps = len(steps)
-_clamp("wk_step", 1, n_steps)
+_clamp(VIEW.key("step"), 1, n_steps)
 labels = axis_labels(trace.batch_tokens[item])
 pick = {"batch": item, "heads": head, "kv_heads": head // (cfg.n_heads // cfg.n_kv_heads),
         "layer": layer + 1}
@@ -321,14 +314,14 @@ pick = {"batch": item, "heads": head, "kv_heads": head // (cfg.n_heads // cfg.n_
 nav, body = st.container(key="sidenav_wk").columns([1, 3], gap="large")
 with nav:
     number = st.container(key="contents_wk").radio(
-        "Contents", list(range(1, n_steps + 1)), key="wk_step",
+        "Contents", list(range(1, n_steps + 1)), key=VIEW.key("step"),
         format_func=lambda i: f"{i}. {steps[i - 1].title}")
 step = steps[number - 1]
 with body:
     bar = st.container(horizontal=True, vertical_alignment="center", gap="medium")
-    bar.button("◀ Previous", key="wk_prev", on_click=step_state("wk_step", -1, 1, n_steps),
+    bar.button("◀ Previous", key="wk_prev", on_click=step_state(VIEW.key("step"), -1, 1, n_steps),
                disabled=number == 1)
-    bar.button("Next ▶", key="wk_next", on_click=step_state("wk_step", 1, 1, n_steps),
+    bar.button("Next ▶", key="wk_next", on_click=step_state(VIEW.key("step"), 1, 1, n_steps),
                disabled=number == n_steps)
     bar.caption(f"Step {number} of {n_steps} · {step.group}")
     st.subheader(f"{number}. {step.title}")
@@ -350,10 +343,7 @@ with body:
     if step.key == "stack" and layer + 1 < cfg.n_layers:
         first = next(i for i, s in enumerate(steps, 1) if s.layer is not None)
         st.button(f"Walk through layer {layer + 1} ▶", key="wk_next_layer",
-                  on_click=step_state("wk_layer", 1, 0, cfg.n_layers - 1,
-                                                  wk_step=first))
+                  on_click=step_state(VIEW.key("layer"), 1, 0, cfg.n_layers - 1,
+                                      **{VIEW.key("step"): first}))
     if number == n_steps:
         _where_next(decoder_reason(selection, "Generation") is None)
-
-write_to_url(step=number, wlayer=layer, wbatch="1" if as_batch else None,
-             teacher="1" if teacher else None)

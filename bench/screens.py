@@ -26,7 +26,6 @@ difference and the rows that differ, as a Markdown table; a red-on-grey diff ima
 from __future__ import annotations
 
 import argparse
-import ast
 import os
 import re
 import runpy
@@ -65,12 +64,9 @@ HEIGHT = """() => { const m = document.querySelector('[data-testid="stMain"]');
 
 
 def app_pages(app: Path) -> list[str]:
-    """The url paths of app.py's PAGES (tuples whose last item is the path)."""
-    tree = ast.parse((app / "app.py").read_text())
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "PAGES":
-            return [ast.literal_eval(t)[-1] for t in node.value.elts]
-    raise SystemExit(f"no PAGES list in {app / 'app.py'}")
+    """The url paths of the app's declared pages (teaching/pages.py in the app's folder)."""
+    found = runpy.run_path(str(app / "teaching" / "pages.py"))
+    return [spec.path for spec in found["PAGE_SPECS"]]
 
 
 def default_inputs(app: Path) -> dict[str, tuple[str, str]]:

@@ -10,8 +10,10 @@ from .pages import PAGES
 def _value(value) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, int):
+    if isinstance(value, (int, float)):
         return str(value)
+    if isinstance(value, (list, tuple)):  # (layer, head) pairs
+        return "[" + ", ".join(_value(v) for v in value) + "]"
     return json.dumps(str(value), ensure_ascii=False)  # a TOML basic string
 
 
@@ -30,7 +32,8 @@ def to_toml(title: str, summary: str, steps: list[dict]) -> str:
         for key in PAGES[step["page"]][2]:
             if key in step.get("settings", {}):
                 lines.append(f"{key} = {_value(step['settings'][key])}")
-        lines.append(f"explain = {_value(step.get('explain') or 'What to notice here.')}")
+        if step.get("explain"):  # none written: the step has none (never a made-up one)
+            lines.append(f"explain = {_value(step['explain'])}")
         question = step.get("question")
         if question:
             lines += ["", "[steps.question]"]

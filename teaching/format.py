@@ -158,6 +158,11 @@ def _setting(name: str, value, spec: Setting, line: int):
             raise LessonError(line, f"{name} must be one of: "
                               f"{', '.join(repr(c) for c in spec.choices)}; not {value!r}")
         return value
+    if spec.kind in ("float", "heads"):
+        try:
+            return spec.check(value)
+        except ValueError as exc:
+            raise LessonError(line, f"{name} {exc}") from None
     return _text(value, name, line)
 
 
@@ -213,7 +218,8 @@ def _step(raw, index: int, lesson: dict, where: _Lines) -> Step:
     question = raw.get("question")
     step = Step(
         title=_text(raw.get("title"), "title", where.of("title", index)), page=page,
-        explain=_text(raw.get("explain"), "explain", where.of("explain", index)),
+        explain=_text(raw.get("explain"), "explain", where.of("explain", index),
+                      required=False),
         model=model, text=text, pair=pair, settings=settings, line=line,
         question=None if question is None else _question(question, index, where))
     words = sum(map(len, step_words(step).values()))

@@ -31,3 +31,30 @@ def open_lesson(lesson_id: str | None = None, step: int = 1) -> AppTest:
         at.query_params["step"] = str(step)
     at.switch_page("app_pages/lessons.py")
     return at.run()
+
+
+def open_view(view) -> AppTest:
+    """A ViewState (ui/view_state.py) opened as its link opens it: its parameters in the
+    query, then its page."""
+    from ui.page_registry import page_file
+
+    at = AppTest.from_file(APP, default_timeout=300)
+    for key, value in view.params().items():
+        at.query_params[key] = value
+    at.run()
+    at.switch_page(str(page_file(view.page))).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def shown_view(at: AppTest, page: str):
+    """The view the page on screen used on its last run, read from the session as
+    ui/view_state.current reads it (the sidebar's model and texts, the settings it used)."""
+    from teaching.pages import BY_PATH
+    from ui.view_state import USED_KEY, ViewState
+
+    spec, state = BY_PATH[page], at.session_state
+    used = state[USED_KEY].get(page, set()) if USED_KEY in state else set()
+    values = {name: state[spec.key(name)] for name in used if spec.key(name) in state}
+    model = state["sb_model_choice"]
+    return ViewState(page, model, state["sb_text"], state["sb_pair"], values).normal()

@@ -14,47 +14,45 @@ import streamlit as st
 
 from viz.heads import picked_head
 
+from . import view_state
+
 
 def _clicked_points(chart_key: str) -> list:
     event = st.session_state.get(chart_key)
     return getattr(getattr(event, "selection", None), "points", None) or []
 
 
-def open_on_attention(layer: int, head: int, goto_flag: str | None = None) -> None:
-    """Set the attention page to this head, raw attention (and ask for a page switch)."""
-    st.session_state["attn_layer"], st.session_state["attn_head"] = int(layer), int(head)
-    st.session_state["attn_average"] = False
-    st.session_state["attn_mode"] = "Raw attention"
-    if goto_flag:
-        st.session_state[goto_flag] = True
+def open_on_attention(layer: int, head: int, text: str | None = None) -> None:
+    """Open the attention page on this head (raw attention), with the same model and text
+    (or with `text` in the sidebar)."""
+    view_state.go("attention", {"layer": int(layer), "head": int(head)}, text)
 
 
-def _open_chosen(box_key: str, goto_flag: str | None) -> None:
+def _open_chosen(box_key: str) -> None:
     layer, head = st.session_state[box_key]
-    open_on_attention(layer, head, goto_flag)
+    open_on_attention(layer, head)
 
 
-def open_chosen_head(box_key: str, goto_flag: str | None = None):
+def open_chosen_head(box_key: str):
     """An on_click callback opening the (layer, head) chosen in the select box box_key."""
-    return partial(_open_chosen, box_key, goto_flag)
+    return partial(_open_chosen, box_key)
 
 
-def _pick(chart_key: str, n_heads: int, layer_key: str, head_key: str,
-          goto_flag: str | None) -> None:
+def _pick(chart_key: str, n_heads: int, layer_key: str | None, head_key: str | None) -> None:
     picked = picked_head(_clicked_points(chart_key), n_heads)
     if picked is None:
         return
-    if layer_key == "attn_layer":
-        open_on_attention(*picked, goto_flag=goto_flag)
+    if layer_key is None:
+        open_on_attention(*picked)
     else:
         st.session_state[layer_key], st.session_state[head_key] = picked
 
 
-def pick_head(chart_key: str, n_heads: int, layer_key: str = "attn_layer",
-              head_key: str = "attn_head", goto_flag: str | None = None):
-    """An on_select callback: a click in the head grid `chart_key` sets layer_key/head_key
-    (the attention page's by default)."""
-    return partial(_pick, chart_key, n_heads, layer_key, head_key, goto_flag)
+def pick_head(chart_key: str, n_heads: int, layer_key: str | None = None,
+              head_key: str | None = None):
+    """An on_select callback: a click in the head grid `chart_key` sets layer_key/head_key,
+    or (by default) opens that head on the attention page."""
+    return partial(_pick, chart_key, n_heads, layer_key, head_key)
 
 
 def _toggle(chart_key: str, n_heads: int, chosen_key: str) -> None:

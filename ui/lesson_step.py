@@ -8,26 +8,22 @@ page's script under the step's explanation.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import streamlit as st
 
-from model import BUNDLED
 from teaching import resolve
 from teaching.facts import FactError, induction_run
 from teaching.format import Lesson, LessonError, Step
-from teaching.pages import PAGES
 from teaching.resolve import step_settings
 
-from . import settings
+from . import view_state
 from .cache import cached_run, get_model, shared
 from .lesson_library import catalogue
 from .model_names import NAMES
-from .sidebar import OTHER
+from .page_registry import run_in_lesson
 from .training_runs import default_settings
 from .urlstate import url_int
+from .view_state import ViewState
 
-APP_PAGES = Path(__file__).resolve().parent.parent / "app_pages"
 AT_KEY = "_lesson_at"  # (lesson id, step number) the session's state was last set for
 DRAWN_KEY = "_lesson_drawn"  # (lesson id, step number) whose page was last drawn
 
@@ -64,15 +60,6 @@ def step_texts(step: Step, with_answer: bool = True) -> tuple[dict, dict[str, st
     return settings_, texts
 
 
-def _set_model(name: str) -> None:
-    allowed = settings.allowed_models()
-    if name in BUNDLED or (allowed is not None and name in allowed):
-        st.session_state["sb_model_choice"] = name
-    else:  # a local directory named by a lesson file (never in hosted mode: not allowed)
-        st.session_state["sb_model_choice"] = OTHER
-        st.session_state["sb_model_other"] = name
-
-
 def apply_step(lesson: Lesson, number: int) -> None:
     """Put the session in step `number` (1-based) of the lesson: model, text, page settings.
     Callbacks and app.py (before the sidebar is drawn) call this; problems are kept for the
@@ -81,21 +68,20 @@ def apply_step(lesson: Lesson, number: int) -> None:
     st.session_state[AT_KEY] = (lesson.id, number)
     st.session_state.pop(DRAWN_KEY, None)
     st.session_state.pop("_lesson_problem", None)
-    _set_model(step.model)
-    st.session_state["sb_text"], st.session_state["sb_pair"] = step.text, step.pair
-    st.session_state.pop("sb_example", None)
+    view_state.apply(ViewState(step.page, step.model, step.text, step.pair))
     try:
         resolved = resolved_settings(step)
     except (FactError, LessonError, ValueError) as exc:
         st.session_state["_lesson_problem"] = str(exc)
         return
-    specs = PAGES[step.page][2]
     if step.page == "training" and "task" in resolved:
         st.session_state.pop("train_layers", None)  # the page sets the task's default size
-    if step.page == "attention":  # a step that names a head shows that head
-        st.session_state.setdefault("attn_average", False)
-    for name, value in resolved.items():
-        st.session_state[specs[name].key] = value
+    view_state.apply(step_view(step, resolved))
+
+
+def step_view(step: Step, resolved: dict) -> ViewState:
+    """The view a step shows: exactly what its link, or Previous and Next, draw."""
+    return ViewState(step.page, step.model, step.text, step.pair, resolved)
 
 
 def keep_settings(lesson_id: str, number: int, step: Step, settings_: dict) -> None:
@@ -103,13 +89,18 @@ def keep_settings(lesson_id: str, number: int, step: Step, settings_: dict) -> N
     widget that a run did not draw, and the page stays hidden until the learner answers; so the
     first time the page is drawn for this step, the step's settings are put in. After that, a
     value the learner changed is kept (a missing one is put back)."""
-    specs = PAGES[step.page][2]
+    spec = view_state.page_view(step.page).spec
     first = st.session_state.get(DRAWN_KEY) != (lesson_id, number)
-    for name, value in settings_.items():
-        if first:
-            st.session_state[specs[name].key] = value
-        else:
-            st.session_state.setdefault(specs[name].key, value)
+    if first:
+        view = step_view(step, settings_)
+        for setting in spec.settings:  # the step's values; the others back to the defaults
+            if setting.name in view.settings:
+                st.session_state[spec.key(setting.name)] = view.settings[setting.name]
+            else:
+                st.session_state.pop(spec.key(setting.name), None)
+    else:
+        for name, value in settings_.items():
+            st.session_state.setdefault(spec.key(name), value)
     st.session_state[DRAWN_KEY] = (lesson_id, number)
 
 
@@ -140,8 +131,5 @@ def go_to(lesson_id: str, number: int) -> None:
 
 
 def run_page(page: str) -> None:
-    """Run one page's script here, as st.navigation would (its widgets keep their own keys)."""
-    path = APP_PAGES / f"{PAGES[page][0].replace('-', '_')}.py"
-    code = compile(path.read_text(encoding="utf-8"), str(path), "exec")
-    module = {"__name__": "__main__", "__file__": str(path)}
-    exec(code, module)  # noqa: S102 - our own page file, exactly as st.Page runs it
+    """Run one page here, under the step's explanation (its widgets keep their own keys)."""
+    run_in_lesson(page)

@@ -180,32 +180,28 @@ def candidates(clean_logits: torch.Tensor, corrupted_logits: torch.Tensor,
     return list(dict.fromkeys(int(i) for i in ids))
 
 
-def _open(chart_key: str, n_heads: int, text_key: str | None, goto_flag: str) -> None:
+def _open(chart_key: str, n_heads: int, text_key: str | None) -> None:
     picked = picked_head(_clicked_points(chart_key), n_heads)
     if picked is None:
         return
-    if text_key and st.session_state.get(text_key):
-        st.session_state["sb_text"] = st.session_state[text_key]  # the sidebar text box
-    open_on_attention(*picked, goto_flag=goto_flag)
+    open_on_attention(*picked, text=(st.session_state.get(text_key) or None) if text_key else None)
 
 
-def open_patched_head(chart_key: str, n_heads: int, goto_flag: str,
-                      text_key: str | None = None):
-    """An on_select callback: a click in the head grid opens that head on the attention page
-    (and, given text_key, first puts that session-state text in the sidebar)."""
-    return partial(_open, chart_key, n_heads, text_key, goto_flag)
+def open_patched_head(chart_key: str, n_heads: int, text_key: str | None = None):
+    """An on_select callback: a click in the head grid opens that head on the attention page,
+    with the same model (and, given text_key, that session-state text in the sidebar)."""
+    return partial(_open, chart_key, n_heads, text_key)
 
 
-def _pick(box_key: str, text_key: str | None, goto_flag: str) -> None:
-    if text_key and st.session_state.get(text_key):
-        st.session_state["sb_text"] = st.session_state[text_key]
+def _pick(box_key: str, text_key: str | None) -> None:
     layer, head = st.session_state[box_key]
-    open_on_attention(layer, head, goto_flag=goto_flag)
+    open_on_attention(layer, head,
+                      text=(st.session_state.get(text_key) or None) if text_key else None)
 
 
-def open_chosen(box_key: str, goto_flag: str, text_key: str | None = None):
+def open_chosen(box_key: str, text_key: str | None = None):
     """An on_click callback opening the (layer, head) in the select box box_key."""
-    return partial(_pick, box_key, text_key, goto_flag)
+    return partial(_pick, box_key, text_key)
 
 
 def _switch(model: str, values: dict) -> None:

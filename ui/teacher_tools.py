@@ -5,51 +5,42 @@ from __future__ import annotations
 
 import streamlit as st
 
-from teaching.pages import PAGES
+from teaching.pages import BY_PATH
 
-from . import projector
+from . import drafts, projector, sessions, view_state
 from .urlstate import write_to_url
 
-DRAFT_KEY = "lesson_draft"  # session state: {"title", "summary", "steps": [dict, ...]}
-BY_URL = {url: name for name, (url, _, _) in PAGES.items()}
+DRAFT_KEY = "lesson_draft"  # this browser's draft: {"title", "summary", "steps": [dict, ...]}
 MAX_DRAFT_STEPS = 60
 
 
 def draft() -> dict:
-    return st.session_state.setdefault(DRAFT_KEY, {"title": "", "summary": "", "steps": []})
+    """This browser's draft lesson, kept on the server (ui/drafts.py): a reload keeps it."""
+    st.session_state[DRAFT_KEY] = drafts.draft_for(sessions.browser_id())
+    return st.session_state[DRAFT_KEY]
 
 
 def current_step(page: str) -> dict:
-    """This page's state as a lesson step: model, text, pair and the page's own settings."""
-    state = st.session_state
-    selection = state.get("selection")
-    settings = {}
-    for name, spec in PAGES[page][2].items():
-        value = state.get(spec.key)
-        if value is None:
-            continue
-        if spec.kind in ("layer", "head", "int"):
-            value = int(value)
-        elif spec.kind == "bool":
-            value = bool(value)
-        elif spec.kind == "choice" and value not in spec.choices:
-            continue
-        settings[name] = value
-    return {"page": page, "title": PAGES[page][1], "explain": "",
-            "model": getattr(selection, "model_name", "minilm"),
-            "text": getattr(selection, "text", ""), "pair": getattr(selection, "pair", ""),
-            "settings": settings}
+    """This page's view as a lesson step: model, text, pair and the settings the page used
+    (the model by its name or label, never a folder on the server)."""
+    view = view_state.current(page)
+    return {"page": page, "title": BY_PATH[page].title, "explain": "", "model": view.model,
+            "text": view.text, "pair": view.pair, "settings": dict(view.settings)}
 
 
 def _record(page: str) -> None:
     lesson = draft()
     steps = lesson["steps"]
-    if len(steps) < MAX_DRAFT_STEPS:
-        lesson["next_uid"] = lesson.get("next_uid", 0) + 1
-        steps.append(current_step(page) | {"uid": lesson["next_uid"]})
-        st.session_state["_draft_note"] = f"Recorded as step {len(steps)}."
-    else:
+    step = current_step(page)
+    if len(steps) >= MAX_DRAFT_STEPS:
         st.session_state["_draft_note"] = f"A lesson holds at most {MAX_DRAFT_STEPS} steps."
+    elif not drafts.room_for(lesson, step):
+        st.session_state["_draft_note"] = ("The draft is as long as a lesson file may be: "
+                                           "download it, or delete a step first.")
+    else:
+        lesson["next_uid"] = lesson.get("next_uid", 0) + 1
+        steps.append(step | {"uid": lesson["next_uid"]})
+        st.session_state["_draft_note"] = f"Recorded as step {len(steps)}."
 
 
 def render(url_path: str) -> None:
@@ -59,9 +50,10 @@ def render(url_path: str) -> None:
         st.toggle("Projector mode", key=projector.KEY,
                   help="Larger text and figures for a room. Kept in the link.")
         write_to_url(projector="1" if projector.on() else None)
-        page = BY_URL.get(url_path)
-        if page is None:
+        spec = BY_PATH.get(url_path)
+        if spec is None or not spec.lesson:
             return
+        page = spec.path
         st.button("Record this view as a step", key="teach_record", icon=":material/add:",
                   on_click=_record, args=(page,),
                   help="Adds this page, model, text and settings to a draft lesson. Edit and "

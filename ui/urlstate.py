@@ -1,5 +1,6 @@
-"""A link that reopens the same view: model, text, layer and head live in the URL
-(the page is the URL path). Read once per browser session, written after each run.
+"""The link of a view: the sidebar's model and texts (read once per browser session, written
+after each run) and a page's own settings (ui/view_state.py reads and writes those, by the keys
+the pages declare in teaching/pages.py); the page is the URL path.
 
 A text up to MAX_URL_TEXT characters goes in the link as it is (`text=`, readable). A longer
 one goes compressed (`textz=`: zlib, then base64url), as long as the compressed texts fit
@@ -21,9 +22,7 @@ import streamlit as st
 from . import settings
 from .settings import MAX_URL_PACKED, MAX_URL_TEXT
 
-URL_KEYS = {"model": "sb_model", "text": "sb_text", "pair": "sb_pair",
-            "layer": "attn_layer", "head": "attn_head"}
-INT_KEYS = {"layer", "head"}
+URL_KEYS = {"model": "sb_model", "text": "sb_text", "pair": "sb_pair"}  # the sidebar's
 PACKED = {"textz": "text", "pairz": "pair"}  # compressed param -> its plain param
 BASE64URL = re.compile(r"[A-Za-z0-9_-]+")
 UTF8_MAX_BYTES = 4  # per character
@@ -87,47 +86,8 @@ def load_from_url() -> None:
             else:
                 st.session_state.setdefault(f"_url_{URL_KEYS[plain]}", text)
     for param, key in URL_KEYS.items():
-        if param not in params:
-            continue
-        value = params[param]
-        if param in INT_KEYS:
-            value = url_int(value)
-            if value is None:
-                continue
-        st.session_state.setdefault(f"_url_{key}", value)
-
-
-_FLOAT = re.compile(r"\d{1,3}(\.\d{1,4})?")
-
-
-def url_float(value, low: float, high: float) -> float | None:
-    """A small decimal number from a link within [low, high], or None (strict, like url_int)."""
-    text = str(value).strip() if value is not None else ""
-    if not _FLOAT.fullmatch(text):
-        return None
-    number = float(text)
-    return number if low <= number <= high else None
-
-
-def init_from_link(fields) -> None:
-    """Session defaults for a page's own settings, read from the link the first time.
-    fields: (session key, link param, kind "int" | "float" | "choice", default, bounds), where
-    bounds is (low, high) for numbers (None for an int: any, the page clamps it) and the
-    allowed values for a choice."""
-    for key, param, kind, default, bounds in fields:
-        if key in st.session_state:
-            continue
-        raw = url_param(param)
-        value = None
-        if raw is not None and kind == "int":
-            value = url_int(raw)
-            if value is not None and bounds is not None and not bounds[0] <= value <= bounds[1]:
-                value = None
-        elif raw is not None and kind == "float":
-            value = url_float(raw, *bounds)
-        elif raw is not None and kind == "choice":
-            value = raw if raw in bounds else None
-        st.session_state[key] = default if value is None else value
+        if param in params:
+            st.session_state.setdefault(f"_url_{key}", params[param])
 
 
 def link_was_unreadable() -> bool:

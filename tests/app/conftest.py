@@ -19,3 +19,14 @@ def hosted(monkeypatch):
     yield monkeypatch
     st.set_option("client.showErrorDetails", before)
     torch.set_num_threads(threads)
+
+
+@pytest.fixture(autouse=True)
+def no_drafts_left():
+    """Teach drafts are kept per browser on the server (ui/drafts.py), and every AppTest of
+    this process looks like the same browser: each test starts with none."""
+    from ui import drafts
+
+    drafts.forget_all()
+    yield
+    drafts.forget_all()

@@ -80,7 +80,7 @@ def test_generate_shows_the_engines_top_10_and_marks_the_chosen_token(tiny_chars
                                    atol=1e-6)
         assert len(row["x"]) == want.position + 1  # the causal mask: nothing after it
     assert _texts(at.code) == tiny_chars.tokenizer.decode(engine.ids)
-    assert _param(at, "gstep") == "7" and _param(at, "gn") == "40"
+    assert _param(at, "gstep") == "7" and _param(at, "gn") is None  # 40: the default
     at.button(key="gen_to_sidebar").click().run()  # write on from there
     assert not at.exception
     assert at.text_area(key="sb_text").value == SHORT + tiny_chars.tokenizer.decode(
@@ -201,15 +201,20 @@ def test_attribution_opens_the_chosen_head_on_the_attention_page():
 
 
 def test_a_click_in_the_attribution_grid_names_the_head(monkeypatch):
-    """The grid's on_select callback: the clicked cell's customdata sets the attention page's
-    layer and head and asks for the page switch (the page then calls st.switch_page)."""
-    from ui import callbacks
+    """The grid's on_select callback: the clicked cell's customdata opens that head on the
+    attention page (app.py switches to it), with the same model and text."""
+    from ui import callbacks, view_state
 
     state = {"attr_grid": SimpleNamespace(selection=SimpleNamespace(
-        points=[{"customdata": [1, 3]}]))}
-    monkeypatch.setattr(callbacks, "st", SimpleNamespace(session_state=state))
-    callbacks.pick_head("attr_grid", 4, goto_flag="_attr_goto")()
-    assert (state["attn_layer"], state["attn_head"], state["_attr_goto"]) == (1, 3, True)
+        points=[{"customdata": [1, 3]}])), "sb_model_choice": "tiny-induction",
+        "sb_text": "abcabc", "sb_pair": "", "attn_average": True}
+    fake = SimpleNamespace(session_state=state)
+    monkeypatch.setattr(callbacks, "st", fake)
+    monkeypatch.setattr(view_state, "st", fake)
+    callbacks.pick_head("attr_grid", 4)()
+    assert (state["attn_layer"], state["attn_head"], state["_view_jump"]) == (1, 3, "attention")
+    assert (state["sb_model_choice"], state["sb_text"]) == ("tiny-induction", "abcabc")
+    assert "attn_average" not in state  # back to the page's default: that one head
 
 
 @pytest.mark.parametrize(("page", "key", "chart"), [(GENERATE, "gen_switch", "gen_next_tokens"),

@@ -17,7 +17,7 @@ from page_links import open_lesson  # noqa: E402
 from model import load_model  # noqa: E402
 from teaching.facts import find_row  # noqa: E402
 from teaching.format import parse_lesson  # noqa: E402
-from teaching.pages import PAGES  # noqa: E402
+from teaching.pages import BY_PATH  # noqa: E402
 from teaching.resolve import step_texts  # noqa: E402
 
 pytestmark = pytest.mark.app
@@ -92,9 +92,9 @@ def test_every_bundled_lesson_walks_end_to_end(lesson):
         if step.question is not None:
             assert not at.get("plotly_chart") or step.question.kind == "cell"  # hidden first
             at = _answer_wrong_then_right(at, lesson, number, step, texts)
-        specs = PAGES[step.page][2]
+        spec = BY_PATH[step.page]
         for name, value in settings.items():  # the page opened in the step's state
-            assert at.session_state[specs[name].key] == value, (number, name)
+            assert at.session_state[spec.key(name)] == value, (number, name)
         assert at.session_state["sb_text"] == step.text
         chart = PAGE_CHARTS.get(step.page)
         if chart:  # a walkthrough step without a figure shows its tensors' shapes

@@ -125,18 +125,21 @@ def test_unequal_lengths_say_both_counts_and_show_the_tokens(minilm):
 
 
 def test_a_click_in_the_head_grid_opens_that_head(monkeypatch):
-    """The on_select callback: a clicked cell (its customdata) sets the attention page's
-    layer and head, asks for the page switch, and puts the preset's text in the sidebar."""
-    from ui import callbacks, patching_inputs
+    """The on_select callback: a clicked cell (its customdata) opens that head on the
+    attention page, keeps the model, and puts the preset's text in the sidebar."""
+    from ui import callbacks, patching_inputs, view_state
 
     state = {"pp_heads": SimpleNamespace(selection=SimpleNamespace(
-        points=[{"customdata": [1, 3]}])), "_pt_clean_text": "abcabc"}
+        points=[{"customdata": [1, 3]}])), "_pt_clean_text": "abcabc",
+        "sb_model_choice": "tiny-induction", "sb_text": "a longer text", "sb_pair": "",
+        "attn_mode": "Attention rollout"}
     fake = SimpleNamespace(session_state=state)
-    monkeypatch.setattr(patching_inputs, "st", fake)
-    monkeypatch.setattr(callbacks, "st", fake)
-    patching_inputs.open_patched_head("pp_heads", 4, "_goto", "_pt_clean_text")()
-    assert (state["attn_layer"], state["attn_head"], state["_goto"]) == (1, 3, True)
-    assert state["sb_text"] == "abcabc" and state["attn_mode"] == "Raw attention"
+    for module in (patching_inputs, callbacks, view_state):
+        monkeypatch.setattr(module, "st", fake)
+    patching_inputs.open_patched_head("pp_heads", 4, "_pt_clean_text")()
+    assert (state["attn_layer"], state["attn_head"], state["_view_jump"]) == (1, 3, "attention")
+    assert state["sb_text"] == "abcabc" and state["sb_model_choice"] == "tiny-induction"
+    assert "attn_mode" not in state  # back to the page's default: raw attention
 
 
 def test_a_decoder_gets_a_logit_difference_of_two_chosen_tokens():

@@ -15,6 +15,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from server_log import warnings_in  # noqa: E402
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROME_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                "--disable-component-update", "--disable-sync", "--no-first-run"]
@@ -27,19 +30,22 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def server():
+def server(tmp_path_factory):
+    """The app on 127.0.0.1; at the end, its log must hold no Streamlit warning."""
     if not Path(CHROMIUM).exists():
         if os.environ.get("CI"):
             pytest.fail("chromium is not installed; .ci/run should have installed it")
         pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)")
     port = _free_port()
     env = dict(os.environ, HF_HUB_OFFLINE="1")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1",
-         "--server.port", str(port), "--server.headless", "true",
-         "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-    )
+    log = tmp_path_factory.mktemp("server") / "server.log"
+    with open(log, "w", encoding="utf-8") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address",
+             "127.0.0.1", "--server.port", str(port), "--server.headless", "true",
+             "--browser.gatherUsageStats", "false"],
+            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+        )
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + 60
     while time.time() < deadline:
@@ -54,6 +60,7 @@ def server():
     yield url
     proc.terminate()
     proc.wait(timeout=10)
+    assert warnings_in(log) == []
 
 
 @pytest.fixture(scope="module")

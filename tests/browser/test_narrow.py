@@ -6,12 +6,11 @@ under itself, and no page may show our internal words ("seed 004") or a server p
 Also: the main heatmap of a short sentence gets a plot of at least 400 px on a 1400 × 900
 screen, with 12 px labels and its colour bar beside it.
 
-The pages come from app.py's PAGES, read when the test runs, so a new page is checked too.
+The pages come from their declarations (teaching/pages.py), so a new page is checked too.
 """
 
 from __future__ import annotations
 
-import ast
 import os
 import re
 import shutil
@@ -28,6 +27,9 @@ import pytest
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+from server_log import warnings_in  # noqa: E402
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROME_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                "--disable-component-update", "--disable-sync", "--no-first-run"]
@@ -107,24 +109,10 @@ PROBLEMS = r"""() => {
 
 
 def _page_paths() -> list[str]:
-    """The url path of every page in app.py's PAGES (each entry: a tuple whose last string is
-    the path, or a dict with "url" / "url_path")."""
-    tree = ast.parse((ROOT / "app.py").read_text())
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "PAGES"
-                                                for t in node.targets):
-            pages = ast.literal_eval(node.value)
-            break
-    else:
-        raise AssertionError("app.py has no PAGES list")
-    paths = []
-    for entry in pages:
-        if isinstance(entry, dict):
-            paths.append(entry.get("url_path", entry.get("url", "")))
-        else:
-            paths.append([x for x in entry if isinstance(x, str)][-1])
-    assert len(paths) >= 9, paths
-    return paths
+    """The url path of every declared page (teaching/pages.py), so a new page is checked too."""
+    from teaching.pages import PAGE_SPECS
+
+    return [spec.path for spec in PAGE_SPECS]
 
 
 PATHS = _page_paths()
@@ -137,18 +125,21 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def server():
+def server(tmp_path_factory):
+    """The app on 127.0.0.1; at the end, its log must hold no Streamlit warning."""
     if not Path(CHROMIUM).exists():
         if os.environ.get("CI"):
             pytest.fail("chromium is not installed; .ci/run should have installed it")
         pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)")
     port = int(os.environ.get("TEST_APP_PORT") or _free_port())  # a fixed one on a shared machine
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1",
-         "--server.port", str(port), "--server.headless", "true",
-         "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, env=dict(os.environ, HF_HUB_OFFLINE="1"), stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL)
+    log = tmp_path_factory.mktemp("server") / "server.log"
+    with open(log, "w", encoding="utf-8") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address",
+             "127.0.0.1", "--server.port", str(port), "--server.headless", "true",
+             "--browser.gatherUsageStats", "false"],
+            cwd=ROOT, env=dict(os.environ, HF_HUB_OFFLINE="1"), stdout=out,
+            stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + 90
     while time.time() < deadline:
@@ -163,6 +154,7 @@ def server():
     yield url
     proc.terminate()
     proc.wait(timeout=20)
+    assert warnings_in(log) == []
 
 
 @pytest.fixture(scope="module")

@@ -170,4 +170,5 @@ def test_a_recorded_draft_is_a_valid_lesson_file():
     assert one.title == 'Look "here"' and one.text == "A \\ backslash and “quotes”."
     assert one.settings == {"layer": 2, "head": 5, "average": False, "view": "All heads"}
     assert one.question.answer == "x" and one.explain == "Line one\nline two"
-    assert two.settings == {"task": "induction"} and two.explain  # a placeholder text
+    assert two.settings == {"task": "induction"}
+    assert two.explain == ""  # none written: none invented (no "What to notice here.")

@@ -1,0 +1,47 @@
+"""A lesson recorded with "Record this view as a step", one step on every page, downloaded as
+a lesson file and opened from a lessons folder, replays each step to the view it recorded."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "app")]
+
+from page_links import open_lesson, open_view, shown_view  # noqa: E402
+from test_view_links import LESSON_PAGES, view_of  # noqa: E402
+
+from teaching.draft import to_toml  # noqa: E402
+from teaching.format import parse_lesson  # noqa: E402
+from ui.view_state import ViewState  # noqa: E402
+
+MODEL = {"logit-lens": "tiny-induction", "generate": "tiny-chars", "attribution": "tiny-chars",
+         "patching": "tiny-induction", "attention": "tiny-reverse"}  # else MiniLM
+
+
+def _recorded(page: str) -> dict:
+    at = open_view(view_of(page, MODEL.get(page, "minilm")).normal())
+    at.button(key="teach_record").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at.session_state["lesson_draft"]["steps"][-1]
+
+
+def test_a_recorded_lesson_replays_every_page_to_the_view_it_recorded(tmp_path, monkeypatch):
+    steps = [_recorded(page) for page in LESSON_PAGES]
+    steps[0]["explain"] = "Look at the diagonal."  # one written by the teacher, the rest empty
+    text = to_toml("Replay", "", steps)
+    assert "What to notice here." not in text and "/tmp" not in text
+    assert text.count("explain =") == 1
+    lesson = parse_lesson(text.encode(), "replay", "folder")
+    assert [step.page for step in lesson.steps] == LESSON_PAGES
+    folder = tmp_path / "lessons"
+    folder.mkdir()
+    (folder / "replay.toml").write_text(text, encoding="utf-8")
+    monkeypatch.setenv("ATTENTION_LAB_LESSONS", str(folder))
+    for number, step in enumerate(steps, 1):
+        at = open_lesson("replay", number)
+        assert not at.exception, (number, [e.value for e in at.exception])
+        wanted = ViewState(step["page"], step["model"], step["text"], step["pair"],
+                           step["settings"]).normal()
+        assert shown_view(at, step["page"]) == wanted, number

@@ -1,0 +1,128 @@
+"""Every page is declared once (teaching/pages.py): the files, the README, the widget keys and
+the link keys all follow from the declarations, and nothing else types a page's keys."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from teaching.pages import BY_PATH, LESSON_PAGES, PAGE_SPECS, PageSpec, Setting
+
+ROOT = Path(__file__).resolve().parents[2]
+SIDEBAR_PARAMS = {"model", "text", "pair", "textz", "pairz", "projector", "lesson"}
+
+
+def _readme_rows() -> list[str]:
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    start = lines.index("| page | what it shows |") + 2
+    rows = []
+    for line in lines[start:]:
+        if not line.startswith("| "):
+            break
+        rows.append(line.split(" | ")[0].removeprefix("| "))
+    return rows
+
+
+def test_the_readme_page_table_is_the_declared_pages_in_order():
+    wanted = [f"{spec.title} (`{'/' if i == 0 else '/' + spec.path}`)"
+              for i, spec in enumerate(PAGE_SPECS)]
+    assert _readme_rows() == wanted
+
+
+def test_the_readme_names_every_page_a_lesson_step_can_open():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    listed = re.search(r"Each step opens one\npage of the app \((.*?)\) with a model",
+                       text, re.S).group(1)
+    assert set(re.findall(r"`([a-z-]+)`", listed)) == set(LESSON_PAGES)
+
+
+def test_every_page_file_is_declared_and_every_declaration_has_its_file():
+    files = {p.stem for p in (ROOT / "app_pages").glob("*.py") if p.stem != "__init__"}
+    assert files == {spec.module for spec in PAGE_SPECS}
+    assert len(BY_PATH) == len(PAGE_SPECS)  # no path declared twice
+
+
+@pytest.mark.parametrize("spec", PAGE_SPECS, ids=lambda s: s.path)
+def test_keys_and_link_keys_are_unique_and_leave_the_sidebar_its_own(spec):
+    urls = [s.url for s in spec.settings]
+    assert len(set(urls)) == len(urls)
+    assert not set(urls) & SIDEBAR_PARAMS
+    keys = [spec.key(s.name) for s in spec.settings]
+    assert len(set(keys)) == len(keys) and all(k.startswith(spec.prefix + "_") for k in keys)
+    with pytest.raises(KeyError):
+        spec.key("not declared")
+    for setting in spec.settings:  # a declared default is a value the setting accepts
+        if setting.default is not None:
+            assert setting.check(setting.default) == setting.default or setting.kind == "heads"
+
+
+def test_no_page_or_glue_module_types_a_page_settings_key():
+    """Pages reach their settings through ui/view_state.py, by declared name."""
+    keys = {spec.key(name) for spec in PAGE_SPECS for name in spec.by_name}
+    found = []
+    for path in sorted((ROOT / "app_pages").glob("*.py")) + sorted((ROOT / "ui").glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        found += [f"{path.name}: {key}" for key in keys
+                  if re.search(rf"[\"']{key}[\"']|\b{key}=", text)]
+    assert found == []
+
+
+@pytest.mark.parametrize(("setting", "value", "text"), [
+    (Setting("n", "int", 1, minimum=1, maximum=200, url="n"), 17, "17"),
+    (Setting("t", "float", 1.0, minimum=0.05, maximum=3.0, url="t"), 0.25, "0.25"),
+    (Setting("b", "bool", False, url="b"), True, "1"),
+    (Setting("c", "choice", 64, (4, 64, 256), url="c"), 256, "256"),
+    (Setting("s", "text", url="s"), "Ça va? & = ?", "Ça va? & = ?"),
+    (Setting("h", "heads", [], url="h"), [(0, 1), (5, 11)], "0.1,5.11"),
+])
+def test_a_setting_goes_into_a_link_and_back(setting, value, text):
+    assert setting.to_url(value) == text
+    assert setting.from_url(text) == value
+
+
+@pytest.mark.parametrize(("setting", "raw"), [
+    (Setting("n", "int", 1, minimum=1, maximum=200, url="n"), "201"),
+    (Setting("n", "int", 1, minimum=1, maximum=200, url="n"), "²"),
+    (Setting("n", "int", 1, minimum=1, maximum=200, url="n"), "9" * 5000),
+    (Setting("t", "float", 1.0, minimum=0.05, maximum=3.0, url="t"), "nan"),
+    (Setting("b", "bool", False, url="b"), "yes"),
+    (Setting("c", "choice", 64, (4, 64), url="c"), "65"),
+    (Setting("h", "heads", [], url="h"), "0.1,x"),
+    (Setting("h", "heads", [], url="h"), "-1.2"),
+])
+def test_a_link_value_a_setting_cannot_hold_is_left_out(setting, raw):
+    assert setting.from_url(raw) is None
+
+
+def test_a_bad_declaration_is_refused():
+    with pytest.raises(ValueError):
+        Setting("x", "colour")
+    spec = PageSpec("p", "p", "P", "S", "", "p", (Setting("a", "bool", url="a"),))
+    assert spec.key("a") == "p_a"
+
+
+def test_pages_reach_their_link_only_through_the_view_state_and_nothing_execs_a_page():
+    for path in sorted((ROOT / "app_pages").glob("*.py")):
+        assert "urlstate" not in path.read_text(encoding="utf-8"), path.name
+    for path in [ROOT / "app.py", *sorted((ROOT / "ui").glob("*.py")),
+                 *sorted((ROOT / "app_pages").glob("*.py"))]:
+        assert not re.search(r"\bexec\(", path.read_text(encoding="utf-8")), path.name
+
+
+def test_a_lesson_step_sets_any_page_setting_and_a_bad_value_names_its_line():
+    from teaching.format import LessonError, parse_lesson
+
+    good = ('title = "t"\nmodel = "tiny-chars"\ntext = "abc"\n\n[[steps]]\ntitle = "s"\n'
+            'page = "generate"\ntemp = 0.5\nmode = "sample"\nstep = 2\n\n[[steps]]\n'
+            'title = "s"\npage = "ablation"\nheads = [[0, 1], [1, 3]]\nmode = "mean"\n')
+    lesson = parse_lesson(good, "t")
+    assert lesson.steps[0].settings == {"temp": 0.5, "mode": "sample", "step": 2}
+    assert lesson.steps[1].settings == {"heads": [(0, 1), (1, 3)], "mode": "mean"}
+    for old, bad in (("temp = 0.5", "temp = 9.5"), ("heads = [[0, 1], [1, 3]]",
+                                                    'heads = [[0, "x"]]')):
+        text = good.replace(old, bad)
+        with pytest.raises(LessonError) as err:
+            parse_lesson(text, "t")
+        assert err.value.line == 1 + text[:text.index(bad)].count("\n"), str(err.value)
