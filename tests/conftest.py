@@ -53,6 +53,14 @@ def minilm():
 
 
 @pytest.fixture(scope="session")
+def tiny_chars():
+    """The bundled character-level decoder, loaded once."""
+    from model import load_model
+
+    return load_model("tiny-chars")
+
+
+@pytest.fixture(scope="session")
 def minilm_hf():
     """The same bundled checkpoint through transformers, for end-to-end parity."""
     from transformers import AutoModel, AutoTokenizer

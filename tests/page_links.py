@@ -1,5 +1,7 @@
 """Opening a page of the app in an AppTest the way a link does: the model, the text and any
-page setting in the query, then the page itself (the start page reads the link first)."""
+page setting in the query, then the page itself (the start page reads the link first). Or the
+way a user does: the start page first, then the sidebar's model and text, then the page. And
+the words a page shows, as one string."""
 
 from __future__ import annotations
 
@@ -21,6 +23,40 @@ def open_page(page: str, model: str, text: str | None = None, **params) -> AppTe
     at.switch_page(page).run()
     assert not at.exception, [e.value for e in at.exception]
     return at
+
+
+def start_app(text: str | None = None) -> AppTest:
+    """The start page, with `text` typed into the sidebar."""
+    at = AppTest.from_file(APP, default_timeout=300).run()
+    if text is not None:
+        at.text_area(key="sb_text").input(text).run()
+    assert not at.exception
+    return at
+
+
+def open_with_sidebar(page: str, model: str | None = None, text: str | None = None,
+                      params: dict | None = None) -> AppTest:
+    """`page` reached as a user reaches it: the app opened (with `params` in its link), the
+    model picked and the text typed in the sidebar, then the page."""
+    at = AppTest.from_file(APP, default_timeout=300)
+    if params:
+        at.query_params.update(params)
+    at.run()
+    if model is not None:
+        at.selectbox(key="sb_model_choice").set_value(model).run()
+    if text is not None:
+        at.text_area(key="sb_text").input(text).run()
+    at.switch_page(page).run()
+    assert not at.exception
+    return at
+
+
+def page_text(at: AppTest, kinds=("markdown", "caption", "info", "warning"),
+              unescape: bool = True) -> str:
+    """Every element of these kinds on the page, joined; `unescape` drops Markdown's
+    backslash escapes."""
+    said = " ".join(str(e.value) for kind in kinds for e in at.get(kind))
+    return said.replace("\\", "") if unescape else said
 
 
 def open_lesson(lesson_id: str | None = None, step: int = 1) -> AppTest:

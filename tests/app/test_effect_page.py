@@ -1,6 +1,8 @@
 """AppTest for the effect page (/effect) and the "Check these numbers" button on it and on the
 attention page: MiniLM with and without a second sentence, the tiny character decoder, the
-bounds messages, driven by widget keys."""
+bounds messages (which agree with the sidebar's note when the model's context cut the text), a
+one-click shorter text for the per-head view, Spearman's rho in plain words and a single
+choice said in words instead of a one-option radio, driven by widget keys."""
 
 from __future__ import annotations
 
@@ -18,10 +20,15 @@ from analysis.effect import METHODS, MAX_OCCLUSION_TOKENS, token_importance  # n
 from analysis.effect_target import make_target  # noqa: E402
 from ui.examples import SHORT  # noqa: E402
 from chart_data import chart_specs as _charts, plotly_array as _array  # noqa: E402
+from page_links import open_page, page_text  # noqa: E402
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 PAGE = "app_pages/effect.py"
 SECOND = "A dog chased the ball."
+CAT = "The cat sat on the mat."
+DECLONG = ("The old lighthouse keeper climbed the stairs every evening to light the lamp. The sea "
+           "was loud and the wind was cold, and far away a ship was looking for the harbour in "
+           "the dark. He thought about his daughter, who lived in the city now.")
 
 
 def _app(model: str | None = None, text: str | None = None, pair: str | None = None) -> AppTest:
@@ -183,3 +190,45 @@ def test_a_text_cut_by_the_context_does_not_say_it_is_never_cut():
     assert not at.exception
     caption = next(c.value for c in at.caption if "Integrated gradients:" in c.value)
     assert "e-0" not in caption and "gap" in caption  # a plain number, no 3.9e-06
+
+
+def test_effect_limits_caption_agrees_with_a_context_cut():
+    at = open_page(PAGE, "tiny-chars", DECLONG)
+    assert "were dropped" in page_text(at, ("warning",))
+    (limits,) = [c.value for c in at.caption if c.value.startswith("Limits")]
+    assert limits.endswith("(the model itself reads at most 64 tokens: see above).")
+    at = open_page(PAGE, "tiny-chars", CAT)  # nothing cut: the plain sentence
+    (limits,) = [c.value for c in at.caption if c.value.startswith("Limits")]
+    assert limits.endswith("these limits never shorten your text.")
+
+
+def test_effect_per_head_view_offers_a_shorter_text():
+    long = " ".join(["word"] * (MAX_OCCLUSION_TOKENS + 20))
+    at = open_page(PAGE, "minilm", long)
+    at.button(key="eff_run").click().run()
+    assert not at.exception
+    assert "Shorten the text to see it" in page_text(at)
+    button = at.button(key="eff_short_occ")
+    assert button.label.startswith("Use the first ")
+    assert button.label.endswith(" tokens of the text")
+    n = int(button.label.split()[3])
+    assert 200 < n <= MAX_OCCLUSION_TOKENS
+    button.click().run()
+    assert not at.exception
+    shorter = at.session_state["sb_text"]
+    assert long.startswith(shorter) and len(shorter.split()) == n - 2  # [CLS] and [SEP]
+
+
+def test_effect_glosses_spearman_and_says_a_single_choice_in_words():
+    at = open_page(PAGE, "tiny-chars", CAT)
+    sub = _charts(at)["eff_strip"]["layout"]["title"]["subtitle"]["text"].replace("<br>", " ")
+    assert "rank agreement with attention (Spearman ρ: from −1 to 1, 1 means the two orders " \
+           "match)" in sub
+    assert not [r for r in at.radio if r.key in ("eff_baseline", "eff_occlusion")]
+    text = page_text(at)
+    assert "Integrated gradients start from **zero vectors**." in text
+    assert "Occlusion: for each token in turn, **remove the token**." in text
+
+    at = open_page(PAGE, "minilm", CAT)  # more than one choice: radios
+    assert at.radio(key="eff_baseline").options == ["zero vectors", "[PAD] tokens", "[MASK] tokens"]
+    assert len(at.radio(key="eff_occlusion").options) == 3

@@ -1,5 +1,7 @@
 """AppTest: every bundled lesson walked end to end, each question answered wrongly and then
-rightly; the start page; the teacher's recorder and lessons folder."""
+rightly; the lesson list and a lesson's sentences name models as the sidebar does; a step's
+class link wraps instead of being cut; the start page; the teacher's recorder and lessons
+folder."""
 
 from __future__ import annotations
 
@@ -19,6 +21,8 @@ from teaching.facts import find_row  # noqa: E402
 from teaching.format import parse_lesson  # noqa: E402
 from teaching.pages import BY_PATH  # noqa: E402
 from teaching.resolve import step_texts  # noqa: E402
+from ui.model_names import short_label  # noqa: E402
+from ui.text import md_escape  # noqa: E402
 
 pytestmark = pytest.mark.app
 
@@ -281,3 +285,28 @@ def test_a_lesson_can_open_the_effect_page_and_the_decoder_lab(tmp_path, monkeyp
         assert chart in drawn, (page, drawn)  # a short text: each page draws without a click
         if number < 4:
             at.button(key="lesson_next_bottom").click().run()
+
+
+def test_the_lesson_list_names_models_as_the_sidebar_does():
+    at = open_lesson()
+    assert not at.exception, at.exception
+    captions = _said(at, "caption")
+    for model in ("minilm", "tiny-induction", "tiny-reverse"):  # escaped: Markdown source
+        assert md_escape(short_label(model)) in captions, (model, captions)
+    assert "minilm" not in captions  # the id, nowhere without its label
+    for model in ("tiny-induction", "tiny-reverse"):
+        assert captions.count(md_escape(model)) == captions.count(md_escape(short_label(model)))
+
+
+def test_a_lesson_sentence_names_the_model_as_the_app_does():
+    at = _open("reading-heatmaps", 4)
+    assert not at.exception, at.exception
+    said = _said(at, "markdown")
+    assert "Each layer of MiniLM has" in said, said
+
+
+def test_the_class_link_of_a_step_wraps():
+    at = _open("reading-heatmaps", 3)
+    assert not at.exception
+    link = next(c for c in at.code if "lesson=reading-heatmaps" in c.value)
+    assert link.proto.wrap_lines

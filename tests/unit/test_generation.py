@@ -1,5 +1,6 @@
 """Step-by-step generation: greedy is the argmax of a full run, seeds reproduce, top-k = 1 and
-a temperature near 0 are greedy, and the cut-away mass is what top-k and top-p removed."""
+a temperature near 0 are greedy, the cut-away mass is what top-k and top-p removed, and a
+generation says why it stopped."""
 
 from __future__ import annotations
 
@@ -14,11 +15,6 @@ from model import load_model
 from model.hooks import hooks_active
 
 PROMPT = "The cat sat on the"
-
-
-@pytest.fixture(scope="module")
-def tiny_chars():
-    return load_model("tiny-chars")
 
 
 def _decoder(name, tiny_models_loaded, tiny_chars):
@@ -175,3 +171,16 @@ def test_a_long_prompt_keeps_its_last_tokens(name, tiny_models_loaded, tiny_char
     assert lm.tokenizer.decode(ids).endswith("the end")
     short, none_left = prompt_window(lm, PROMPT)
     assert short == lm.encode(PROMPT).input_ids[0].tolist() and none_left == 0
+
+
+def test_a_generation_says_why_it_stopped(tiny_chars):
+    prompt = tiny_chars.encode("The cat sat").input_ids[0].tolist()
+    full = generate_ids(tiny_chars, prompt, 7)
+    assert not full.stopped_at_end and len(full.new_ids) == 7
+    assert full.why_stopped.startswith("Stopped after 7 new tokens, the number asked for")
+    first = full.new_ids[2]  # stop on the third token written: an end token here
+    early = generate_ids(tiny_chars, prompt, 7, stop_ids=[first])
+    n = full.new_ids.index(first) + 1
+    assert early.stopped_at_end and len(early.new_ids) == n < 7
+    assert early.why_stopped == (f"Stopped after {n} new token{'s' * (n != 1)}: the model wrote "
+                                 "an end token.")

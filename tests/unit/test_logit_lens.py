@@ -1,4 +1,5 @@
-"""The logit lens: the last layer is the model's real output; earlier layers by hand."""
+"""The logit lens: the last layer is the model's real output; earlier layers by hand; its
+figure, and its detail table of narrow text cells (token and probability in one cell)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import pytest
 import torch
 
 from analysis.logit_lens import lens_logits, lens_probs, lens_unavailable, logit_lens
+from viz.lens import DETAIL_TOKEN_CHARS, detail_columns
 
 TEXT = "The cat sat on the mat because it was warm."
 
@@ -111,3 +113,22 @@ def test_lens_table_figure():
     np.testing.assert_allclose(np.asarray(coloured.z, dtype=float), nprob)
     with pytest.raises(ValueError, match="rows"):
         lens_table(["a"], ["Ġthe", "Ġcat"], top, probs, ["Ġcat", ""], rank, nprob)
+
+
+def test_detail_columns_put_token_and_probability_in_one_cell():
+    rows = ["embeddings", "after layer 0"]
+    tokens = [["␣", "e", "a"], ["n", "a very long token indeed", "x"]]
+    probs = np.array([[0.611, 0.387, 0.0015], [0.934, 0.017, 0.00000001]])
+    cols = detail_columns(rows, tokens, probs, np.array([3, 1]), np.array([0.0015, 0.934]))
+    assert list(cols) == ["layer", "#1", "#2", "#3", "true next"]  # no separate p columns
+    assert cols["layer"] == rows
+    assert cols["#1"] == ["␣ 61%", "n 93%"]
+    assert cols["#3"] == ["a 0.15%", "x < 0.01%"]  # percent, never "1.5e-03"
+    long = cols["#2"][1]
+    assert long.startswith("a very") and "…" in long and long.endswith(" 1.7%")
+    assert len(long.split(" 1.7%")[0]) == DETAIL_TOKEN_CHARS
+    assert cols["true next"] == ["#3 · 0.15%", "#1 · 93%"]
+    # the last position has no true next token: no such column
+    assert "true next" not in detail_columns(rows, tokens, probs)
+    with pytest.raises(ValueError):
+        detail_columns(rows[:1], tokens, probs)

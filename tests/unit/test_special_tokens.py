@@ -1,6 +1,7 @@
 """Which tokens are special (model/tokenizer.py): a special id is special wherever it came from,
 typed inside the text or added by the tokenizer, as Hugging Face marks it; [UNK] is text.
-Head statistics and "hide special tokens" follow the same definition."""
+Head statistics and "hide special tokens" follow the same definition, and the heads page names
+the special tokens a text holds (none for a character model)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from analysis.head_stats import head_statistics
+from analysis.head_stats import head_statistics, special_tokens_in
 from analysis.rollout import drop_special
 from model import load_model
 
@@ -124,3 +125,10 @@ def test_the_walkthrough_counts_only_the_special_tokens_the_tokenizer_added(mini
     assert first.key == "tokens"
     assert f"adding {added} special tokens" in first.summary
     assert f"the {typed} special tokens typed in the text" in first.summary
+
+
+def test_special_tokens_in_a_text(minilm, tiny_chars):
+    assert special_tokens_in(minilm.run("The cat sat.")) == ["[CLS]", "[SEP]"]
+    assert special_tokens_in(tiny_chars.run("The cat sat.")) == []  # every character is text
+    pair = minilm.run("The cat sat.", "A dog ran.")
+    assert special_tokens_in(pair) == ["[CLS]", "[SEP]"]  # each named once

@@ -1,7 +1,7 @@
-"""Review 8 (lessons), in the app: the wrong-answer feedback quotes the learner's choice and
-says its share plainly; once answered, the question figure shows the row's real values (no
-"values hidden" left); "Check my answer" cannot be pressed with nothing picked; the lesson list
-names models as the sidebar does."""
+"""Answering a lesson's question on the lessons page: a wrong answer's feedback quotes the
+learner's choice and says its share plainly; once answered, the question figure shows the row's
+real values (no "values hidden" left); "Check my answer" cannot be pressed with nothing picked;
+a right answer says the row sums in plain numbers."""
 
 from __future__ import annotations
 
@@ -11,35 +11,28 @@ import os
 import pytest
 
 os.environ["HF_HUB_OFFLINE"] = "1"
-from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from page_links import open_lesson  # noqa: E402
+from page_links import open_lesson, page_text  # noqa: E402
 
 from model import load_model  # noqa: E402
 from teaching.facts import find_row  # noqa: E402
-from ui.model_names import short_label  # noqa: E402
-from ui.text import md_escape  # noqa: E402
 
 pytestmark = pytest.mark.app
 
 TEXT = "The cat sat on the mat because it was warm."
 
 
-def _open(lesson_id: str | None = None, step: int = 1) -> AppTest:
-    return open_lesson(lesson_id, step)
+def _said(at, kind: str) -> str:
+    return page_text(at, (kind,), unescape=False)
 
 
-def _said(at: AppTest, kind: str) -> str:
-    return " ".join(str(el.value) for el in at.get(kind))
-
-
-def _question_figure(at: AppTest) -> dict:
+def _question_figure(at) -> dict:
     chart = next(c for c in at.get("plotly_chart") if c.key == "lesson_cell_chart")
     return json.loads(chart.proto.spec)
 
 
 def test_a_wrong_cell_answer_is_quoted_and_the_figure_shows_the_row():
-    at = _open("reading-heatmaps", 2)
+    at = open_lesson("reading-heatmaps", 2)
     assert not at.exception, at.exception
     layout = _question_figure(at)["layout"]
     assert "hidden" in layout["title"]["subtitle"]["text"]
@@ -47,7 +40,7 @@ def test_a_wrong_cell_answer_is_quoted_and_the_figure_shows_the_row():
     layer, head = at.session_state["attn_layer"], at.session_state["attn_head"]
     row = trace.attentions[layer, head, find_row(trace.tokens, "sat")]
     words = [j for j, t in enumerate(trace.tokens) if t.isalpha()]
-    wrong = min(words, key=lambda j: float(row[j]))  # a word, as the reviewer picked "the"
+    wrong = min(words, key=lambda j: float(row[j]))  # a word, as a learner might pick "the"
     assert float(row[wrong]) < float(row.max())
     at.selectbox(key="lesson_cell_box").set_value(wrong).run()
     assert not at.exception, at.exception
@@ -61,7 +54,7 @@ def test_a_wrong_cell_answer_is_quoted_and_the_figure_shows_the_row():
 
 
 def test_check_my_answer_waits_for_a_pick():
-    at = _open("reading-heatmaps", 3)
+    at = open_lesson("reading-heatmaps", 3)
     assert not at.exception, at.exception
     check = at.button(key="lesson_check")
     assert check.disabled
@@ -76,27 +69,9 @@ def test_check_my_answer_waits_for_a_pick():
 
 
 def test_a_right_choice_shows_the_row_sums_in_plain_numbers():
-    at = _open("reading-heatmaps", 3)
+    at = open_lesson("reading-heatmaps", 3)
     at.radio(key="lesson_choice_reading-heatmaps_3").set_value("exactly one").run()
     at.button(key="lesson_check").click().run()
     assert not at.exception, at.exception
     said = _said(at, "success")
     assert "all 936 rows add up to 1.00" in said and "1.0000" not in said, said
-
-
-def test_the_lesson_list_names_models_as_the_sidebar_does():
-    at = _open()
-    assert not at.exception, at.exception
-    captions = _said(at, "caption")
-    for model in ("minilm", "tiny-induction", "tiny-reverse"):  # escaped: Markdown source
-        assert md_escape(short_label(model)) in captions, (model, captions)
-    assert "minilm" not in captions  # the id, nowhere without its label
-    for model in ("tiny-induction", "tiny-reverse"):
-        assert captions.count(md_escape(model)) == captions.count(md_escape(short_label(model)))
-
-
-def test_a_lesson_sentence_names_the_model_as_the_app_does():
-    at = _open("reading-heatmaps", 4)
-    assert not at.exception, at.exception
-    said = _said(at, "markdown")
-    assert "Each layer of MiniLM has" in said, said

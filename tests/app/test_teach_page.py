@@ -1,6 +1,6 @@
-"""The Teach page's sample lesson file keeps every comment on lines of its own that start with
-# (a narrow screen wraps long lines, and a wrapped comment without its # reads as code); a
-lesson step's class link wraps instead of being cut."""
+"""The Teach page (/teach): its sample lesson file keeps every comment on a short line of its
+own that starts with # (a narrow screen wraps long lines, and a wrapped comment without its #
+reads as code), and it is the same lesson as the file it shows."""
 
 from __future__ import annotations
 
@@ -43,14 +43,3 @@ def test_the_sample_lesson_file_has_short_comment_lines_of_their_own():
     for line in commented:
         assert line.startswith("# ") or line == "#", line
         assert len(line) <= 46, line  # what an 800-pixel-wide window shows
-
-
-def test_the_class_link_of_a_step_wraps():
-    at = AppTest.from_file(APP, default_timeout=600)
-    at.query_params["lesson"] = "reading-heatmaps"
-    at.query_params["step"] = "3"
-    at.switch_page("app_pages/lessons.py")
-    at.run()
-    assert not at.exception
-    link = next(c for c in at.code if "lesson=reading-heatmaps" in c.value)
-    assert link.proto.wrap_lines

@@ -1,6 +1,6 @@
-"""Review 8c: the logit lens's column labels touched on an 800 px screen ("18·␣19·m20·a").
-On the narrowest plot, neighbouring labels must not touch: horizontal ones are at least
-their width apart, slanted ones at least their two lines' height apart."""
+"""The logit lens's column labels on an 800 px screen: on the narrowest plot, neighbouring
+labels never touch (as "18·␣19·m20·a" would): horizontal ones are at least their width apart,
+slanted ones at least their two lines' height apart; thinned, never all gone."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def _table(tokens):
 
 
 @pytest.mark.parametrize("tokens", [
-    list("on the mat. "),  # tiny-chars, the reviewer's 12 columns
+    list("on the mat. "),  # tiny-chars, 12 columns
     list("The old lighthouse keeper climbed the stairs every"),  # 50 characters
     ["Ġthe", "Ġlighthouse", "Ġkeeper", "Ġclimbed"] * 8,  # 32 word tokens
 ])
