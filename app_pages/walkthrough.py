@@ -14,7 +14,9 @@ from analysis.walkthrough.steps import dim_words, plural, where_from
 from analysis.walkthrough.table import (
     FULL_PX, PAIR_PX, cell_texts, decimals_for, display_values, fitting_columns,
 )
-from ui.cache import cached_run
+from analysis.cost import full_run_plan
+from ui.cache import get_model, shared
+from ui.heavy import room_for
 from ui.sidebar import require_trace
 from ui.decoder_lab import decoder_reason
 from ui.urlstate import url_int, url_param, write_to_url
@@ -79,9 +81,14 @@ def _where_next(predicts_next: bool) -> None:
         links.page_link(f"app_pages/{file}.py", label=f"{label} ▸", icon=f":material/{icon}:")
 
 
+@shared("walkthrough_run")
 def _full_trace(name: str, text: str, pair: str, as_batch: bool) -> Trace:
-    """Every hook kept, in the app's shared run cache (bounded by entries and memory)."""
-    return cached_run(name, text, pair, keep=None, kind="full", as_batch=as_batch)
+    """Every hook kept, in the app's shared memory budget; its memory is reserved first."""
+    model = get_model(name)
+    texts, pairs = ([text, pair], None) if as_batch else (text, pair or None)
+    batch, n_pos = model.encode(texts, pairs).input_ids.shape
+    with room_for(full_run_plan(model.cfg, n_pos, batch)), st.spinner("Running the model…"):
+        return model.run(texts, pairs, keep=None)
 
 
 def _url_int(param: str, default: int) -> int:
