@@ -57,10 +57,11 @@ def _bytes(elements: float) -> int:
 
 def forward_elements(cfg, n_pos: int) -> int:
     """Peak elements of one no-grad forward pass, per batch item: inside one layer, q·k, scores
-    and pattern at once and the softmax's own temporary, q, k, v, z and the residuals, the
-    MLP's hidden tensors; and the mask."""
+    and pattern at once, with the temporaries of the masked add and the softmax (measured:
+    five attention-sized tensors), q, k, v, z and the residuals, the MLP's hidden tensors; and
+    the mask."""
     attn, resid, mlp, mask = _sizes(cfg, n_pos)
-    return 4 * attn + 8 * resid + mlp + mask
+    return 5 * attn + 8 * resid + mlp + mask
 
 
 def backward_elements(cfg, n_pos: int) -> int:
