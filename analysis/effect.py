@@ -68,8 +68,9 @@ def _array(x) -> np.ndarray:
 
 
 def head_rows(attentions, weights: np.ndarray) -> np.ndarray:
-    """Every head's target row: [n_layers, head, q, k] -> [n_layers, head, k]."""
-    return np.einsum("lhqk,q->lhk", _array(attentions), weights)
+    """Every head's target row: [n_layers, head, q, k] -> [n_layers, head, k]. One layer at a
+    time in float64, so a long text's patterns are never all copied at once."""
+    return np.stack([np.einsum("hqk,q->hk", _array(layer), weights) for layer in attentions])
 
 
 def attention_scores(attentions, layer: int, head: int | None, weights: np.ndarray) -> np.ndarray:
@@ -80,8 +81,11 @@ def attention_scores(attentions, layer: int, head: int | None, weights: np.ndarr
 
 
 def rollout_scores(attentions, weights: np.ndarray) -> np.ndarray:
-    """The target row of attention rollout after the last layer: [k]."""
-    return weights @ attention_rollout(attentions)[-1]
+    """The target row of attention rollout after the last layer: [k]. Rollout averages the
+    heads first, so each layer's float64 head average goes in ([n_layers, 1, q, k]), not a
+    float64 copy of every head's pattern."""
+    means = np.stack([_array(layer).mean(axis=0) for layer in attentions])  # [n_layers, q, k]
+    return weights @ attention_rollout(means[:, None])[-1]
 
 
 def value_vectors(loaded, trace, layer: int) -> torch.Tensor:

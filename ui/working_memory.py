@@ -102,13 +102,15 @@ class WorkingMemory:
                 "one analysis. Use a shorter text or fewer steps.")
 
     @contextlib.contextmanager
-    def reserve(self, most: int, least: int | None = None, wait_seconds: float = WAIT_SECONDS,
+    def reserve(self, most: int, least: int | None = None, wait_seconds: float | None = None,
                 on_wait: Callable[[float, int], None] | None = None) -> Iterator[Grant]:
         """Hold up to `most` bytes (at least `least`, default `most`) for the block.
 
         on_wait(seconds waited, analyses ahead) is called about twice a second while it
-        waits. Raises NoRoom when `least` exceeds the allowance or the wait runs out."""
+        waits, at most `wait_seconds` (default WAIT_SECONDS). Raises NoRoom when `least`
+        exceeds the allowance or the wait runs out."""
         least = most if least is None else min(least, most)
+        wait_seconds = WAIT_SECONDS if wait_seconds is None else wait_seconds
         most = min(most, self.allowance)
         reason = self.too_big(least)
         if reason:
