@@ -23,6 +23,7 @@ from chart_data import chart_specs as _charts  # noqa: E402
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 PAGE = "app_pages/effect.py"
 LONG = " ".join(["the cat sat on the mat"] * 30)  # 180 words: heavy, waits for the click
+OTHER = " ".join(["a dog slept by the door"] * 30)  # another text: not in the server's cache
 MB = 2**20
 
 
@@ -90,7 +91,7 @@ def test_a_busy_server_says_so_after_a_bounded_wait(pool, monkeypatch):
     others = shared.reserve(512 * MB)
     others.__enter__()
     try:
-        at = _app()
+        at = _app(OTHER)
         at.button(key="eff_run").click().run()
     finally:
         others.__exit__(None, None, None)
