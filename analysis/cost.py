@@ -128,11 +128,14 @@ def patching_bytes(cfg, n_pos: int, copies: int) -> int:
 
 
 def full_run_bytes(cfg, n_pos: int, batch: int = 1) -> int:
-    """A run that keeps every hook (the walkthrough's): per layer q, k, v, z, q·k, scores,
-    pattern, the residuals and the MLP's hidden tensors; plus a decoder's logits."""
-    attn, resid, mlp, _ = _sizes(cfg, n_pos)
-    kept = cfg.n_layers * (3 * attn + 12 * resid + 2 * mlp) + 4 * resid
-    return _bytes(batch * (kept + forward_elements(cfg, n_pos) + logits_elements(cfg, n_pos)))
+    """The walkthrough's run (analysis/walkthrough `keep`): per layer the pattern, q, k, v, z,
+    the norms and residuals and the MLP's hidden tensors are kept, exactly; q·k and the scores
+    are not (derived for the layer shown). Plus the forward pass's own temporaries and a
+    decoder's logits."""
+    attn, resid, mlp, mask = _sizes(cfg, n_pos)
+    kept = cfg.n_layers * (attn + 13 * resid + mlp) + 4 * resid
+    return batch * (kept * FLOAT_BYTES
+                    + _bytes(forward_elements(cfg, n_pos) + logits_elements(cfg, n_pos)))
 
 
 # ------------------------------------------------------------------------------- chunking

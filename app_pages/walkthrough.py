@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from model import Trace
-from analysis.walkthrough import Shown, Step, preview, top_tokens, walkthrough
+from analysis.walkthrough import Shown, Step, keep, preview, top_tokens, walkthrough
 from analysis.walkthrough.mlp import ActivationView, activation_view
 from analysis.walkthrough.steps import dim_words, plural, where_from
 from analysis.walkthrough.table import (
@@ -83,12 +83,13 @@ def _where_next(predicts_next: bool) -> None:
 
 @shared("walkthrough_run")
 def _full_trace(name: str, text: str, pair: str, as_batch: bool) -> Trace:
-    """Every hook kept, in the app's shared memory budget; its memory is reserved first."""
+    """Every hook kept but q·k and the scores (the walkthrough derives the layer it shows), in
+    the app's shared memory budget; its memory is reserved first."""
     model = get_model(name)
     texts, pairs = ([text, pair], None) if as_batch else (text, pair or None)
     batch, n_pos = model.encode(texts, pairs).input_ids.shape
     with room_for(full_run_plan(model.cfg, n_pos, batch)), st.spinner("Running the model…"):
-        return model.run(texts, pairs, keep=None)
+        return model.run(texts, pairs, keep=keep)
 
 
 def _url_int(param: str, default: int) -> int:

@@ -63,7 +63,8 @@ def run():
         p = patching.prepare_ids(lm, ids[0], torch.cat([ids[0, :1], ids[0, 1:].flip(0)]))
         patching.residual_patching(p, chunk=chunk)
     elif kind == "full":
-        lm.run_ids(ids, keep=None)
+        from analysis.walkthrough import keep
+        lm.run_ids(ids, keep=keep)
 
 base, peak, done = rss(), [0], [False]
 def sample():
