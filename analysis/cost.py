@@ -129,13 +129,15 @@ def patching_bytes(cfg, n_pos: int, copies: int) -> int:
 
 def full_run_bytes(cfg, n_pos: int, batch: int = 1) -> int:
     """The walkthrough's run (analysis/walkthrough `keep`): per layer the pattern, q, k, v, z,
-    the norms and residuals and the MLP's hidden tensors are kept, exactly; q·k and the scores
-    are not (derived for the layer shown). Plus the forward pass's own temporaries and a
-    decoder's logits."""
+    the five residual-sized block hooks, the two norms' outputs (and the rotated q, k), and the
+    MLP's hidden tensors are kept, counted exactly; q·k and the scores are not kept (derived
+    for the layer shown) but exist in each layer's forward pass, with the softmax's temporary.
+    Plus a decoder's logits."""
     attn, resid, mlp, mask = _sizes(cfg, n_pos)
-    kept = cfg.n_layers * (attn + 13 * resid + mlp) + 4 * resid
-    return batch * (kept * FLOAT_BYTES
-                    + _bytes(forward_elements(cfg, n_pos) + logits_elements(cfg, n_pos)))
+    per_layer = attn + (13 if cfg.positions == "rotary" else 11) * resid + mlp
+    kept = cfg.n_layers * per_layer + 4 * resid  # and the embeddings' four
+    passing = 4 * attn + 8 * resid + mlp + mask + logits_elements(cfg, n_pos)
+    return batch * (kept * FLOAT_BYTES + _bytes(passing))
 
 
 # ------------------------------------------------------------------------------- chunking

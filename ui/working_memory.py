@@ -99,7 +99,7 @@ class WorkingMemory:
             return None
         return (f"This needs about {megabytes(least)} of working memory even in its smallest "
                 f"pieces, more than the {megabytes(self.allowance)} this server allows for "
-                "one analysis. Use a shorter text or fewer steps.")
+                "one analysis. Use a shorter text.")
 
     @contextlib.contextmanager
     def reserve(self, most: int, least: int | None = None, wait_seconds: float | None = None,
