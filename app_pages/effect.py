@@ -7,7 +7,7 @@ import numpy as np
 import streamlit as st
 
 from analysis.ablation import Inputs, model_directory, sentence_pooling
-from analysis.cost import effect_plan
+from analysis.cost import effect_plan, largest_chunk
 from analysis.effect import MAX_OCCLUSION_TOKENS, METHODS, all_heads
 from analysis.effect_target import make_target, special_token_id, visible_length
 from analysis.gradients import MAX_GRADIENT_TOKENS, MAX_IG_BATCH_TOKENS, MAX_IG_STEPS
@@ -245,13 +245,16 @@ def _stop_unless_applies(selection) -> None:
         st.stop()
 
 
-def _affordable(plan, selection) -> bool:
-    """Say what measuring costs, before it runs; False (with a way out) when even its
-    smallest pieces need more memory than this server allows one analysis."""
+def _affordable(plan, selection, k: int) -> bool:
+    """Say what measuring costs, before it runs; False (with a way out: the longest start of
+    the text that fits) when even its smallest pieces need more memory than this server
+    allows one analysis."""
     why = refusal(plan)
     if why:
         st.info(why)
-        _shorten_button(selection, MAX_OCCLUSION_TOKENS, "eff_short_mem")
+        cfg = selection.model.cfg
+        fits = largest_chunk(lambda n: effect_plan(cfg, n, 1, True).least, allowance(), k)
+        _shorten_button(selection, fits, "eff_short_mem")
         return False
     st.caption(f"Measuring every token takes {cost_words(plan)}.")
     return True
@@ -290,7 +293,7 @@ def page() -> None:
         return
     request = (selection.model_name, selection.text, second, position, baseline, steps, mode)
     asked = st.session_state.setdefault("_eff_asked", [])
-    if not _affordable(effect_plan(cfg, k, steps, mode is not None, allowance()), selection):
+    if not _affordable(effect_plan(cfg, k, steps, mode is not None, allowance()), selection, k):
         return
     if request not in asked and k * steps > AUTO_WORK:
         runs = f"{k} occlusion runs" if mode else "no occlusion"

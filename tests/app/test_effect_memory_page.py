@@ -100,9 +100,14 @@ def test_a_busy_server_says_so_after_a_bounded_wait(pool, monkeypatch):
     assert "eff_strip" not in _charts(at)
 
 
-def test_a_server_too_small_for_it_says_why_and_offers_no_button(pool):
+def test_a_server_too_small_for_it_says_why_and_offers_a_shorter_text(minilm, pool):
     pool(64)
     at = _app(" ".join(["the cat sat on the mat"] * 80))  # 480 words
     text = _texts(at)
     assert "more than the 64 MB this server allows" in text
     assert not any(b.key == "eff_run" for b in at.button)
+    shorter = at.button(key="eff_short_mem")  # the longest start of the text that fits
+    n = int(re.search(r"first (\d+) tokens", shorter.label).group(1))
+    assert 2 < n < 482
+    assert effect_plan(minilm.cfg, n, 1, True).least <= 64 * MB
+    assert effect_plan(minilm.cfg, n + 8, 1, True).least > 64 * MB
