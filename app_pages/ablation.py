@@ -171,11 +171,12 @@ st.caption("Each head removed on its own (one run per head, all with the same re
 sweeps = _shared_sweeps()
 skey = (selection.model_name, selection.text, selection.pair, mode)
 n_heads_total = cfg.n_layers * cfg.n_heads
+plan = sweep_plan(cfg, trace.n_tokens, allowance())  # its memory and time, before the click
 if skey not in sweeps and settings.hosted() and trace.n_tokens > HOSTED_SWEEP_TOKENS:
     st.info(f"On this shared server the sweep is limited to texts of up to "
             f"{HOSTED_SWEEP_TOKENS} tokens (this one has {trace.n_tokens}): it runs the model "
             f"{n_heads_total} times. Shorten the text to measure every head.")
-elif skey not in sweeps and refusal(plan := sweep_plan(cfg, trace.n_tokens, allowance())):
+elif skey not in sweeps and refusal(plan):
     st.info(refusal(plan))
 elif skey not in sweeps:
     small = n_heads_total * trace.n_tokens <= AUTO_SWEEP
