@@ -1,7 +1,7 @@
 """The effect page and the server's working memory (ui/working_memory.py): the cost is on the
 page before the click; a server short of memory runs the click in smaller pieces and says so,
 a busy one says so after a bounded wait, and one too small for even the smallest pieces says
-why instead of offering the button."""
+why and offers a shorter text instead of the button. The ablation sweep says its cost too."""
 
 from __future__ import annotations
 
@@ -111,3 +111,21 @@ def test_a_server_too_small_for_it_says_why_and_offers_a_shorter_text(minilm, po
     assert 2 < n < 482
     assert effect_plan(minilm.cfg, n, 1, True).least <= 64 * MB
     assert effect_plan(minilm.cfg, n + 8, 1, True).least > 64 * MB
+
+
+def test_the_ablation_sweep_says_its_cost_and_runs_inside_the_allowance(minilm, pool):
+    from analysis.cost import sweep_plan
+
+    shared = pool(512)
+    text = " ".join(["a bird sang on the wall"] * 15)  # 90 words: the sweep waits for a click
+    at = AppTest.from_file(APP, default_timeout=300).run()
+    at.text_area(key="sb_text").input(text).run()
+    at.switch_page("app_pages/ablation.py").run()
+    line = re.search(r"Measuring every head takes about ([\d,]+) MB of memory", _texts(at))
+    n_tokens = minilm.encode(text).input_ids.shape[1]
+    assert line and int(line.group(1)) == round(sweep_plan(minilm.cfg, n_tokens, 512 * MB).most
+                                                / MB)
+    assert "abl_grid" not in _charts(at)
+    at.button(key="abl_sweep_btn").click().run()
+    assert not at.exception and "abl_grid" in _charts(at)
+    assert shared.used == 0

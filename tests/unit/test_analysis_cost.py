@@ -9,6 +9,7 @@ activations would drown in the interpreter's own noise) and samples its resident
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -83,8 +84,7 @@ print(json.dumps({"added": max(peak[0], rss()) - base}))
 def _measured(kind: str, n: int, chunk: int) -> int:
     out = subprocess.run([sys.executable, "-c", MEASURE, str(ROOT), kind, str(n), str(chunk)],
                          capture_output=True, text=True, timeout=600,
-                         env={"OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1",
-                              "PATH": "/usr/bin:/bin"})
+                         env=dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1"))
     assert out.returncode == 0, out.stderr[-2000:]
     return json.loads(out.stdout.strip().splitlines()[-1])["added"]
 
