@@ -49,13 +49,15 @@ def _text(n_words: int, offset: int = 0) -> str:
 def _click(lm, text: str, tokens: int, pool):
     """One "Measure every token": what the page computes for this text (AFTER: inside its
     reservation)."""
+    import torch
+
     from analysis.ablation import Inputs
     from analysis.effect import MAX_OCCLUSION_TOKENS, all_heads
     from analysis.effect_target import make_target
 
     inputs = Inputs.encode(lm, text)
-    ids = inputs.input_ids[:, :tokens - 1]
-    ids = __import__("torch").cat([ids, inputs.input_ids[:, -1:]], dim=1)  # [1, tokens], [SEP]
+    ids = torch.cat([inputs.input_ids[:, :tokens - 1], inputs.input_ids[:, -1:]], dim=1)
+    # [1, tokens]: the text's first tokens and its closing [SEP]
     inputs = Inputs(ids, inputs.attention_mask[:, :tokens], inputs.token_type_ids[:, :tokens])
     target = make_target(lm, inputs, pooling="mean")
     steps = max(s for s in (4, 8, 16, 32, 64) if s * tokens <= 64 * 128)
