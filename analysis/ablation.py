@@ -23,6 +23,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from analysis import cost
 from model.hooks import caching_hook, hooks
 from model.transformer import ModelOutput
 
@@ -200,12 +201,11 @@ METRICS = {  # what each effect measures, in plain words first
 }
 
 
-def sweep_chunk(cfg, n_pos: int, budget: int = 48_000_000) -> int:
-    """How many ablated copies to run per batch so that one batch's biggest activations
-    (logits, MLP, attention scores) stay within ~`budget` floats."""
-    per_item = n_pos * (cfg.d_vocab * cfg.has_lm_head + 4 * max(cfg.d_mlp, cfg.d_model)
-                        + 8 * cfg.d_model) + 3 * cfg.n_heads * n_pos * n_pos
-    return int(max(1, min(64, budget // max(per_item, 1))))
+def sweep_chunk(cfg, n_pos: int, allowance: int | None = None) -> int:
+    """How many ablated copies to run per batch: as many as fit `allowance` bytes of working
+    memory (default cost.DEFAULT_ALLOWANCE; logits, MLP, attention scores: analysis/cost.py),
+    at least 1 and at most 64."""
+    return cost.chunk("sweep", cfg, n_pos, min(cost.SWEEP_MOST, cfg.n_heads), allowance)
 
 
 def _forward_from(loaded, layer: int, resid: torch.Tensor, attention_mask: torch.Tensor,
@@ -239,13 +239,15 @@ def head_deltas(z: torch.Tensor, w_o: torch.Tensor, heads: torch.Tensor, mode: s
 def importance_sweep(loaded, inputs: Inputs, mode: str = "zero", pooling: str | None = None,
                      chunk: int | None = None,
                      progress: Callable[[int, int], None] | None = None,
-                     reuse_attention: bool = True) -> dict[str, np.ndarray]:
+                     reuse_attention: bool = True,
+                     allowance: int | None = None) -> dict[str, np.ndarray]:
     """Remove each head on its own and measure the effect: metric -> [n_layers, head].
 
     Metrics are those of `effects` (tokens always; sentence with `pooling`; loss for decoders).
     The blocks before a head's layer are not affected by removing it, so the clean run's
     input to that layer is reused and only the blocks from there on run again. Up to `chunk`
-    heads of one layer run per forward pass as a batch (default: `sweep_chunk`); chunk=1
+    heads of one layer run per forward pass as a batch (default: as many as fit `allowance`
+    bytes, `sweep_chunk`); chunk=1
     runs one pass per head. `progress(done, total)` is called after each pass.
 
     reuse_attention (default): the head's own layer computes its attention once, for the
@@ -259,7 +261,7 @@ def importance_sweep(loaded, inputs: Inputs, mode: str = "zero", pooling: str | 
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     cfg = loaded.cfg
     n_layers, n_heads = cfg.n_layers, cfg.n_heads
-    chunk = chunk or sweep_chunk(cfg, inputs.input_ids.shape[1])
+    chunk = chunk or sweep_chunk(cfg, inputs.input_ids.shape[1], allowance)
     cache: dict[str, torch.Tensor] = {}  # resid_pre [1, pos, d_model], z [1, head, pos, d_head]
     clean = forward(loaded, inputs, [(lambda n: n.startswith("blocks.") and n.endswith(
         (".hook_resid_pre", ".attn.hook_z")), caching_hook(cache))])

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from analysis import cost
 from analysis.ablation import Inputs
 from analysis.effect_target import (
     Target, check_model, prefix, score, special_token_id, visible_length,
@@ -67,8 +68,9 @@ def _array(x) -> np.ndarray:
 
 
 def head_rows(attentions, weights: np.ndarray) -> np.ndarray:
-    """Every head's target row: [n_layers, head, q, k] -> [n_layers, head, k]."""
-    return np.einsum("lhqk,q->lhk", _array(attentions), weights)
+    """Every head's target row: [n_layers, head, q, k] -> [n_layers, head, k]. One layer at a
+    time in float64, so a long text's patterns are never all copied at once."""
+    return np.stack([np.einsum("hqk,q->hk", _array(layer), weights) for layer in attentions])
 
 
 def attention_scores(attentions, layer: int, head: int | None, weights: np.ndarray) -> np.ndarray:
@@ -79,8 +81,11 @@ def attention_scores(attentions, layer: int, head: int | None, weights: np.ndarr
 
 
 def rollout_scores(attentions, weights: np.ndarray) -> np.ndarray:
-    """The target row of attention rollout after the last layer: [k]."""
-    return weights @ attention_rollout(attentions)[-1]
+    """The target row of attention rollout after the last layer: [k]. Rollout averages the
+    heads first, so each layer's float64 head average goes in ([n_layers, 1, q, k]), not a
+    float64 copy of every head's pattern."""
+    means = np.stack([_array(layer).mean(axis=0) for layer in attentions])  # [n_layers, q, k]
+    return weights @ attention_rollout(means[:, None])[-1]
 
 
 def value_vectors(loaded, trace, layer: int) -> torch.Tensor:
@@ -125,11 +130,10 @@ def check_occlusion_bounds(n_tokens: int) -> None:
                          f"{MAX_OCCLUSION_TOKENS} tokens; the target sees {n_tokens}")
 
 
-def _occlusion_chunk(cfg, n_pos: int, budget: int = 48_000_000) -> int:
-    """Variants per batch so that one batch's biggest activations stay within ~budget floats."""
-    per_item = n_pos * (4 * max(cfg.d_mlp, cfg.d_model) + 8 * cfg.d_model) \
-        + 3 * cfg.n_heads * n_pos * n_pos
-    return int(max(1, min(64, budget // max(per_item, 1))))
+def occlusion_chunk(cfg, n_pos: int, allowance: int | None = None) -> int:
+    """Variants per forward pass: as many as fit `allowance` bytes (default
+    cost.DEFAULT_ALLOWANCE), at least 1 and at most 64."""
+    return cost.chunk("occlusion", cfg, n_pos, min(cost.OCCLUSION_MOST, n_pos), allowance)
 
 
 def _variants(inputs: Inputs, js: list[int], mode: str, fill: int | None):
@@ -145,13 +149,13 @@ def _variants(inputs: Inputs, js: list[int], mode: str, fill: int | None):
 
 
 def occlusion(loaded, target: Target, inputs: Inputs, mode: str = "remove",
-              chunk: int | None = None) -> np.ndarray:
+              chunk: int | None = None, allowance: int | None = None) -> np.ndarray:
     """target(text) − target(text without token j), for each j: float64 [pos].
 
     mode "remove" deletes the token (later tokens move up one place; a decoder's target is
     then read one position earlier); "pad" / "mask" put [PAD] / [MASK] in its place. Removing
     the only token the target sees leaves nothing to run: that value is NaN. `chunk` variants
-    run per forward pass (default: by size)."""
+    run per forward pass (default: as many as fit `allowance` bytes, `occlusion_chunk`)."""
     check_model(loaded)
     if mode not in OCCLUSION_MODES:
         raise ValueError(f"occlusion mode must be one of {OCCLUSION_MODES}, got {mode!r}")
@@ -166,7 +170,7 @@ def occlusion(loaded, target: Target, inputs: Inputs, mode: str = "remove",
         return out
     moved = target.at(target.position - 1) if (
         mode == "remove" and target.kind == "next_token") else target
-    chunk = chunk or _occlusion_chunk(loaded.cfg, k)
+    chunk = chunk or occlusion_chunk(loaded.cfg, k, allowance)
     with torch.no_grad():
         value = score(loaded, target, seen.input_ids, seen.attention_mask,
                       seen.token_type_ids)  # [1]
@@ -307,9 +311,12 @@ def _norm_rows(loaded, trace, weights: np.ndarray) -> tuple[np.ndarray, np.ndarr
 
 
 def all_heads(loaded, inputs: Inputs, target: Target, baseline: str = "zero", steps: int = 64,
-              occlusion_mode: str | None = "remove", absolute: bool = True) -> AllHeads:
+              occlusion_mode: str | None = "remove", absolute: bool = True,
+              allowance: int | None = None) -> AllHeads:
     """The six methods for every layer and head at once (a batch of 1). occlusion_mode None
-    leaves occlusion out (its scores and the per-head correlations are NaN)."""
+    leaves occlusion out (its scores and the per-head correlations are NaN). Integrated
+    gradients and occlusion run in chunks that fit `allowance` bytes of working memory
+    (default cost.DEFAULT_ALLOWANCE; `effect_plan` says what that costs)."""
     check_request(loaded, inputs, target, 0, None, baseline, steps, occlusion_mode)
     trace = loaded.run_ids(inputs.input_ids, inputs.attention_mask, inputs.token_type_ids,
                            keep=lambda n: n.endswith((".attn.hook_pattern", ".attn.hook_v")))
@@ -323,12 +330,13 @@ def all_heads(loaded, inputs: Inputs, target: Target, baseline: str = "zero", st
     del trace, attentions  # only the rows are kept
     visible = np.arange(n_pos) < visible_length(target, n_pos)  # [pos]
     effect = (np.full(n_pos, np.nan) if occlusion_mode is None
-              else occlusion(loaded, target, inputs, occlusion_mode))
+              else occlusion(loaded, target, inputs, occlusion_mode, allowance=allowance))
     return AllHeads(
         tokens=tokens, target=target, visible=visible, head_rows=rows, norm_rows=norm_rows,
         layer_norm_rows=layer_norm_rows, rollout=rollout,
         gradient_x_input=gradient_x_input(loaded, target, inputs),
-        ig=integrated_gradients(loaded, target, inputs, baseline, steps), occlusion=effect,
+        ig=integrated_gradients(loaded, target, inputs, baseline, steps, allowance),
+        occlusion=effect,
         head_correlations=head_correlations(rows, effect, visible, absolute),
         occlusion_mode=occlusion_mode, absolute=absolute)
 

@@ -8,9 +8,11 @@ afterwards and are not attributed.
 - Integrated gradients (Sundararajan et al., 2017), from a baseline x' (every token's
   embedding replaced by zeros, or by the embedding of [PAD] or of [MASK]):
   a_p = (x_p − x'_p) · ∫₀¹ ∂target/∂x_p (x' + α(x − x')) dα.
-  The integral is a Gauss–Legendre sum over `steps` points of α (Captum's default rule), and
-  all the points run as one batch: one forward and one backward pass. Completeness: Σ_p a_p
-  equals target(x) − target(x') up to the error of that sum, which `IGResult.gap` reports.
+  The integral is a Gauss–Legendre sum over `steps` points of α (Captum's default rule). The
+  points run in chunks, each one forward and one backward pass over a batch of points, as
+  many points per chunk as fit the working-memory allowance (analysis/cost.py; the sum is the
+  same however they are chunked). Completeness: Σ_p a_p equals target(x) − target(x') up to
+  the error of that sum, which `IGResult.gap` reports.
 
 The shared model is never changed: the embeddings are a copy made for this call, gradients are
 taken with `torch.autograd.grad` with respect to that copy only (nothing is accumulated in any
@@ -19,11 +21,12 @@ replacement goes through the `hooks(...)` context, which only the calling thread
 users can run this at the same time on one model.
 
 Bounds, checked before any work and never cut silently (a ValueError says the bound):
-MAX_GRADIENT_TOKENS tokens for both methods; at most MAX_IG_STEPS steps; and one batch of
-integrated gradients holds at most MAX_IG_BATCH_TOKENS tokens (steps × tokens the target
-sees: 64 steps × 128 tokens). The activations kept for the backward pass grow with it: for
-all-MiniLM-L6-v2 the process peaked at 2.5 GB at 64 × 128 and 4 GB at 16 × 512 (attention
-grows with tokens²). A decoder's target sees only the tokens up to its position; only those run.
+MAX_GRADIENT_TOKENS tokens for both methods; at most MAX_IG_STEPS steps; and integrated
+gradients take at most MAX_IG_BATCH_TOKENS token-steps (steps × tokens the target sees: 64
+steps × 128 tokens), a bound on time. Memory is bounded by the chunks instead: in one batch
+the activations kept for the backward pass peaked at 2.5 GB at 64 × 128 for all-MiniLM-L6-v2
+(attention grows with tokens²); a chunk's estimate stays within `allowance` bytes.
+A decoder's target sees only the tokens up to its position; only those run.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from analysis import cost
 from analysis.ablation import Inputs
 from analysis.effect_target import (
     Target, check_model, prefix, score, special_token_id, visible_length,
@@ -41,7 +45,7 @@ from model.hooks import caching_hook, hooks
 
 MAX_GRADIENT_TOKENS = 512  # gradient × input and integrated gradients
 MAX_IG_STEPS = 256
-MAX_IG_BATCH_TOKENS = 64 * 128  # steps × tokens in integrated gradients' one batch
+MAX_IG_BATCH_TOKENS = 64 * 128  # steps × tokens of integrated gradients in all
 BASELINES = ("zero", "pad", "mask")
 
 
@@ -58,8 +62,8 @@ def check_gradient_bounds(n_tokens: int, steps: int | None = None) -> None:
     if steps * n_tokens > MAX_IG_BATCH_TOKENS:
         most = MAX_IG_BATCH_TOKENS // n_tokens
         raise ValueError(
-            f"integrated gradients run all steps in one batch of at most "
-            f"{MAX_IG_BATCH_TOKENS:,} tokens (steps × tokens); {steps} steps × {n_tokens} tokens "
+            f"integrated gradients compute at most {MAX_IG_BATCH_TOKENS:,} token-steps "
+            f"(steps × tokens); {steps} steps × {n_tokens} tokens "
             f"is {steps * n_tokens:,}. Use at most {most} steps for this text, or a shorter text.")
 
 
@@ -126,9 +130,17 @@ class IGResult:
         return float(self.attributions.sum()) - (self.value - self.baseline_value)
 
 
+def ig_chunk(cfg, n_tokens: int, steps: int, allowance: int | None = None) -> int:
+    """Points of the path per forward + backward pass: as many as fit `allowance` bytes
+    (default cost.DEFAULT_ALLOWANCE), at least one."""
+    return cost.chunk("integrated_gradients", cfg, n_tokens, steps, allowance)
+
+
 def integrated_gradients(loaded, target: Target, inputs: Inputs, baseline: str = "zero",
-                         steps: int = 64) -> IGResult:
-    """Integrated gradients from `baseline` with `steps` points, all in one batch."""
+                         steps: int = 64, allowance: int | None = None,
+                         chunk: int | None = None) -> IGResult:
+    """Integrated gradients from `baseline` with `steps` points, `chunk` points per pass
+    (default: as many as fit `allowance` bytes, `ig_chunk`)."""
     check_model(loaded)
     n_pos = inputs.input_ids.shape[1]
     k = visible_length(target, n_pos)
@@ -137,15 +149,19 @@ def integrated_gradients(loaded, target: Target, inputs: Inputs, baseline: str =
     args = (seen.input_ids, seen.attention_mask, seen.token_type_ids)
     x = token_embeddings(loaded, seen)  # [1, k, d_model]
     base = baseline_embeddings(loaded, seen, baseline)  # [1, k, d_model]
+    chunk = chunk or ig_chunk(loaded.cfg, k, steps, allowance)
     alphas, weights = gauss_legendre(steps)  # [steps]
-    alphas = alphas.to(x.device, x.dtype)[:, None, None]  # [steps, 1, 1]
-    path = (base + alphas * (x - base)).requires_grad_(True)  # [steps, k, d_model]
-    with torch.enable_grad():
-        y = score(loaded, target, *args, tok=path)  # [steps]
-        (grad,) = torch.autograd.grad(y.sum(), path)  # [steps, k, d_model]
-    w = weights.to(grad.device, grad.dtype)[:, None, None]  # [steps, 1, 1]
-    mean_grad = (w * grad).sum(0)  # [k, d_model]
-    attributions = ((x - base)[0] * mean_grad).sum(-1)  # [k]
+    mean_grad = torch.zeros(x.shape[1:], dtype=torch.float64, device=x.device)  # [k, d_model]
+    for start in range(0, steps, chunk):
+        a = alphas[start:start + chunk].to(x.device, x.dtype)[:, None, None]  # [b, 1, 1]
+        path = (base + a * (x - base)).requires_grad_(True)  # [b, k, d_model]
+        with torch.enable_grad():
+            y = score(loaded, target, *args, tok=path)  # [b]
+            (grad,) = torch.autograd.grad(y.sum(), path)  # [b, k, d_model]
+        w = weights[start:start + chunk].to(grad.device)[:, None, None]  # [b, 1, 1], float64
+        mean_grad += (w * grad.double()).sum(0)  # [k, d_model]
+        del path, y, grad  # this chunk's activations go before the next one's
+    attributions = ((x - base)[0].double() * mean_grad).sum(-1)  # [k]
     with torch.no_grad():
         ends = score(loaded, target, *args, tok=torch.cat([x, base]))  # [2]
     return IGResult(_padded(attributions, n_pos), float(ends[0]), float(ends[1]), baseline,

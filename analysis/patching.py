@@ -31,6 +31,7 @@ from model.hooks import caching_hook, hooks
 from model.runner import EncoderDecoderModel
 from model.transformer import attention_mask_bias
 
+from . import cost
 from .induction import fresh_repeats
 
 MAX_PATCH_TOKENS = 128  # tokens per prompt
@@ -298,12 +299,10 @@ def _replacer(clean: torch.Tensor, idx: torch.Tensor, dim: int) -> Callable:
     return replace
 
 
-def _chunk(cfg, n_pos: int, budget: int = 32_000_000) -> int:
-    """Patched copies per forward pass, so that one pass's activations stay near `budget`
-    floats (MLP, residual copies, attention scores)."""
-    per_item = n_pos * (4 * max(cfg.d_mlp, cfg.d_model) + 8 * cfg.d_model) \
-        + 3 * cfg.n_heads * n_pos * n_pos
-    return int(max(1, min(256, budget // max(per_item, 1))))
+def patch_chunk(cfg, n_pos: int, allowance: int | None = None, most: int = 256) -> int:
+    """Patched copies per forward pass: as many as fit `allowance` bytes of working memory
+    (default cost.DEFAULT_ALLOWANCE; analysis/cost.py), at least 1, at most `most`."""
+    return cost.chunk("patching", cfg, n_pos, most, allowance)
 
 
 def _tail(p: Patching, layer: int, x: torch.Tensor, fwd_hooks=()) -> torch.Tensor:
@@ -320,13 +319,14 @@ def _tail(p: Patching, layer: int, x: torch.Tensor, fwd_hooks=()) -> torch.Tenso
 
 
 def residual_patching(p: Patching, progress: Callable[[int, int], None] | None = None,
-                      chunk: int | None = None) -> np.ndarray:
+                      chunk: int | None = None, allowance: int | None = None) -> np.ndarray:
     """[n_layers + 1, pos]: the normalised metric with the residual stream at one (row,
     position) patched from the clean run. Row l < n_layers is block l's input; the last row
-    is the last block's output. Each pass runs up to `chunk` positions of one row at once."""
+    is the last block's output. Each pass runs up to `chunk` positions of one row at once
+    (default: as many as fit `allowance` bytes, `patch_chunk`)."""
     cfg = p.loaded.cfg
     n_rows, n_pos = cfg.n_layers + 1, p.n_pos
-    chunk = chunk or _chunk(cfg, n_pos)
+    chunk = chunk or patch_chunk(cfg, n_pos, allowance, n_pos)
     grid = torch.zeros(n_rows, n_pos, dtype=torch.float64)  # [row, pos]
     done = 0
     for row in range(n_rows):
@@ -344,12 +344,12 @@ def residual_patching(p: Patching, progress: Callable[[int, int], None] | None =
 
 
 def head_patching(p: Patching, progress: Callable[[int, int], None] | None = None,
-                  chunk: int | None = None) -> np.ndarray:
+                  chunk: int | None = None, allowance: int | None = None) -> np.ndarray:
     """[n_layers, n_heads]: the normalised metric with one head's output z (all positions)
-    patched from the clean run. Each pass runs up to `chunk` heads of one layer at once,
-    from that layer's corrupted input on."""
+    patched from the clean run. Each pass runs up to `chunk` heads of one layer at once
+    (default: as many as fit `allowance` bytes), from that layer's corrupted input on."""
     cfg = p.loaded.cfg
-    chunk = chunk or _chunk(cfg, p.n_pos)
+    chunk = chunk or patch_chunk(cfg, p.n_pos, allowance, cfg.n_heads)
     grid = torch.zeros(cfg.n_layers, cfg.n_heads, dtype=torch.float64)  # [layer, head]
     done = 0
     for layer in range(cfg.n_layers):

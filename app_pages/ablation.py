@@ -11,7 +11,9 @@ import streamlit as st
 from analysis.ablation import (
     METRICS, Inputs, ablation_report, importance_sweep, model_directory, sentence_pooling,
 )
+from analysis.cost import sweep_plan
 from ui import settings
+from ui.heavy import allowance, cost_words, refusal, room_for
 from ui.cache import get_model
 from ui.charts import chart_config
 from ui.callbacks import add_layer_heads, set_state, toggle_head
@@ -171,19 +173,25 @@ st.caption("Each head removed on its own (one run per head, all with the same re
 sweeps = _shared_sweeps()
 skey = (selection.model_name, selection.text, selection.pair, mode)
 n_heads_total = cfg.n_layers * cfg.n_heads
+plan = sweep_plan(cfg, trace.n_tokens, allowance())  # its memory and time, before the click
 if skey not in sweeps and settings.hosted() and trace.n_tokens > HOSTED_SWEEP_TOKENS:
     st.info(f"On this shared server the sweep is limited to texts of up to "
             f"{HOSTED_SWEEP_TOKENS} tokens (this one has {trace.n_tokens}): it runs the model "
             f"{n_heads_total} times. Shorten the text to measure every head.")
+elif skey not in sweeps and refusal(plan):
+    st.info(refusal(plan))
 elif skey not in sweeps:
     small = n_heads_total * trace.n_tokens <= AUTO_SWEEP
+    if not small:
+        st.caption(f"Measuring every head takes {cost_words(plan)}.")
     if small or st.button(f"Measure all {n_heads_total} heads ({n_heads_total} runs of "
                           f"{trace.n_tokens} tokens)", key="abl_sweep_btn"):
         bar = st.progress(0.0, text="Removing one head at a time…")
         inputs = Inputs.encode(loaded, selection.text, selection.pair or None)
-        sweeps[skey] = importance_sweep(
-            loaded, inputs, mode, pooling,
-            progress=lambda done, total: bar.progress(done / total, text=f"{done}/{total} heads"))
+        with room_for(plan) as held:
+            sweeps[skey] = importance_sweep(
+                loaded, inputs, mode, pooling, allowance=held, progress=lambda done, total:
+                bar.progress(done / total, text=f"{done}/{total} heads"))
         bar.empty()
         for old in list(sweeps)[:-KEPT_SWEEPS]:
             sweeps.pop(old, None)

@@ -7,12 +7,14 @@ import numpy as np
 import streamlit as st
 
 from analysis.ablation import Inputs, model_directory, sentence_pooling
+from analysis.cost import effect_plan, largest_chunk
 from analysis.effect import MAX_OCCLUSION_TOKENS, METHODS, all_heads
 from analysis.effect_target import make_target, special_token_id, visible_length
 from analysis.gradients import MAX_GRADIENT_TOKENS, MAX_IG_BATCH_TOKENS, MAX_IG_STEPS
 from ui.cache import get_model, shared
 from ui.callbacks import pick_head
 from ui.charts import chart_config
+from ui.heavy import allowance, cost_words, refusal, room_for
 from ui.patching_inputs import first_words, token_count, use_text
 from ui.reference import check_numbers
 from ui.sidebar import require_trace
@@ -43,7 +45,7 @@ OCCLUSION = {"remove": "remove the token", "pad": "replace it by [PAD]",
              "mask": "replace it by [MASK]"}
 VIEW = page_view("effect")  # this page's settings (teaching/pages.py declares them)
 STEPS = VIEW.spec.by_name["steps"].choices
-DEFAULT_STEPS = VIEW.spec.by_name["steps"].default  # lowered to what fits one batch for a long text
+DEFAULT_STEPS = VIEW.spec.by_name["steps"].default  # lowered for a long text (steps × tokens)
 AUTO_WORK = 32 * 64  # tokens × steps small enough to run without a click
 WARNING = (
     "**Attention is not explanation.** A head can put most of its attention on a token whose "
@@ -95,7 +97,10 @@ def _all_heads(model_name: str, text: str, second: str, position: int | None, ba
                steps: int, occlusion: str | None):
     loaded = get_model(model_name)
     target = _target(model_name, text, second, position)
-    return all_heads(loaded, Inputs.encode(loaded, text), target, baseline, steps, occlusion)
+    inputs = Inputs.encode(loaded, text)
+    k = visible_length(target, inputs.input_ids.shape[1])
+    with room_for(effect_plan(loaded.cfg, k, steps, occlusion is not None, allowance())) as held:
+        return all_heads(loaded, inputs, target, baseline, steps, occlusion, allowance=held)
 
 
 def _position(labels: list[str], causal: bool) -> int | None:
@@ -139,10 +144,10 @@ def _method_controls(loaded, k: int) -> tuple[str, int, str | None]:
     if VIEW["steps"] not in allowed:  # starts at what fits this text, quietly
         VIEW["steps"] = allowed[-1]
     steps = cols[1].select_slider("Integrated gradients: steps", options=allowed,
-                                  key=VIEW.key("steps"), help="Points along the path, all run in "
-                                  "one batch. More steps: a more exact sum, more time.")
+                                  key=VIEW.key("steps"), help="Points along the path, run a few "
+                                  "at a time. More steps: a more exact sum, more time.")
     if allowed[-1] < DEFAULT_STEPS:  # the usual start does not fit: said quietly
-        cols[1].caption(f"Up to {allowed[-1]} steps fit one batch for {k} tokens.")
+        cols[1].caption(f"Up to {allowed[-1]} steps for {k} tokens.")
     if k > MAX_OCCLUSION_TOKENS:
         cols[2].caption(f"Occlusion: not run. It runs the model once per token, for at most "
                         f"{MAX_OCCLUSION_TOKENS} tokens; the target sees {k}.")
@@ -158,7 +163,7 @@ def _bounds(k: int, context_cut: int | None = None) -> None:
     sidebar's banner says so), else None."""
     st.caption(f"Limits, so the page stays quick: gradients for up to {MAX_GRADIENT_TOKENS} "
                f"tokens; integrated gradients up to {MAX_IG_STEPS} steps and "
-               f"{MAX_IG_BATCH_TOKENS:,} tokens per batch (steps × tokens: here at most "
+               f"{MAX_IG_BATCH_TOKENS:,} token-steps (steps × tokens: here at most "
                f"{_steps_allowed(k)[-1] if _steps_allowed(k) else 0} steps for {k} tokens); "
                f"occlusion up to {MAX_OCCLUSION_TOKENS} tokens (one run per token). "
                "Past a limit, the method is skipped and the page says so; "
@@ -196,7 +201,7 @@ def _results(every, layer: int, head: int | None, labels: list[str], n_heads: in
         st.markdown("\n".join(f"- **{NAMES[m]}**: {MEANINGS[m]}." for m in METHODS))
     ig = imp.ig
     st.caption(
-        f"Integrated gradients: {ig.steps} steps from {BASELINES[ig.baseline]}, in one batch. "
+        f"Integrated gradients: {ig.steps} steps from {BASELINES[ig.baseline]}. "
         f"Their sum is {ig.attributions.sum():+.4f}; the target moved by "
         f"{ig.value - ig.baseline_value:+.4f} from the baseline to your text (gap "
         f"{gap(ig.gap, floor=1e-4, note='')}: the smaller, the more exact the steps).")
@@ -234,6 +239,21 @@ def _stop_unless_applies(selection) -> None:
         st.stop()
 
 
+def _affordable(plan, selection, k: int) -> bool:
+    """Say what measuring costs, before it runs; False (with a way out: the longest start of
+    the text that fits) when even its smallest pieces need more memory than this server
+    allows one analysis."""
+    why = refusal(plan)
+    if why:
+        st.info(why)
+        cfg = selection.model.cfg
+        fits = largest_chunk(lambda n: effect_plan(cfg, n, 1, True).least, allowance(), k)
+        _shorten_button(selection, fits, "eff_short_mem")
+        return False
+    st.caption(f"Measuring every token takes {cost_words(plan)}.")
+    return True
+
+
 def page() -> None:
     selection = st.session_state["selection"]
     st.title("Attention beside its effect", anchor=False)
@@ -265,6 +285,8 @@ def page() -> None:
         return
     request = (selection.model_name, selection.text, second, position, baseline, steps, mode)
     asked = st.session_state.setdefault("_eff_asked", [])
+    if not _affordable(effect_plan(cfg, k, steps, mode is not None, allowance()), selection, k):
+        return
     if request not in asked and k * steps > AUTO_WORK:
         runs = f"{k} occlusion runs" if mode else "no occlusion"
         slot = st.empty()

@@ -12,7 +12,9 @@ from analysis.patching import (
     MAX_GRID_CELLS, MAX_PATCH_TOKENS, SMALL_GAP, default_pair, head_patching, induction_preset,
     prepare, residual_patching,
 )
+from analysis.cost import patching_plan
 from ui import settings
+from ui.heavy import allowance, cost_words, room_for
 from ui.cache import get_model, shared
 from ui.charts import chart_config
 from ui.patching_inputs import (
@@ -49,10 +51,11 @@ def _patch(model_name: str, clean: str, corrupted: str, answer, wrong, _bar) -> 
     loaded = get_model(model_name)
     p = prepare(loaded, clean, corrupted, answer, wrong)
     total = (loaded.cfg.n_layers + 1) * p.n_pos + loaded.cfg.n_layers * loaded.cfg.n_heads
-    resid = residual_patching(p, progress=lambda d, t: _bar.progress(d / total,
-                                                                     text=f"{d}/{total} patches"))
-    heads = head_patching(p, progress=lambda d, t: _bar.progress(
-        (resid.size + d) / total, text=f"{resid.size + d}/{total} patches"))
+    with room_for(patching_plan(loaded.cfg, p.n_pos, allowance())) as held:
+        resid = residual_patching(p, allowance=held, progress=lambda d, t: _bar.progress(
+            d / total, text=f"{d}/{total} patches"))
+        heads = head_patching(p, allowance=held, progress=lambda d, t: _bar.progress(
+            (resid.size + d) / total, text=f"{resid.size + d}/{total} patches"))
     return dict(resid=resid, heads=heads, clean_tokens=p.clean_tokens, kind=p.kind,
                 corrupted_tokens=p.corrupted_tokens, answer=p.answer, wrong=p.wrong,
                 position=p.position, clean_value=p.clean_value,
@@ -227,6 +230,9 @@ def _prompts(selection, loaded) -> None:
     cfg = loaded.cfg
     work = ((cfg.n_layers + 1) * n_clean + cfg.n_layers * cfg.n_heads) * n_clean
     key = (selection.model_name, clean, corrupted, answer, wrong)
+    if work > AUTO_WORK and st.session_state.get("_pt_ran") != key:
+        plan = patching_plan(cfg, n_clean, allowance())
+        st.caption(f"Patching every cell takes {cost_words(plan)}.")
     if work > AUTO_WORK and st.session_state.get("_pt_ran") != key and not st.button(
             f"Patch every cell ({(cfg.n_layers + 1) * n_clean + cfg.n_layers * cfg.n_heads:,}"
             " patched runs)", key="pt_run", type="primary"):

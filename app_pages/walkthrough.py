@@ -8,13 +8,15 @@ import pandas as pd
 import streamlit as st
 
 from model import Trace
-from analysis.walkthrough import Shown, Step, preview, top_tokens, walkthrough
+from analysis.walkthrough import Shown, Step, keep, preview, top_tokens, walkthrough
 from analysis.walkthrough.mlp import ActivationView, activation_view
 from analysis.walkthrough.steps import dim_words, plural, where_from
 from analysis.walkthrough.table import (
     FULL_PX, PAIR_PX, cell_texts, decimals_for, display_values, fitting_columns,
 )
-from ui.cache import cached_run
+from analysis.cost import full_run_plan
+from ui.cache import get_model, shared
+from ui.heavy import room_for
 from ui.sidebar import require_trace
 from ui.decoder_lab import decoder_reason
 from ui.page_registry import page_link
@@ -80,9 +82,15 @@ def _where_next(predicts_next: bool) -> None:
         page_link(links, path)
 
 
+@shared("walkthrough_run")
 def _full_trace(name: str, text: str, pair: str, as_batch: bool) -> Trace:
-    """Every hook kept, in the app's shared run cache (bounded by entries and memory)."""
-    return cached_run(name, text, pair, keep=None, kind="full", as_batch=as_batch)
+    """Every hook kept but q·k and the scores (the walkthrough derives the layer it shows), in
+    the app's shared memory budget; its memory is reserved first."""
+    model = get_model(name)
+    texts, pairs = ([text, pair], None) if as_batch else (text, pair or None)
+    batch, n_pos = model.encode(texts, pairs).input_ids.shape
+    with room_for(full_run_plan(model.cfg, n_pos, batch)), st.spinner("Running the model…"):
+        return model.run(texts, pairs, keep=keep)
 
 
 def _init_state() -> None:

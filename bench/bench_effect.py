@@ -8,8 +8,10 @@ Target: the norm of MiniLM's mean-pooled sentence vector (analysis/effect_target
                        (64 steps at 128 tokens; at 512 tokens the app's bound, 16 steps),
                        occlusion (remove each token; at 512 tokens beyond the app's bound of
                        256 tokens, so lifted for this row only) and every correlation
-  ig batched / ig 64 separate   integrated gradients, 64 Gauss–Legendre steps in one batch,
-                       against one forward + backward pass per step (the same numbers)
+  ig batched / ig 64 separate   integrated gradients, 64 Gauss–Legendre steps in one batch
+                       (chunk=64), against one forward + backward pass per step (the same
+                       numbers); "ours" below runs in the chunks that fit the default
+                       working-memory allowance (analysis/cost.py)
   captum ...           captum.attr IntegratedGradients (method "gausslegendre", the same
                        points, internal_batch_size = steps), InputXGradient, and Occlusion
                        over the token-embedding input with a one-token window and the [MASK]
@@ -142,8 +144,8 @@ def bench_all_six(lm, tokenizer, n: int, steps: int, repeats: int) -> str:
 def bench_ig_and_captum(lm, tokenizer, repeats: int) -> str:
     inputs = Inputs.encode(lm, text_of_length(tokenizer, 128))
     target = make_target(lm, inputs)
-    t_batch, batched = timed(lambda: integrated_gradients(lm, target, inputs, "zero", 64)
-                             .attributions, repeats)
+    t_batch, batched = timed(lambda: integrated_gradients(lm, target, inputs, "zero", 64,
+                                                          chunk=64).attributions, repeats)
     t_sep, separate = timed(lambda: ig_separate(lm, target, inputs, 64), repeats)
     lines = [row("IG 64 steps, one batch (128 tokens)", t_batch),
              row("IG 64 steps, 64 separate passes (128 tokens)", t_sep,

@@ -8,13 +8,14 @@ from .attention import attention_steps
 from .inputs import embedding_steps, input_steps
 from .mlp import mlp_steps
 from .output import end_steps, stack_step
-from .steps import Preview, Shown, Step, Walk, preview, top_tokens
+from .steps import Preview, Shown, Step, Walk, keep, preview, top_tokens
 
-__all__ = ["Preview", "Shown", "Step", "preview", "top_tokens", "walkthrough"]
+__all__ = ["Preview", "Shown", "Step", "keep", "preview", "top_tokens", "walkthrough"]
 
 
 def walkthrough(trace: Trace, layer: int = 0) -> list[Step]:
-    """Every step of the forward pass of `trace` (a full trace: run with keep=None), with the
+    """Every step of the forward pass of `trace` (a full trace: run with keep=None, or with
+    `keep`, which leaves out q·k and the scores: they are derived for the layer shown), with the
     layer steps for `layer`, in the encoder (post-LN) or decoder (pre-LN) order."""
     if not 0 <= layer < trace.cfg.n_layers:
         raise ValueError(f"layer must be in [0, {trace.cfg.n_layers - 1}], got {layer}")

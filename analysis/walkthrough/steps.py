@@ -19,12 +19,14 @@ attention.py, mlp.py (one layer), output.py (the stack, the final norm and the h
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from model.trace import Trace
+from model.transformer import attention_mask_bias
 
 BLOCKED = torch.finfo(torch.float32).min / 2  # the model writes −∞ as float32's minimum
 BTD = ("batch", "pos", "d_model")
@@ -159,21 +161,57 @@ def top_tokens(probs: torch.Tensor, k: int = 10) -> tuple[list[int], list[float]
     return top.indices.tolist(), top.values.tolist()
 
 
+# q·k and the masked scores are [batch, head, pos, pos] per layer, two thirds of a full
+# trace's memory at long texts; the walkthrough's run does not keep them (KEEP) and `derive`
+# computes the one layer shown from the kept q and k, with the forward pass's own operations
+# (the same numbers: tests/unit/test_walkthrough_memory.py).
+DERIVED = ("attn.hook_qk", "attn.hook_scores")
+
+
+def keep(name: str) -> bool:
+    """The walkthrough's run keeps every hook but q·k and the scores (`derive` has them)."""
+    return not name.endswith(DERIVED)
+
+
+def derive(trace: Trace, name: str) -> torch.Tensor:
+    """One layer's q·k (hook_qk) or masked scores (hook_scores) from its kept q and k (the
+    rotated ones where the model rotates), as `Attention.attend` computes them."""
+    prefix = name.rsplit("hook_", 1)[0]  # "blocks.3.attn."
+    cache = trace.cache
+    q = cache.get(prefix + "hook_rot_q", cache.get(prefix + "hook_q"))  # [batch, head, pos, dh]
+    k = cache.get(prefix + "hook_rot_k", cache.get(prefix + "hook_k"))  # [batch, kv, pos, dh]
+    if q is None or k is None:
+        raise ValueError(f"the walkthrough needs {prefix}hook_q and hook_k to show {name!r}")
+    if q.shape[1] != k.shape[1]:
+        k = k.repeat_interleave(q.shape[1] // k.shape[1], dim=1)  # [batch, head, pos, dh]
+    qk = q @ k.transpose(-1, -2)  # [batch, head, q_pos, k_pos]
+    if name.endswith("hook_qk"):
+        return qk
+    mask = attention_mask_bias(trace.attention_mask.to(qk.device), trace.cfg.causal, qk.dtype)
+    return torch.add(mask, qk, alpha=1.0 / math.sqrt(q.shape[-1]))  # [batch, head, q, k]
+
+
 class Walk:
     def __init__(self, trace: Trace) -> None:
         self.trace, self.cfg, self.steps = trace, trace.cfg, []
         self.pre_ln = trace.cfg.block == "pre_ln"
         self.norm = "RMSNorm" if trace.cfg.norm == "rmsnorm" else "LayerNorm"
         self.norm_formula = RMS if trace.cfg.norm == "rmsnorm" else LN
+        self._derived: dict[str, torch.Tensor] = {}  # q·k and scores of the layer shown
 
     def hook(self, name: str) -> torch.Tensor:
-        if name not in self.trace.cache:
-            raise ValueError(f"the walkthrough needs a full trace (run with keep=None); this "
+        if name in self.trace.cache:
+            return self.trace.cache[name]
+        if name.endswith(DERIVED) and name not in self._derived:
+            self._derived[name] = derive(self.trace, name)
+        if name not in self._derived:
+            raise ValueError(f"the walkthrough needs a full trace (run with keep=KEEP); this "
                              f"one has no {name!r}")
-        return self.trace.cache[name]
+        return self._derived[name]
 
     def has(self, name: str) -> bool:
-        return name in self.trace.cache
+        return name in self.trace.cache or (
+            name.endswith(DERIVED) and name.rsplit("hook_", 1)[0] + "hook_q" in self.trace.cache)
 
     def add(self, key, group, title, summary, teacher, formula, shown, figure=None, layer=None):
         self.steps.append(Step(key, group, title, summary, teacher, formula, tuple(shown),

@@ -132,7 +132,7 @@ def test_a_long_text_is_never_cut_silently():
     # the default (64 steps) does not fit one batch: the slider starts at what fits, and a
     # quiet caption says so, not a warning about a setting the learner never chose
     assert at.select_slider(key="eff_steps").value == 16
-    assert "Up to 16 steps fit one batch" in text
+    assert "Up to 16 steps for" in text
     assert not any("too many" in str(e.value) for e in at.info)
     assert "eff_strip" not in _charts(at)  # heavy: waits for the button
     at.button(key="eff_run").click().run()
