@@ -93,7 +93,8 @@ class HookedTransformer(nn.Module):
         sweep that changes only later layers runs the earlier ones once (analysis/ablation.py)."""
         x = self.run_blocks(resid, attention_mask, start=layer)  # [batch, pos, d_model]
         final = self.final(x)
-        logits = self.logits_from_final(final) if self.unembed is not None else None
+        logits = self.hook_logits(self.logits_from_final(final)) if self.unembed is not None \
+            else None
         pooled = self.pooler(final) if self.pooler is not None else None
         return ModelOutput(residual=x, final=final, logits=logits, pooled=pooled)
 
@@ -132,7 +133,7 @@ class HookedTransformer(nn.Module):
         cap = self.cfg.final_softcap
         if cap is not None:
             logits = torch.tanh(logits / cap) * cap
-        return self.hook_logits(logits)
+        return logits
 
     def logits_from(self, resid: torch.Tensor) -> torch.Tensor:
         """The logits the model would give if `resid` [..., d_model] left the last block."""

@@ -1,0 +1,71 @@
+"""The decoder lab on every decoder family added for issue 28 (checkpoints in
+tests/tiny_decoders.py): direct logit attribution adds up to the model's logit, activation
+patching's identities hold (the clean residual everywhere gives exactly 1, nothing patched 0,
+and a batched cell equals an ordinary patched run), and greedy generation writes what
+Hugging Face's `generate` writes."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import tiny_decoders
+from analysis.attribution import attribute
+from analysis.generation import generate
+from analysis.logit_lens import lens_logits
+from analysis.patching import patched_metric, prepare, residual_patching
+
+FAMILIES = sorted(tiny_decoders.BUILDERS)
+TEXT = "Attention lets every token look at every other token."
+CLEAN = "A dog chased the ball across the park!"
+CORRUPTED = "A cat chased the ball across the park!"  # the same length in tokens
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_direct_logit_attribution_adds_up_to_the_logit(family):
+    lm, hf = tiny_decoders.loaded(family)
+    for position in (-1, 3):
+        a = attribute(lm, TEXT, position=position)
+        assert a.total() == pytest.approx(a.value, abs=1e-4)
+        assert abs(a.heads).sum() > 0 and abs(a.mlps).sum() > 0
+        ids = lm.encode(TEXT).input_ids
+        with torch.no_grad():  # the value is HF's own logit (before Gemma 2's cap)
+            hidden = hf(input_ids=ids, output_hidden_states=True).hidden_states[-1]
+            theirs = hf.get_output_embeddings()(hidden)[0, position, a.target]
+        assert a.value == pytest.approx(float(theirs), abs=1e-4)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_patching_identities_hold(family):
+    lm, _ = tiny_decoders.loaded(family)
+    p = prepare(lm, CLEAN, CORRUPTED)
+    assert abs(p.clean_value - p.corrupted_value) > 1e-4
+    assert patched_metric(p) == 0.0
+    n_layers = lm.cfg.n_layers
+    for row in (0, n_layers // 2, n_layers):  # the clean stream at every position: clean
+        assert patched_metric(p, resid=[(row, i) for i in range(p.n_pos)]) == \
+            pytest.approx(1.0, abs=1e-9)
+    grid = residual_patching(p)  # [n_layers + 1, pos], batched from each row on
+    # a batch of copies rounds float32 a little differently from one run: ~1e-6 here
+    assert grid[n_layers, p.position] == pytest.approx(1.0, abs=1e-4)
+    for row, pos in ((1, 1), (n_layers - 1, p.n_pos - 2)):  # batched == one ordinary run
+        assert grid[row, pos] == pytest.approx(patched_metric(p, resid=[(row, pos)]), abs=1e-5)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_greedy_generation_matches_hf_generate(family):
+    lm, hf = tiny_decoders.loaded(family)
+    g = generate(lm, "The cat sat on the", 8)
+    ids = torch.tensor([g.prompt_ids])
+    with torch.no_grad():
+        theirs = hf.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=8,
+                             do_sample=False, eos_token_id=None, pad_token_id=0)
+    assert g.ids == theirs[0].tolist()
+
+
+@pytest.mark.parametrize("family", ["gemma2", "neox", "gpt_neo"])
+def test_the_logit_lens_last_row_is_the_models_logits(family):
+    lm, _ = tiny_decoders.loaded(family)
+    trace = lm.run(TEXT)
+    last = trace.cache[f"blocks.{lm.cfg.n_layers - 1}.hook_resid_post"]
+    torch.testing.assert_close(lens_logits(lm.model, last), trace.logits, atol=1e-5, rtol=1e-5)
