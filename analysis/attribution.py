@@ -200,8 +200,11 @@ def _layer_parts(model, cache, pos: int, r: torch.Tensor):
         if block.mlp is None:
             continue
         out = cache[f"blocks.{layer}.hook_mlp_out"][0, pos].double()  # [d_model]
-        b = None if post is not None else block.mlp.W_out.bias  # after a post-norm: no bias left
+        b = block.mlp.W_out.bias
         b = torch.zeros_like(out) if b is None else b.detach().double().cpu()  # [d_model]
-        mlps[layer] = float((out - b) @ r)
-        mlp_bias[layer] = float(b @ r)
+        r_mlp, c_mlp = r, 0.0
+        if getattr(block, "ln2_post", None) is not None:  # Gemma 2/3: a norm on the MLP output
+            r_mlp, c_mlp, _ = frozen_norm(block.ln2_post, out, r)
+        mlps[layer] = float((out - b) @ r_mlp)
+        mlp_bias[layer] = float(b @ r_mlp) + c_mlp
     return heads, attn_bias, mlps, mlp_bias

@@ -70,7 +70,8 @@ class ParallelBlock(_Block):
 
 class SandwichBlock(_Block):
     """x -> x + LN1'(Attn(LN1(x))) -> x + LN2'(MLP(LN2(x))) (Gemma 2 and 3): a norm before and
-    after each part. hook_attn_out and hook_mlp_out are after the second norm: what is added."""
+    after each part. hook_attn_out and hook_mlp_out are what attention and the MLP computed,
+    as in every block; what is added to the stream is ln1_post's and ln2_post's output."""
 
     def __init__(self, cfg: TransformerConfig, layer: int = 0) -> None:
         super().__init__(cfg, layer)
@@ -79,10 +80,10 @@ class SandwichBlock(_Block):
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         x = self.hook_resid_pre(x)  # [batch, pos, d_model]
-        attn_out = self.hook_attn_out(self.ln1_post(self.attn(self.ln1(x), mask)))
-        x = self.hook_resid_mid(x + attn_out)
-        mlp_out = self.hook_mlp_out(self.ln2_post(self.mlp(self.ln2(x))))
-        return self.hook_resid_post(x + mlp_out)
+        attn_out = self.hook_attn_out(self.attn(self.ln1(x), mask))  # [batch, pos, d_model]
+        x = self.hook_resid_mid(x + self.ln1_post(attn_out))
+        mlp_out = self.hook_mlp_out(self.mlp(self.ln2(x)))  # [batch, pos, d_model]
+        return self.hook_resid_post(x + self.ln2_post(mlp_out))
 
 
 BLOCK_CLASSES = {"post_ln": PostLNBlock, "pre_ln": PreLNBlock, "parallel": ParallelBlock,

@@ -31,6 +31,9 @@ BTD = ("batch", "pos", "d_model")
 BHQK = ("batch", "heads", "q_pos", "k_pos")
 LN = r"\mathrm{LN}(x) = \gamma \odot \frac{x - \mu}{\sqrt{\sigma^2 + \varepsilon}} + \beta"
 RMS = r"\mathrm{RMSNorm}(x) = \gamma \odot \frac{x}{\sqrt{\operatorname{mean}(x^2) + \varepsilon}}"
+# Gemma stores its gain minus one
+GEMMA_RMS = (r"\mathrm{RMSNorm}(x) = (1 + \gamma) \odot "
+             r"\frac{x}{\sqrt{\operatorname{mean}(x^2) + \varepsilon}}")
 JOIN = "`{}.transpose(1, 2).reshape(batch, pos, {}·d_head)`"
 
 
@@ -162,9 +165,11 @@ def top_tokens(probs: torch.Tensor, k: int = 10) -> tuple[list[int], list[float]
 class Walk:
     def __init__(self, trace: Trace) -> None:
         self.trace, self.cfg, self.steps = trace, trace.cfg, []
-        self.pre_ln = trace.cfg.block == "pre_ln"
-        self.norm = "RMSNorm" if trace.cfg.norm == "rmsnorm" else "LayerNorm"
-        self.norm_formula = RMS if trace.cfg.norm == "rmsnorm" else LN
+        # a norm before attention: pre-LN, and also GPT-NeoX's parallel and Gemma's sandwich
+        self.block = trace.cfg.block
+        self.pre_ln = trace.cfg.block != "post_ln"
+        self.norm = "LayerNorm" if trace.cfg.norm == "layernorm" else "RMSNorm"
+        self.norm_formula = {"layernorm": LN, "rmsnorm": RMS}.get(trace.cfg.norm, GEMMA_RMS)
 
     def hook(self, name: str) -> torch.Tensor:
         if name not in self.trace.cache:

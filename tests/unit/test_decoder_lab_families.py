@@ -69,3 +69,21 @@ def test_the_logit_lens_last_row_is_the_models_logits(family):
     trace = lm.run(TEXT)
     last = trace.cache[f"blocks.{lm.cfg.n_layers - 1}.hook_resid_post"]
     torch.testing.assert_close(lens_logits(lm.model, last), trace.logits, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_the_walkthrough_rebuilds_each_layers_scores_from_its_steps(family):
+    """The scale step (and Gemma 2's cap) plus the mask step's mask give the scores the model
+    softmaxed, on full and sliding layers alike; GPT-NeoX has no stream between attention and
+    the MLP to show."""
+    from analysis.walkthrough import walkthrough
+
+    lm, _ = tiny_decoders.loaded(family)
+    trace = lm.run(TEXT)
+    for layer in range(lm.cfg.n_layers):
+        steps = {s.key: s for s in walkthrough(trace, layer)}
+        scaled = steps["scale"].shown[-1].tensor  # [batch, head, q, k]
+        mask = steps["mask"].shown[0].tensor  # [batch, 1, q, k]
+        torch.testing.assert_close(scaled + mask, trace.cache[f"blocks.{layer}.attn.hook_scores"],
+                                   atol=1e-5, rtol=1e-5)
+        assert ("resid_attn" in steps) == (lm.cfg.block != "parallel")
