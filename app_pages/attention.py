@@ -149,11 +149,19 @@ def explorer(selection) -> None:
                    "upper triangle (keys after the query) is left out and shown grey. "
                    "Convention: rows = queries, columns = keys. (Some books and papers draw it "
                    "the other way round, with keys as rows.)")
+    window = cfg.sliding_window if cfg.layer_type(layer) == "sliding" else None
+    outside = None  # keys beyond a sliding window: masked like the causal triangle
+    if window is not None and mode == "Raw attention":
+        q_pos, k_pos = np.indices((len(tokens), len(tokens)))
+        outside = (q_pos - k_pos >= window)[np.ix_(shown, shown)]
+        st.caption(f"Layer {layer} looks through a sliding window: each token sees only itself "
+                   f"and the {window - 1} tokens before it. Keys further back are masked and "
+                   "shown grey too.")
     if mode == "Attention rollout":
         st.markdown(ROLLOUT_DEFINITION)
 
     fig = attention_heatmap(matrix, shown_labels, shown_labels, title=title,
-                            causal=cfg.causal and mode == "Raw attention")
+                            causal=cfg.causal and mode == "Raw attention", masked=outside)
     _long_text_note(key, len(shown_labels), layer, head, mode == "Raw attention" and not average)
     st.plotly_chart(fig, key="attn_heatmap", config=chart_config("attention", fig, title),
                     width="content")
