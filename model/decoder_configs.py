@@ -35,6 +35,14 @@ def _rope_params(hf: dict) -> dict:
     return params
 
 
+def _number(params: dict, name: str) -> float:
+    value = params[name]
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ModelLoadError(f"config.json: the rotary scaling's {name} must be a number, "
+                             f"got {value!r:.40}")
+    return float(value)
+
+
 def rope_fields(hf: dict, d_head: int | None, theta_default: float = 10000.0) -> dict:
     """rope_theta, the scaling and the rotated share of each head, as TransformerConfig fields."""
     params = _rope_params(hf)
@@ -46,10 +54,10 @@ def rope_fields(hf: dict, d_head: int | None, theta_default: float = 10000.0) ->
                                           default=theta_default))
     fields = {"rope_theta": float(theta)}
     if rope_type in ("linear", "llama3"):
-        fields.update(rope_scaling=rope_type, rope_factor=float(params["factor"]))
+        fields.update(rope_scaling=rope_type, rope_factor=_number(params, "factor"))
     if rope_type == "llama3":
-        fields.update(rope_low_freq_factor=float(params["low_freq_factor"]),
-                      rope_high_freq_factor=float(params["high_freq_factor"]),
+        fields.update(rope_low_freq_factor=_number(params, "low_freq_factor"),
+                      rope_high_freq_factor=_number(params, "high_freq_factor"),
                       rope_original_ctx=params["original_max_position_embeddings"])
     share = params.get("partial_rotary_factor", _get(hf, "partial_rotary_factor", "rotary_pct",
                                                      default=1.0))
