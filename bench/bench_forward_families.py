@@ -60,7 +60,7 @@ FAMILIES = {
                                                          sliding_window=WINDOW)),
     "gemma3": ("Gemma3TextConfig", "Gemma3ForCausalLM", dict(GQA, head_dim=64,
                                                              sliding_window=WINDOW)),
-    "phi3": ("Phi3Config", "Phi3ForCausalLM", dict(GQA, sliding_window=WINDOW)),
+    "phi3": ("Phi3Config", "Phi3ForCausalLM", dict(GQA, sliding_window=WINDOW, pad_token_id=0)),
     "opt": ("OPTConfig", "OPTForCausalLM", dict(ffn_dim=2048, word_embed_proj_dim=512)),
     "gpt_neo": ("GPTNeoConfig", "GPTNeoForCausalLM", dict(
         num_layers=6, num_heads=8, attention_types=[[["global", "local"], 3]],

@@ -169,8 +169,8 @@ ACTIVATION_NAMES = {"gelu": "gelu", "gelu_new": "gelu_new", "gelu_pytorch_tanh":
 def _activation(hf: dict, default: str) -> str:
     name = _get(hf, "hidden_activation", "hidden_act", "activation_function", default=default)
     if ACTIVATION_NAMES.get(name) is None:
-        raise ModelLoadError(f"the activation {name!r} is not supported yet "
-                             f"(supported: {', '.join(k for k, v in ACTIVATION_NAMES.items() if v)})")
+        known = ", ".join(k for k, v in ACTIVATION_NAMES.items() if v)
+        raise ModelLoadError(f"the activation {name!r} is not supported yet (supported: {known})")
     return ACTIVATION_NAMES[name]
 
 

@@ -17,7 +17,8 @@ from torch import nn
 from .config import TransformerConfig
 
 
-def inverse_frequencies(dim: int, theta: float, cfg: TransformerConfig | None = None) -> torch.Tensor:
+def inverse_frequencies(dim: int, theta: float,
+                        cfg: TransformerConfig | None = None) -> torch.Tensor:
     """[dim / 2] angles per position: theta^(-2i/dim), rescaled as cfg.rope_scaling says."""
     inv_freq = 1.0 / theta ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim)
     if cfg is None or cfg.rope_scaling == "none":

@@ -128,7 +128,8 @@ class HookedTransformer(nn.Module):
         return self.ln_final(resid) if self.ln_final is not None else resid
 
     def logits_from_final(self, final: torch.Tensor) -> torch.Tensor:
-        """Unembedding (and Gemma 2's soft-capping) of final vectors: [..., d_model] -> [..., vocab]."""
+        """Unembedding (and Gemma 2's soft-capping) of final vectors:
+        [..., d_model] -> [..., vocab]."""
         logits = self.unembed(final)  # [..., vocab]
         cap = self.cfg.final_softcap
         if cap is not None:

@@ -172,6 +172,7 @@ def _after_parallel_or_sandwich_mlp(w: Walk, layer: int) -> None:
     w.add("resid_mlp", g, f"{name} again, then the residual connection",
           f"The MLP output gets a {name} of its own, then is added to the stream. This is the "
           "layer's output.", "The second half of the sandwich, as after attention.",
-          r"X^{(\ell+1)} = X_{\text{mid}} + \mathrm{Norm}'(\text{MLP}(\mathrm{Norm}(X_{\text{mid}})))",
+          r"X^{(\ell+1)} = X_{\text{mid}} + "
+          r"\mathrm{Norm}'(\text{MLP}(\mathrm{Norm}(X_{\text{mid}})))",
           [w.shown("normalized MLP output", p + "ln2_post.hook_normalized", BTD),
            w.shown("layer output", p + "hook_resid_post", BTD)], "values", layer)

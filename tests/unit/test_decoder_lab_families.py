@@ -87,3 +87,29 @@ def test_the_walkthrough_rebuilds_each_layers_scores_from_its_steps(family):
         torch.testing.assert_close(scaled + mask, trace.cache[f"blocks.{layer}.attn.hook_scores"],
                                    atol=1e-5, rtol=1e-5)
         assert ("resid_attn" in steps) == (lm.cfg.block != "parallel")
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_check_these_numbers_passes_on_every_family(family):
+    """The pages' "Check these numbers" (HF's own model on the same tokens) agrees per layer."""
+    from analysis.reference_check import reference_check
+
+    lm, _ = tiny_decoders.loaded(family)
+    check = reference_check(lm, tiny_decoders.saved(family), TEXT)
+    assert len(check.rows) == lm.cfg.n_layers + 1 and all(row.passed for row in check.rows)
+
+
+@pytest.mark.parametrize("family", ["neox", "gemma2", "mistral"])
+def test_the_head_sweep_reusing_attention_matches_separate_ablated_runs(family):
+    """The sweep adds each head's change to hook_attn_out: right for GPT-NeoX's side-by-side
+    MLP and for Gemma 2's norm after attention only if that hook is attention's own output."""
+    from analysis.ablation import Inputs, effects, forward, importance_sweep, run_ablated
+
+    lm, _ = tiny_decoders.loaded(family)
+    inputs = Inputs.encode(lm, TEXT)
+    reused = importance_sweep(lm, inputs, "zero", chunk=2)
+    clean = forward(lm, inputs)
+    for layer, head in ((0, 1), (lm.cfg.n_layers - 1, 0)):
+        single = effects(clean, run_ablated(lm, inputs, [(layer, head)], "zero"), inputs)
+        for name in single:
+            assert reused[name][layer, head] == pytest.approx(float(single[name][0]), abs=1e-5)
