@@ -36,6 +36,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import torch  # noqa: E402
 
 from bench_forward import machine_info, machine_line  # noqa: E402
+from model.allocator import keep_freed_memory  # noqa: E402
 from model.convert import CONVERTERS  # noqa: E402
 from model.convert_decoders import DECODER_CONVERTERS  # noqa: E402
 from model.loading import build_model  # noqa: E402
@@ -94,6 +95,7 @@ def build(family: str):
     cfg = config_from_hf(config.to_dict())
     state = {k: v.detach().clone() for k, v in hf.state_dict().items()}
     ours = build_model(cfg, {**CONVERTERS, **DECODER_CONVERTERS}[cfg.family](state, cfg))
+    keep_freed_memory()  # as load_model does: freed trace memory is reused, not returned
     return hf, LoadedModel(family, ours, IdTokens(), torch.device("cpu"))
 
 
