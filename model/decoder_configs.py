@@ -253,9 +253,32 @@ def gpt_neo_config(hf: dict) -> TransformerConfig:
     )
 
 
+# Gemma3TextConfig's defaults: the text_config of a multimodal Gemma 3 (4B and up) lists only
+# what differs from them, and transformers fills in the rest.
+GEMMA3_TEXT_DEFAULTS = dict(
+    vocab_size=262208, hidden_size=2304, intermediate_size=9216, num_hidden_layers=26,
+    num_attention_heads=8, num_key_value_heads=4, head_dim=256, rms_norm_eps=1e-6,
+    max_position_embeddings=131072, rope_theta=1_000_000.0, rope_local_base_freq=10000.0,
+    query_pre_attn_scalar=256, sliding_window=4096, sliding_window_pattern=6,
+    hidden_activation="gelu_pytorch_tanh", tie_word_embeddings=True)
+
+
+def gemma3_config(hf: dict) -> TransformerConfig:
+    """Gemma 3: the text model alone (gemma3_text), or the language model of a multimodal
+    checkpoint (gemma3, with text_config; the vision tower is not loaded)."""
+    text = hf.get("text_config", hf) if hf.get("model_type") == "gemma3" else hf
+    if not isinstance(text, dict):
+        raise ModelLoadError("config.json: a Gemma 3 text_config must be an object")
+    merged = {**GEMMA3_TEXT_DEFAULTS, **{k: v for k, v in text.items() if v is not None},
+              "model_type": "gemma3_text"}
+    for name in ("final_logit_softcapping", "attn_logit_softcapping", "rope_scaling"):
+        merged[name] = text.get(name)  # null here means "none", not "the default"
+    return llama_like_config(merged)
+
+
 DECODER_BUILDERS = {
     "llama": llama_like_config, "mistral": llama_like_config, "qwen2": llama_like_config,
     "qwen3": llama_like_config, "gemma": llama_like_config, "gemma2": llama_like_config,
-    "gemma3_text": llama_like_config, "gpt_neox": neox_config, "phi3": phi3_config,
-    "opt": opt_config, "gpt_neo": gpt_neo_config,
+    "gemma3_text": gemma3_config, "gemma3": gemma3_config, "gpt_neox": neox_config,
+    "phi3": phi3_config, "opt": opt_config, "gpt_neo": gpt_neo_config,
 }

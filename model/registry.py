@@ -10,7 +10,7 @@ from .errors import ModelLoadError
 
 SUPPORTED = (
     "bert and roberta (BERT-style encoders), gpt2 (GPT-2-style decoders), "
-    "llama and mistral (Llama-style decoders), qwen2, qwen3, gemma, gemma2, gemma3_text, "
+    "llama and mistral (Llama-style decoders), qwen2, qwen3, gemma, gemma2, gemma3 (its text), "
     "gpt_neox (Pythia), phi3, opt, gpt_neo, and this project's own sinusoidal models"
 )
 OWN_MODEL_TYPE = "attention_lab"

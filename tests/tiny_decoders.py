@@ -91,6 +91,31 @@ def make_gemma3(directory: Path) -> Path:
                         layer_types=["sliding_attention", "full_attention", "sliding_attention"])
 
 
+def make_gemma3_multimodal(directory: Path) -> Path:
+    """A Gemma 3 with a (tiny) vision tower, as the 4B-and-up checkpoints ship: the engine
+    loads its language model only."""
+    from transformers import (
+        Gemma3Config, Gemma3ForConditionalGeneration, Gemma3TextConfig, SiglipVisionConfig,
+    )
+
+    directory.mkdir(parents=True, exist_ok=True)
+    vocab = _tokenizer(directory, ["<s>", "</s>", "<unk>"], "<s> $A", bos_token="<s>",
+                       eos_token="</s>", unk_token="<unk>", pad_token="</s>")
+    text = Gemma3TextConfig(vocab_size=vocab, hidden_size=24, intermediate_size=52,
+                            num_hidden_layers=3, num_attention_heads=3, num_key_value_heads=1,
+                            head_dim=8, max_position_embeddings=64, query_pre_attn_scalar=12,
+                            sliding_window=WINDOW, bos_token_id=0, eos_token_id=1,
+                            pad_token_id=1, layer_types=["sliding_attention", "full_attention",
+                                                         "sliding_attention"])
+    vision = SiglipVisionConfig(hidden_size=16, intermediate_size=16, num_hidden_layers=1,
+                                num_attention_heads=2, image_size=28, patch_size=14)
+    config = Gemma3Config(text_config=text, vision_config=vision, mm_tokens_per_image=4,
+                          image_token_index=vocab - 1, boi_token_index=vocab - 2,
+                          eoi_token_index=vocab - 3)
+    torch.manual_seed(0)
+    return _save(Gemma3ForConditionalGeneration(config), directory)
+
+
 def make_phi3(directory: Path) -> Path:
     """Fused q/k/v and gate/up, partial rotary (6 of 8 numbers), a sliding window."""
     return _llama_style(directory, "Phi3Config", "Phi3ForCausalLM", head_dim=None,
@@ -146,6 +171,7 @@ def make_gpt_neo(directory: Path) -> Path:
 BUILDERS = {
     "neox": make_neox, "qwen2": make_qwen2, "qwen3": make_qwen3, "llama3": make_llama3,
     "mistral": make_mistral, "gemma": make_gemma, "gemma2": make_gemma2, "gemma3": make_gemma3,
+    "gemma3_multimodal": make_gemma3_multimodal,
     "phi3": make_phi3, "opt": make_opt, "gpt_neo": make_gpt_neo,
 }
 
@@ -153,7 +179,7 @@ BUILDERS = {
 # Hugging Face module paths of the final norm, whose input is the residual stream after the
 # last block (HF's hidden_states give only its output).
 FINAL_NORMS = {"neox": "gpt_neox.final_layer_norm", "opt": "model.decoder.final_layer_norm",
-               "gpt_neo": "transformer.ln_f"}
+               "gpt_neo": "transformer.ln_f", "gemma3_multimodal": "model.language_model.norm"}
 
 
 @functools.cache

@@ -2,7 +2,8 @@
 biases), Qwen3 (per-head q/k norms), Llama 3's rotary scaling, Mistral's sliding window, Gemma
 ((1 + w) RMSNorm, scaled embeddings, tanh-GELU gates), Gemma 2 (norms around each part,
 soft-capping, alternating windows, query_pre_attn_scalar) and Gemma 3 (q/k norms, a local
-rotary base, linear scaling on full layers). Checkpoints: tests/tiny_decoders.py; checks and
+rotary base, linear scaling on full layers; also the language model of a multimodal Gemma 3
+checkpoint). Checkpoints: tests/tiny_decoders.py; checks and
 tolerance: tests/decoder_parity.py.
 """
 
@@ -15,7 +16,8 @@ from torch.testing import assert_close
 import tiny_decoders
 from decoder_parity import ONE, TOL, TWO, assert_parity, hf_run, swapped_head_pattern
 
-FAMILIES = ["qwen2", "qwen3", "llama3", "mistral", "gemma", "gemma2", "gemma3"]
+FAMILIES = ["qwen2", "qwen3", "llama3", "mistral", "gemma", "gemma2", "gemma3",
+            "gemma3_multimodal"]
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -58,7 +60,8 @@ def test_odd_head_counts_and_grouped_query_attention(family, grouped):
 
 
 @pytest.mark.parametrize("family, sliding", [
-    ("mistral", [0, 1, 2]), ("gemma2", [0, 2]), ("gemma3", [0, 2])])
+    ("mistral", [0, 1, 2]), ("gemma2", [0, 2]), ("gemma3", [0, 2]),
+    ("gemma3_multimodal", [0, 2])])
 def test_sliding_layers_show_their_window_in_the_pattern(family, sliding):
     """On a sliding layer a query sees only the last `window` keys: the heatmap is a band.
     Full layers keep attention further back."""

@@ -115,3 +115,18 @@ def test_opt_and_phi3():
 def test_what_the_engine_cannot_run_exactly_is_refused_by_name(config, message):
     with pytest.raises(ModelLoadError, match=message):
         config_from_hf(config)
+
+
+def test_a_multimodal_gemma3_loads_its_language_model_with_transformers_defaults():
+    """gemma-3-4b-it's config.json lists only what differs from Gemma3TextConfig."""
+    cfg = config_from_hf({"model_type": "gemma3", "vision_config": {"model_type": "siglip"},
+                          "text_config": {"hidden_size": 2560, "intermediate_size": 10240,
+                                          "model_type": "gemma3_text", "num_hidden_layers": 34,
+                                          "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
+                                          "sliding_window": 1024}})
+    assert (cfg.d_model, cfg.n_heads, cfg.n_kv_heads, cfg.d_head, cfg.d_vocab) == (
+        2560, 8, 4, 256, 262208)
+    assert (cfg.rope_scaling, cfg.rope_factor, cfg.rope_theta, cfg.rope_local_theta) == (
+        "linear", 8.0, 1e6, 1e4)
+    assert cfg.layer_types[:6] == ("sliding",) * 5 + ("full",) and cfg.sliding_window == 1024
+    assert cfg.final_softcap is None and cfg.qk_norm and cfg.tie_embeddings
