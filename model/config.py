@@ -177,6 +177,8 @@ class TransformerConfig:
              "sliding layers need a sliding_window"),
             (lambda: self.attn_out_bias is None or isinstance(self.attn_out_bias, bool),
              "attn_out_bias must be true, false or null"),
+            (lambda: self.block not in ("parallel", "sandwich") or not self.attn_only,
+             f"a {self.block} block needs an MLP (attn_only must be false)"),
         ]
 
     def layer_type(self, layer: int) -> str:

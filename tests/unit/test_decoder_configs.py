@@ -130,3 +130,21 @@ def test_a_multimodal_gemma3_loads_its_language_model_with_transformers_defaults
         "linear", 8.0, 1e6, 1e4)
     assert cfg.layer_types[:6] == ("sliding",) * 5 + ("full",) and cfg.sliding_window == 1024
     assert cfg.final_softcap is None and cfg.qk_norm and cfg.tie_embeddings
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"layer_types": ["full", "sliding"], "sliding_window": None}, "need a sliding_window"),
+    ({"layer_types": ["full"]}, "for each of the 2 layers"),
+    ({"rotary_dim": 3}, "rotary_dim must be an even number"),
+    ({"attn_softcap": -1.0}, "positive numbers or null"),
+    ({"rope_scaling": "yarn"}, "rope_scaling must be one of"),
+    ({"block": "parallel", "attn_only": True, "d_mlp": 0}, "needs an MLP"),
+])
+def test_the_new_config_fields_are_validated(change, message):
+    from model.config import TransformerConfig
+
+    base = dict(family="llama", d_model=16, n_heads=2, n_layers=2, n_ctx=32, d_vocab=50,
+                d_mlp=24, positions="rotary", sliding_window=4)
+    with pytest.raises(ValueError, match=message):
+        TransformerConfig(**{**base, **change})
+    TransformerConfig(**{**base, "layer_types": ["full", "sliding"]})  # a list from JSON is fine
