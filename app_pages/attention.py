@@ -200,10 +200,13 @@ def _detail_view(view: str, selection, trace, layer: int, head: int, matrix,
         breakdown = qk_breakdown(trace, layer, head, query)
         st.plotly_chart(qk_figure(breakdown, labels), key="attn_qk",
                         config=chart_config("qk", layer=layer, head=head, query=query))
+        scaled = (f"divided by √d_head = √{cfg.d_head}" if cfg.attn_scale is None else
+                  f"multiplied by this model's own scale, {cfg.attn_scale:.4g}")
+        capped = "" if cfg.attn_softcap is None else \
+            f", squashed into (−{cfg.attn_softcap:g}, {cfg.attn_softcap:g})"
         st.caption(f"Head {head} of layer {layer}: the query vector of the chosen token is "
-                   f"dotted with every key vector (q·k), divided by √d_head = "
-                   f"√{cfg.d_head}, masked where needed, and the softmax of that row gives the "
-                   "heatmap row above.")
+                   f"dotted with every key vector (q·k), {scaled}{capped}, masked where "
+                   "needed, and the softmax of that row gives the heatmap row above.")
 
     elif view == "Download":  # "All heads" is drawn by the page, outside the fragment
         st.download_button("Attention matrix (CSV)", matrix_csv(matrix, shown_labels, shown_labels),

@@ -113,3 +113,18 @@ def test_the_head_sweep_reusing_attention_matches_separate_ablated_runs(family):
         single = effects(clean, run_ablated(lm, inputs, [(layer, head)], "zero"), inputs)
         for name in single:
             assert reused[name][layer, head] == pytest.approx(float(single[name][0]), abs=1e-5)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_where_a_row_comes_from_rebuilds_the_pattern_row(family):
+    """The attention page's Q·K breakdown (scale, cap, causal and sliding mask, softmax) gives
+    the model's own row on every layer, for the last query (the one a window cuts most)."""
+    from analysis.qk import qk_breakdown
+
+    lm, _ = tiny_decoders.loaded(family)
+    trace = lm.run(TEXT)
+    last = trace.n_tokens - 1
+    for layer in range(lm.cfg.n_layers):
+        row = qk_breakdown(trace, layer, 1, last)
+        want = trace.cache[f"blocks.{layer}.attn.hook_pattern"][0, 1, last]
+        torch.testing.assert_close(torch.from_numpy(row["softmax"]), want, atol=1e-6, rtol=1e-5)
