@@ -63,7 +63,7 @@ def qk_figure(breakdown: dict, tokens) -> go.Figure:
 
     # Laid out in pixels: the q row, a gap that holds the titles of K and of the bars, then
     # one row per key. Each subplot's title sits above it, never on the rows of another.
-    scale = float(b.get("scale", d_head ** -0.5))
+    scale = float(breakdown.get("scale", d_head ** -0.5))
     # most models divide by √d_head; Gemma 2 and 3 and GPT-Neo use a scale of their own
     how = f"÷ √{d_head}" if abs(scale - d_head ** -0.5) < 1e-9 else f"× {scale:.4g}"
     sub, top = subtitle_block(f"q·k for every key{_shared(breakdown)}, {how}; "

@@ -128,3 +128,14 @@ def test_where_a_row_comes_from_rebuilds_the_pattern_row(family):
         row = qk_breakdown(trace, layer, 1, last)
         want = trace.cache[f"blocks.{layer}.attn.hook_pattern"][0, 1, last]
         torch.testing.assert_close(torch.from_numpy(row["softmax"]), want, atol=1e-6, rtol=1e-5)
+
+
+def test_the_q_k_figure_names_gemma2s_own_scale():
+    from analysis.qk import qk_breakdown
+    from viz.qk import qk_figure
+
+    lm, _ = tiny_decoders.loaded("gemma2")
+    trace = lm.run(TEXT)
+    fig = qk_figure(qk_breakdown(trace, 0, 1, 5), trace.tokens)
+    assert "× 0.3162" in fig.layout.title.subtitle.text  # 1/√10, query_pre_attn_scalar = 10
+    assert "√8" not in fig.layout.title.subtitle.text  # not 1/√d_head
