@@ -76,11 +76,24 @@ def projection_steps(w: Walk, layer: int) -> None:
           [w.shown(f"{n.upper()} per head", f"{p}attn.hook_{n}",
                    ("batch", "heads" if n == "q" else kv_dim, "pos", "d_head")) for n in "qkv"],
           None, layer)
+    if cfg.qk_norm:
+        w.add("qk_norm", g, f"{w.norm} of each head's q and k",
+              f"Each head's query and key ({dh} numbers) are normalized on their own, with "
+              "learned weights shared by all heads.",
+              "Qwen3 and Gemma 3 do this so that q·k cannot grow without bound as training "
+              "goes on; values are not normalized.", w.norm_formula,
+              [w.shown("normalized Q", p + "attn.q_norm.hook_normalized",
+                       ("batch", "heads", "pos", "d_head")),
+               w.shown("normalized K", p + "attn.k_norm.hook_normalized",
+                       ("batch", kv_dim, "pos", "d_head"))], None, layer)
     k_name = p + ("attn.hook_rot_k" if w.has(p + "attn.hook_rot_k") else "attn.hook_k")
+    rot = cfg.rotary_dim or dh
     if k_name.endswith("rot_k"):
         w.add("rotary", g, "Rotary positions (RoPE)",
               "Each pair of numbers in q and k is rotated by an angle proportional to the "
-              "position, so q·k depends on how far apart two tokens are.",
+              "position, so q·k depends on how far apart two tokens are."
+              + (f" Only the first {rot} of each head's {dh} numbers turn; the rest pass "
+                 "through unchanged." if rot < dh else ""),
               "This is where a Llama-style model learns about order. Values are not rotated.",
               r"\tilde q_j = R_{\theta j}\, q_j,\quad \tilde k_j = R_{\theta j}\, k_j",
               [w.shown("rotated Q", p + "attn.hook_rot_q", ("batch", "heads", "pos", "d_head")),

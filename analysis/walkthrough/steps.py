@@ -89,6 +89,10 @@ SOURCE_WORDS = {
     "blocks.*.hook_resid_post": "the output of every layer",
     "ln_final.hook_normalized": "the final norm", "hook_logits": "the logits",
     "pooler.hook_out": "the pooler's output",
+    "attn.q_norm.hook_normalized": "the normalized queries",
+    "attn.k_norm.hook_normalized": "the normalized keys",
+    "ln1_post.hook_normalized": "the norm after attention",
+    "ln2_post.hook_normalized": "the norm after the feed-forward part",
 }
 
 

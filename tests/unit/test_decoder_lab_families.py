@@ -139,3 +139,15 @@ def test_the_q_k_figure_names_gemma2s_own_scale():
     fig = qk_figure(qk_breakdown(trace, 0, 1, 5), trace.tokens)
     assert "× 0.3162" in fig.layout.title.subtitle.text  # 1/√10, query_pre_attn_scalar = 10
     assert "√8" not in fig.layout.title.subtitle.text  # not 1/√d_head
+
+
+@pytest.mark.parametrize("family", ["qwen3", "gemma2", "gemma3", "neox"])
+def test_every_walkthrough_tensor_says_where_it_comes_from_in_plain_words(family):
+    from analysis.walkthrough import walkthrough
+    from analysis.walkthrough.steps import where_from
+
+    lm, _ = tiny_decoders.loaded(family)
+    for step in walkthrough(lm.run(TEXT), 0):
+        for shown in step.shown:
+            words = where_from(shown)
+            assert "a tensor" not in words and "hook_" not in words, (step.key, words)
