@@ -124,7 +124,7 @@ def make_phi3(directory: Path) -> Path:
                         sliding_window=WINDOW, pad_token_id=None)
 
 
-def make_neox(directory: Path) -> Path:
+def make_neox(directory: Path, **overrides) -> Path:
     """Pythia's layout: parallel attention and MLP, a quarter of each head rotated."""
     from transformers import GPTNeoXConfig, GPTNeoXForCausalLM
 
@@ -136,7 +136,7 @@ def make_neox(directory: Path) -> Path:
                            num_attention_heads=3, intermediate_size=60,
                            max_position_embeddings=64, bos_token_id=0, eos_token_id=0,
                            rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
-                                            "partial_rotary_factor": 0.25})
+                                            "partial_rotary_factor": 0.25}, **overrides)
     torch.manual_seed(0)
     return _save(GPTNeoXForCausalLM(config), directory)
 
@@ -179,7 +179,12 @@ BUILDERS = {
 # Hugging Face module paths of the final norm, whose input is the residual stream after the
 # last block (HF's hidden_states give only its output).
 FINAL_NORMS = {"neox": "gpt_neox.final_layer_norm", "opt": "model.decoder.final_layer_norm",
+               "neox_sequential": "gpt_neox.final_layer_norm",
                "gpt_neo": "transformer.ln_f", "gemma3_multimodal": "model.language_model.norm"}
+
+
+# Variants checked by the parity tests only (not by every page and analysis)
+VARIANTS = {"neox_sequential": lambda d: make_neox(d, use_parallel_residual=False)}
 
 
 @functools.cache
@@ -187,7 +192,7 @@ def saved(family: str) -> Path:
     """The family's checkpoint, built once per test process in a temporary folder."""
     root = Path(tempfile.mkdtemp(prefix="tiny_decoders_"))
     atexit.register(shutil.rmtree, root, ignore_errors=True)
-    return BUILDERS[family](root / family)
+    return {**BUILDERS, **VARIANTS}[family](root / family)
 
 
 @functools.cache

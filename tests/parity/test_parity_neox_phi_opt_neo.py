@@ -1,5 +1,6 @@
 """Parity with Hugging Face eager for the decoder families with their own converter:
-GPT-NeoX / Pythia (parallel attention and MLP, partial rotary, fused per-head q/k/v), Phi-3
+GPT-NeoX / Pythia (parallel attention and MLP, partial rotary, fused per-head q/k/v; and with
+use_parallel_residual false, sequential), Phi-3
 (fused q/k/v and gate/up, partial rotary, a sliding window), OPT (positions from 2) and GPT-Neo
 (unscaled attention, local layers). Checkpoints: tests/tiny_decoders.py; checks and tolerance:
 tests/decoder_parity.py.
@@ -14,7 +15,7 @@ from torch.testing import assert_close
 import tiny_decoders
 from decoder_parity import ONE, TOL, TWO, assert_parity, hf_run, swapped_head_pattern
 
-FAMILIES = ["neox", "phi3", "opt", "gpt_neo"]
+FAMILIES = ["neox", "neox_sequential", "phi3", "opt", "gpt_neo"]
 
 
 @pytest.mark.parametrize("family", FAMILIES)
