@@ -19,6 +19,7 @@ FAMILIES = sorted(tiny_decoders.BUILDERS)
 TEXT = "Attention lets every token look at every other token."
 CLEAN = "A dog chased the ball across the park!"
 CORRUPTED = "A cat chased the ball across the park!"  # the same length in tokens
+TWO_TEXTS = ["I love cats!", TEXT]  # a padded batch
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -151,3 +152,18 @@ def test_every_walkthrough_tensor_says_where_it_comes_from_in_plain_words(family
         for shown in step.shown:
             words = where_from(shown)
             assert "a tensor" not in words and "hook_" not in words, (step.key, words)
+
+
+@pytest.mark.parametrize("family", ["gemma2", "mistral", "neox"])
+def test_the_engines_pieces_compose_into_its_forward(family):
+    """run_blocks from layer 0 to k, then from k on, then logits_from: the forward's logits,
+    with each layer's own window and Gemma 2's caps, for analyses that run part of a model."""
+    lm, _ = tiny_decoders.loaded(family)
+    trace = lm.run(TWO_TEXTS)
+    model, mask = lm.model, trace.attention_mask
+    with torch.no_grad():
+        x = model.embed(trace.input_ids, trace.token_type_ids)  # [batch, pos, d_model]
+        mid = model.run_blocks(x, mask, stop=1)
+        torch.testing.assert_close(mid, trace.cache["blocks.1.hook_resid_pre"], atol=0, rtol=0)
+        logits = model.logits_from(model.run_blocks(mid, mask, start=1))
+    torch.testing.assert_close(logits, trace.logits, atol=0, rtol=0)
