@@ -203,12 +203,12 @@ class Attention(nn.Module):
         self.softcap = cfg.attn_softcap  # Gemma 2: scores squashed into (-cap, cap)
         self.window = cfg.sliding_window if cfg.layer_type(layer) == "sliding" else None
         self.rotary = layer_rotary(cfg, layer)
-        # Qwen3, Gemma 3: each head's q and k normalised over d_head before the rotation
-        self.q_norm = make_norm(cfg, dh) if cfg.qk_norm else None
-        self.k_norm = make_norm(cfg, dh) if cfg.qk_norm else None
         self.hook_q = HookPoint()  # [batch, head, pos, d_head]
         self.hook_k = HookPoint()  # [batch, kv_head, pos, d_head]
         self.hook_v = HookPoint()  # [batch, kv_head, pos, d_head]
+        # Qwen3, Gemma 3: each head's q and k normalised over d_head before the rotation
+        self.q_norm = make_norm(cfg, dh) if cfg.qk_norm else None
+        self.k_norm = make_norm(cfg, dh) if cfg.qk_norm else None
         if self.rotary is not None:
             self.hook_rot_q = HookPoint()  # [batch, head, pos, d_head], after rotation
             self.hook_rot_k = HookPoint()  # [batch, kv_head, pos, d_head], after rotation

@@ -167,3 +167,15 @@ def test_the_engines_pieces_compose_into_its_forward(family):
         torch.testing.assert_close(mid, trace.cache["blocks.1.hook_resid_pre"], atol=0, rtol=0)
         logits = model.logits_from(model.run_blocks(mid, mask, start=1))
     torch.testing.assert_close(logits, trace.logits, atol=0, rtol=0)
+
+
+def test_hook_names_follow_each_blocks_own_parts():
+    """Names come from the module tree: GPT-NeoX has no stream between attention and the MLP;
+    Gemma 2 has its norms after each part; Qwen3 its per-head q/k norms, after q and k."""
+    names = {f: [n[len("blocks.0."):] for n in tiny_decoders.loaded(f)[0].hook_names
+                 if n.startswith("blocks.0.")] for f in ("neox", "gemma2", "qwen3")}
+    assert "hook_resid_mid" not in names["neox"] and "hook_resid_mid" in names["gemma2"]
+    assert {"ln1_post.hook_normalized", "ln2_post.hook_normalized"} <= set(names["gemma2"])
+    qwen = names["qwen3"]
+    assert qwen.index("attn.hook_k") < qwen.index("attn.q_norm.hook_normalized") < \
+        qwen.index("attn.hook_rot_q")
