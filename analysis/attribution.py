@@ -33,7 +33,7 @@ def attribution_unavailable(loaded) -> str | None:
     if why or isinstance(loaded, EncoderDecoderModel):
         return why
     cfg = loaded.cfg
-    if cfg.block != "pre_ln" or cfg.embed_norm:
+    if cfg.block == "post_ln" or cfg.embed_norm:
         return ("Direct logit attribution needs a residual stream that is a plain sum of "
                 f"what each part wrote; {loaded.name} normalises it inside every layer.")
     return None
@@ -51,7 +51,7 @@ class Attribution:
     position: int  # the position whose next-token logits are explained
     target: int  # token id
     baseline: int | None  # token id subtracted (a logit difference), or None
-    value: float  # the model's own logit (or logit difference) in this run
+    value: float  # the model's own logit (or difference) in this run; before Gemma 2's cap
     norm_scale: float  # the frozen scale: 1/σ (LayerNorm) or 1/rms (RMSNorm); 1 without a norm
     embeddings: dict[str, float]  # "token", "position" (where the model adds positions)
     heads: np.ndarray  # [layer, head]
@@ -93,19 +93,24 @@ def _needed(n_layers: int):
 def frozen_direction(model, resid: torch.Tensor, unembed_dir: torch.Tensor):
     """The residual-space direction r with (final norm with frozen scale)(x) · u = x · r + c,
     for the residual resid [d_model] of this run. Returns (r [d_model], c, scale), float64."""
-    u = unembed_dir.double()  # [d_model]
-    norm = model.ln_final
+    return frozen_norm(model.ln_final, resid, unembed_dir)
+
+
+def frozen_norm(norm, x: torch.Tensor, direction: torch.Tensor):
+    """(r, c, scale) with norm(x') · direction = x' · r + c for every x', the norm's scale
+    frozen at its value for x [d_model]. A norm that subtracts the mean (LayerNorm) centres r;
+    its gain (Gemma: 1 + weight) and bias come from the norm itself. float64."""
+    u = direction.double()  # [d_model]
     if norm is None:
         return u, 0.0, 1.0
-    x = resid.double()  # [d_model]
-    w = norm.weight.detach().double().cpu()  # [d_model]
-    bias = getattr(norm, "bias", None)
-    if bias is None:  # RMSNorm: x / rms(x) * w
+    x = x.double()  # [d_model]
+    w = norm.gain().detach().double().cpu()  # [d_model]
+    if not norm.centred:  # RMSNorm: x / rms(x) * gain
         scale = float(torch.rsqrt(x.pow(2).mean() + norm.eps))
         return w * u * scale, 0.0, scale
     scale = float(1.0 / torch.sqrt(x.var(unbiased=False) + norm.eps))  # LayerNorm: 1/σ
     wu = w * u  # [d_model]
-    return (wu - wu.mean()) * scale, float(bias.detach().double().cpu() @ u), scale
+    return (wu - wu.mean()) * scale, float(norm.bias.detach().double().cpu() @ u), scale
 
 
 def _check_token(token, d_vocab: int, what: str) -> int:
@@ -147,6 +152,10 @@ def _attribute(loaded, trace, position, target, baseline) -> Attribution:
                          f"got {position!r}")
     pos = int(position) % n_pos
     logits = trace.logits[0, pos].double()  # [vocab]
+    if cfg.final_softcap is not None:  # the parts add up to the logit before the cap
+        with torch.no_grad():
+            final = model.final(trace.cache[f"blocks.{cfg.n_layers - 1}.hook_resid_post"][0, pos])
+            logits = model.unembed(final.to(model.unembed.weight.device)).double().cpu()
     target = int(logits.argmax()) if target is None else _check_token(target, cfg.d_vocab,
                                                                       "target")
     w_u = model.unembed.weight.detach()  # [vocab, d_model], read only
@@ -179,15 +188,23 @@ def _layer_parts(model, cache, pos: int, r: torch.Tensor):
     for layer, block in enumerate(model.blocks):
         attn = block.attn
         z = cache[f"blocks.{layer}.attn.hook_z"][0, :, pos].double()  # [head, d_head]
-        w_o_r = attn.W_O.detach().double().cpu() @ r  # [head, d_head]
-        heads[layer] = (z * w_o_r).sum(-1).numpy()  # [head]
-        if attn.b_O is not None:
-            attn_bias[layer] = float(attn.b_O.detach().double().cpu() @ r)
+        w_o = attn.W_O.detach().double().cpu()  # [head, d_head, d_model]
+        b_o = None if attn.b_O is None else attn.b_O.detach().double().cpu()  # [d_model]
+        r_attn, c_attn = r, 0.0
+        post = getattr(block, "ln1_post", None)  # Gemma 2/3: a norm on the attention output
+        if post is not None:
+            raw = torch.einsum("hd,hdm->m", z, w_o) + (0 if b_o is None else b_o)  # [d_model]
+            r_attn, c_attn, _ = frozen_norm(post, raw, r)
+        heads[layer] = (z * (w_o @ r_attn)).sum(-1).numpy()  # [head]
+        attn_bias[layer] = c_attn + (0.0 if b_o is None else float(b_o @ r_attn))
         if block.mlp is None:
             continue
         out = cache[f"blocks.{layer}.hook_mlp_out"][0, pos].double()  # [d_model]
         b = block.mlp.W_out.bias
         b = torch.zeros_like(out) if b is None else b.detach().double().cpu()  # [d_model]
-        mlps[layer] = float((out - b) @ r)
-        mlp_bias[layer] = float(b @ r)
+        r_mlp, c_mlp = r, 0.0
+        if getattr(block, "ln2_post", None) is not None:  # Gemma 2/3: a norm on the MLP output
+            r_mlp, c_mlp, _ = frozen_norm(block.ln2_post, out, r)
+        mlps[layer] = float((out - b) @ r_mlp)
+        mlp_bias[layer] = float(b @ r_mlp) + c_mlp
     return heads, attn_bias, mlps, mlp_bias

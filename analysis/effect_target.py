@@ -25,7 +25,7 @@ import torch.nn.functional as F
 
 from analysis.ablation import Inputs
 from model.hooks import hooks
-from model.transformer import HookedTransformer, attention_mask_bias
+from model.transformer import HookedTransformer
 
 KINDS = ("next_token", "cosine", "norm")
 POOLINGS = ("mean", "cls")
@@ -155,14 +155,12 @@ def final_states(loaded, input_ids: torch.Tensor, attention_mask: torch.Tensor,
     replace = [] if tok is None else [("embed.hook_tok", lambda x, name: tok)]
     with hooks(model.hook_names, replace):
         x = model.embed(input_ids.to(dev), token_type_ids.to(dev))  # [batch, pos, d_model]
-        mask = attention_mask_bias(attention_mask.to(dev), model.cfg.causal, x.dtype)
-        for block in model.blocks:
-            x = block(x, mask)  # [batch, pos, d_model]
-    return model.ln_final(x) if model.ln_final is not None else x
+        x = model.run_blocks(x, attention_mask.to(dev))  # [batch, pos, d_model]
+    return model.final(x)
 
 
 def _next_token_logprobs(loaded, target: Target, final: torch.Tensor) -> torch.Tensor:
-    logits = loaded.model.unembed(final[:, target.position])  # [batch, vocab]
+    logits = loaded.model.logits_from_final(final[:, target.position])  # [batch, vocab]
     return F.log_softmax(logits, dim=-1)  # [batch, vocab]
 
 

@@ -36,9 +36,7 @@ def lens_logits(model, resid: torch.Tensor) -> torch.Tensor:
     device = model.unembed.weight.device
     with torch.no_grad():
         x = resid.to(device, model.unembed.weight.dtype)  # [..., pos, d_model]
-        if model.ln_final is not None:
-            x = model.ln_final(x)
-        return model.unembed(x).float()  # [..., pos, vocab]
+        return model.logits_from(x).float()  # [..., pos, vocab]
 
 
 def lens_probs(model, resid: torch.Tensor) -> torch.Tensor:

@@ -29,7 +29,6 @@ import torch.nn.functional as F
 
 from model.hooks import caching_hook, hooks
 from model.runner import EncoderDecoderModel
-from model.transformer import attention_mask_bias
 
 from . import cost
 from .induction import fresh_repeats
@@ -309,12 +308,9 @@ def _tail(p: Patching, layer: int, x: torch.Tensor, fwd_hooks=()) -> torch.Tenso
     """The blocks from `layer` on and the final norm, on x [batch, pos, d_model]; returns
     the raw metric of each item [batch]. (Like forward_from, without the full logits.)"""
     model = p.loaded.model
-    mask = attention_mask_bias(torch.ones(1, p.n_pos, dtype=torch.long, device=x.device),
-                               model.cfg.causal, x.dtype)  # [1, 1, pos, pos]
+    everything = torch.ones(1, p.n_pos, dtype=torch.long, device=x.device)  # [1, pos]
     with torch.no_grad(), hooks(p.loaded.hook_names, list(fwd_hooks)):
-        for block in model.blocks[layer:]:
-            x = block(x, mask)  # [batch, pos, d_model]
-        final = model.ln_final(x) if model.ln_final is not None else x  # [batch, pos, d_model]
+        final = model.final(model.run_blocks(x, everything, start=layer))  # [batch, pos, d]
     return _metric(p, final)
 
 

@@ -114,14 +114,15 @@ def similarity_by_distance(sim: torch.Tensor) -> torch.Tensor:
 
 
 def rotary_qk_by_distance(q: torch.Tensor, k: torch.Tensor, model: HookedTransformer,
-                          n_dist: int) -> torch.Tensor:
+                          n_dist: int, layer: int = 0) -> torch.Tensor:
     """[n_dist]: q·k after the model's rotation, with the query at position d and the key at 0,
     for d = 0 .. n_dist-1. RoPE makes this the score at any query/key positions m, n with
     m - n = d: rot(q, m)·rot(k, n) = rot(q, m - n)·k.
 
-    q, k: [d_head], unrotated (hook_q / hook_k of one token).
+    q, k: [d_head], unrotated (hook_q / hook_k of one token); layer: whose rotation (Gemma 3's
+    sliding and full layers rotate at different rates).
     """
-    rotary = model.blocks[0].attn.rotary
+    rotary = model.blocks[layer].attn.rotary
     if rotary is None:
         raise ValueError(f"this model's positions are {model.cfg.positions!r}, not rotary")
     if q.shape != k.shape or q.dim() != 1:

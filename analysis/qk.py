@@ -23,10 +23,12 @@ def qk_breakdown(trace: Trace, layer: int, head: int, query_pos: int, item: int 
       q        [d_head]          the query vector (after rotation for rotary models)
       keys     [k_pos, d_head]   every key vector (after rotation), from the head's k/v head
       qk       [k_pos]           q·k for each key (the cache's hook_qk row)
-      scaled   [k_pos]           q·k / sqrt(d_head); masked keys are -inf in this display copy
+      scaled   [k_pos]           q·k × scale (then Gemma 2's cap); masked keys -inf in this copy
       softmax  [k_pos]           softmax of the scaled row over keys (the hook_pattern row)
-      masked   [k_pos] bool      keys the query may not see (padding; later tokens if causal)
-      layer, head, kv_head, query_pos, item, d_head, scale (= 1/sqrt(d_head)), rotary (bool)
+      masked   [k_pos] bool      keys the query may not see (padding; later tokens if causal;
+                                 keys beyond a sliding window)
+      layer, head, kv_head, query_pos, item, d_head, scale (1/sqrt(d_head) unless the model
+      has its own), rotary (bool)
 
     With grouped-query attention each k/v head serves n_heads // n_kv_heads consecutive query
     heads, so query head h reads k/v head h // (n_heads // n_kv_heads).
@@ -43,16 +45,21 @@ def qk_breakdown(trace: Trace, layer: int, head: int, query_pos: int, item: int 
     keys = _hook(trace, layer, "hook_rot_k" if rotary else "hook_k")[item, kv_head]
     q, keys = q.float(), keys.float()  # [d_head], [k_pos, d_head]
     qk = keys @ q  # [k_pos]
-    scale = 1.0 / math.sqrt(cfg.d_head)
+    scale = 1.0 / math.sqrt(cfg.d_head) if cfg.attn_scale is None else cfg.attn_scale
+    scaled = qk * scale  # [k_pos]
+    if cfg.attn_softcap is not None:  # Gemma 2: squashed into (-cap, cap)
+        scaled = torch.tanh(scaled / cfg.attn_softcap) * cfg.attn_softcap
 
     allowed = trace.attention_mask[item].bool().clone()  # [k_pos]
     if cfg.causal:
         allowed &= torch.arange(n_pos) <= query_pos
+    if cfg.causal and cfg.layer_type(layer) == "sliding":  # only the last sliding_window keys
+        allowed &= torch.arange(n_pos) > query_pos - cfg.sliding_window
     # The model adds float32's minimum rather than -inf (so a fully masked row stays finite);
     # the softmax below does the same, so it matches hook_pattern exactly.
-    finite = torch.where(allowed, qk * scale, torch.tensor(torch.finfo(torch.float32).min))
+    finite = torch.where(allowed, scaled, torch.tensor(torch.finfo(torch.float32).min))
     softmax = finite.softmax(dim=-1)  # [k_pos]
-    shown = torch.where(allowed, qk * scale, torch.tensor(float("-inf")))  # [k_pos]
+    shown = torch.where(allowed, scaled, torch.tensor(float("-inf")))  # [k_pos]
     return {
         "q": q.numpy().copy(), "keys": keys.numpy().copy(), "qk": qk.numpy(),
         "scaled": shown.numpy(), "softmax": softmax.numpy(), "masked": (~allowed).numpy(),

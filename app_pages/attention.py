@@ -152,11 +152,19 @@ def explorer(selection) -> None:
                    "upper triangle (keys after the query) is left out and shown grey. "
                    "Convention: rows = queries, columns = keys. (Some books and papers draw it "
                    "the other way round, with keys as rows.)")
+    window = cfg.sliding_window if cfg.layer_type(layer) == "sliding" else None
+    outside = None  # keys beyond a sliding window: masked like the causal triangle
+    if window is not None and mode == "Raw attention":
+        q_pos, k_pos = np.indices((len(tokens), len(tokens)))
+        outside = (q_pos - k_pos >= window)[np.ix_(shown, shown)]
+        st.caption(f"Layer {layer} looks through a sliding window: each token sees only itself "
+                   f"and the {window - 1} tokens before it. Keys further back are masked and "
+                   "shown grey too.")
     if mode == "Attention rollout":
         st.markdown(ROLLOUT_DEFINITION)
 
     fig = attention_heatmap(matrix, shown_labels, shown_labels, title=title,
-                            causal=cfg.causal and mode == "Raw attention")
+                            causal=cfg.causal and mode == "Raw attention", masked=outside)
     _long_text_note(key, len(shown_labels), layer, head, mode == "Raw attention" and not average)
     st.plotly_chart(fig, key="attn_heatmap", config=chart_config("attention", fig, title),
                     width="content")
@@ -194,10 +202,13 @@ def _detail_view(view: str, selection, trace, layer: int, head: int, matrix,
         breakdown = qk_breakdown(trace, layer, head, query)
         st.plotly_chart(qk_figure(breakdown, labels), key="attn_qk",
                         config=chart_config("qk", layer=layer, head=head, query=query))
+        scaled = (f"divided by √d_head = √{cfg.d_head}" if cfg.attn_scale is None else
+                  f"multiplied by this model's own scale, {cfg.attn_scale:.4g}")
+        capped = "" if cfg.attn_softcap is None else \
+            f", squashed into (−{cfg.attn_softcap:g}, {cfg.attn_softcap:g})"
         st.caption(f"Head {head} of layer {layer}: the query vector of the chosen token is "
-                   f"dotted with every key vector (q·k), divided by √d_head = "
-                   f"√{cfg.d_head}, masked where needed, and the softmax of that row gives the "
-                   "heatmap row above.")
+                   f"dotted with every key vector (q·k), {scaled}{capped}, masked where "
+                   "needed, and the softmax of that row gives the heatmap row above.")
 
     elif view == "Download":  # "All heads" is drawn by the page, outside the fragment
         st.download_button("Attention matrix (CSV)", matrix_csv(matrix, shown_labels, shown_labels),

@@ -127,7 +127,7 @@ word = names[target].split("  ")[0]
 what = "logit" if base is None else "logit difference"
 if base is not None:
     word = f"{word} minus {names[base].split('  ')[0]}"
-norm = "its root mean square" if getattr(loaded.model.ln_final, "bias", 1) is None else \
+norm = "its root mean square" if not getattr(loaded.model.ln_final, "centred", True) else \
     "its spread (standard deviation) after taking away its mean"
 st.info(f"**Frozen scale.** Just before the scores, the final norm divides the running sum by "
         f"{norm}. Here that divisor is held at the value it had in this run (it divides "

@@ -85,7 +85,7 @@ st.markdown(
     f"**{cfg.positions}** positions.")
 
 # ----------------------------------------------------------------------------- controls
-own_width = cfg.d_head if cfg.positions == "rotary" else cfg.d_model
+own_width = (cfg.rotary_dim or cfg.d_head) if cfg.positions == "rotary" else cfg.d_model
 own_max = MAX_POSITIONS if cfg.positions == "rotary" else min(MAX_POSITIONS, cfg.n_ctx)
 d_default = own_width if own_width % 2 == 0 and own_width <= MAX_D_MODEL else 128
 VIEW.setdefault("n_positions", min(128, own_max))
@@ -170,15 +170,16 @@ else:
 series = {f"sinusoidal, width {d_model}": (np.arange(0, d_model, 2), wavelengths(
     sinusoidal_frequencies(d_model)).numpy())}
 if own_kind == "rotary":
-    inv = rotary_inv_freq(lm.model)  # [d_head / 2], the model's own buffer
+    inv = rotary_inv_freq(lm.model)  # [rotated dims / 2], the model's own buffer
+    rotated = "" if 2 * len(inv) == cfg.d_head else f", {2 * len(inv)} of them rotated"
     series[f"{model_name}: rotary θ_i (base {cfg.rope_theta:g}, d_head "
-           f"{cfg.d_head})"] = (np.arange(0, cfg.d_head, 2), wavelengths(inv).numpy())
+           f"{cfg.d_head}{rotated})"] = (np.arange(0, 2 * len(inv), 2), wavelengths(inv).numpy())
 st.plotly_chart(wavelength_figure(
     series, "Higher dimensions turn more slowly",
     "positions per full turn of each sine/cosine pair, dimension 2i"), key="pos_wavelengths",
     config=CONFIG)
 if own_kind == "rotary":
-    same = d_model == cfg.d_head and np.allclose(
+    same = d_model == cfg.d_head == 2 * len(inv) and np.allclose(
         sinusoidal_frequencies(d_model).numpy(), rotary_inv_freq(lm.model).numpy(), rtol=1e-5)
     if same:
         st.caption(f"With d_model = d_head = {d_model} the two curves coincide: this model's "
@@ -248,11 +249,15 @@ if own_kind == "rotary":
     kj = cols[3].selectbox("Key from token", range(len(labels)), key="pos_key",
                            format_func=lambda i: plain_text(labels[i]))
     kv_head = head // (cfg.n_heads // cfg.n_kv_heads)
-    q = trace.cache[f"blocks.{layer}.attn.hook_q"][0, head, qi]  # [d_head], before rotation
-    kv = trace.cache[f"blocks.{layer}.attn.hook_k"][0, kv_head, kj]  # [d_head]
-    curve = rotary_qk_by_distance(q, kv, lm.model, n_pos).numpy()  # [n_pos]
+    # before rotation (after the per-head norm where the model has one: Qwen3, Gemma 3)
+    normed = f"blocks.{layer}.attn.q_norm.hook_normalized" in trace.cache
+    q = trace.cache[f"blocks.{layer}.attn." + ("q_norm.hook_normalized" if normed else "hook_q")][
+        0, head, qi]  # [d_head]
+    kv = trace.cache[f"blocks.{layer}.attn." + ("k_norm.hook_normalized" if normed else "hook_k")][
+        0, kv_head, kj]  # [d_head]
+    curve = rotary_qk_by_distance(q, kv, lm.model, n_pos, layer).numpy()  # [n_pos]
     ones = torch.ones(cfg.d_head)  # [d_head]
-    flat = rotary_qk_by_distance(ones, ones, lm.model, n_pos).numpy()  # [n_pos]
+    flat = rotary_qk_by_distance(ones, ones, lm.model, n_pos, layer).numpy()  # [n_pos]
     st.plotly_chart(rotary_distance_figure(
         {f"q of {plain_text(labels[qi])}, k of {plain_text(labels[kj])} (layer {layer}, "
          f"head {head})": curve,

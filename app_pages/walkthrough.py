@@ -287,7 +287,8 @@ batch, n_pos = trace.input_ids.shape
 kind = "decoder (it writes text, one token after another)" if cfg.causal else \
     "encoder (it reads the whole text at once)"
 family = {"own": "This project's own", "bert": "A BERT-style", "roberta": "A RoBERTa-style",
-          "gpt2": "A GPT-2-style", "llama": "A Llama-style"}.get(cfg.family, "A")
+          "gpt2": "A GPT-2-style", "llama": "A Llama-style", "neox": "A GPT-NeoX (Pythia)",
+          "opt": "An OPT", "gpt_neo": "A GPT-Neo", "phi3": "A Phi-3"}.get(cfg.family, "A")
 mlp = f"; the feed-forward part widens them to {cfg.d_mlp}" if cfg.d_mlp else ""
 st.caption(f"{family} {kind}: {plural(cfg.n_layers, 'layer')} of "
            f"{plural(cfg.n_heads, 'head')} each. Each token is a list of {cfg.d_model} "

@@ -1,5 +1,6 @@
-"""Transformer blocks. Post-LN (BERT, the original transformer) and pre-LN (GPT-2, Llama)
-are two small classes rather than one class full of flags."""
+"""Transformer blocks. Post-LN (BERT, the original transformer), pre-LN (GPT-2, Llama),
+parallel (GPT-NeoX) and sandwich (Gemma 2 and 3) are small classes rather than one class full
+of flags."""
 
 from __future__ import annotations
 
@@ -12,10 +13,10 @@ from .layers import Attention, make_mlp, make_norm
 
 
 class _Block(nn.Module):
-    def __init__(self, cfg: TransformerConfig) -> None:
+    def __init__(self, cfg: TransformerConfig, layer: int = 0) -> None:
         super().__init__()
         self.ln1 = make_norm(cfg)
-        self.attn = Attention(cfg)
+        self.attn = Attention(cfg, layer)
         self.mlp = make_mlp(cfg)
         self.ln2 = make_norm(cfg) if self.mlp is not None else None
         self.hook_resid_pre = HookPoint()  # [batch, pos, d_model], the block's input
@@ -52,5 +53,42 @@ class PreLNBlock(_Block):
         return self.hook_resid_post(x + mlp_out)
 
 
-def make_block(cfg: TransformerConfig) -> nn.Module:
-    return PostLNBlock(cfg) if cfg.block == "post_ln" else PreLNBlock(cfg)
+class ParallelBlock(_Block):
+    """x -> x + Attn(LN1(x)) + MLP(LN2(x)) (GPT-NeoX, Pythia): attention and the MLP both read
+    the block's input, so there is no stream between them (no hook_resid_mid)."""
+
+    def __init__(self, cfg: TransformerConfig, layer: int = 0) -> None:
+        super().__init__(cfg, layer)
+        del self.hook_resid_mid  # a hook point must always fire, and nothing lies in between
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        x = self.hook_resid_pre(x)  # [batch, pos, d_model]
+        attn_out = self.hook_attn_out(self.attn(self.ln1(x), mask))
+        mlp_out = self.hook_mlp_out(self.mlp(self.ln2(x)))
+        return self.hook_resid_post(mlp_out + attn_out + x)  # HF's order of the sum
+
+
+class SandwichBlock(_Block):
+    """x -> x + LN1'(Attn(LN1(x))) -> x + LN2'(MLP(LN2(x))) (Gemma 2 and 3): a norm before and
+    after each part. hook_attn_out and hook_mlp_out are what attention and the MLP computed,
+    as in every block; what is added to the stream is ln1_post's and ln2_post's output."""
+
+    def __init__(self, cfg: TransformerConfig, layer: int = 0) -> None:
+        super().__init__(cfg, layer)
+        self.ln1_post = make_norm(cfg)
+        self.ln2_post = make_norm(cfg)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        x = self.hook_resid_pre(x)  # [batch, pos, d_model]
+        attn_out = self.hook_attn_out(self.attn(self.ln1(x), mask))  # [batch, pos, d_model]
+        x = self.hook_resid_mid(x + self.ln1_post(attn_out))
+        mlp_out = self.hook_mlp_out(self.mlp(self.ln2(x)))  # [batch, pos, d_model]
+        return self.hook_resid_post(x + self.ln2_post(mlp_out))
+
+
+BLOCK_CLASSES = {"post_ln": PostLNBlock, "pre_ln": PreLNBlock, "parallel": ParallelBlock,
+                 "sandwich": SandwichBlock}
+
+
+def make_block(cfg: TransformerConfig, layer: int = 0) -> nn.Module:
+    return BLOCK_CLASSES[cfg.block](cfg, layer)

@@ -10,13 +10,20 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-FAMILIES = ("bert", "gpt2", "llama", "own")  # "own": this project's models (training/)
+# "own": this project's models (training/). Each family names the converter of its weights
+# (model/convert.py, model/convert_decoders.py); Qwen, Mistral and Gemma are "llama".
+FAMILIES = ("bert", "gpt2", "llama", "own", "neox", "opt", "gpt_neo", "phi3")
 # Names in config files written before they were renamed.
 LEGACY_NAMES = {"head_dim": "d_head"}
 LEGACY_FAMILIES = {"sinusoidal": "own"}
 POSITIONS = ("learned", "sinusoidal", "rotary")
-NORMS = ("layernorm", "rmsnorm")
-BLOCKS = ("post_ln", "pre_ln")
+# gemma_rmsnorm: RMSNorm whose gain is (1 + weight), as Gemma stores it
+NORMS = ("layernorm", "rmsnorm", "gemma_rmsnorm")
+# parallel: attention and MLP read the same input (GPT-NeoX); sandwich: a norm before and
+# after each of them (Gemma 2 and 3)
+BLOCKS = ("post_ln", "pre_ln", "parallel", "sandwich")
+ROPE_SCALINGS = ("none", "linear", "llama3")
+LAYER_TYPES = ("full", "sliding")  # every earlier key, or only the last sliding_window ones
 ACTIVATIONS = ("gelu", "gelu_new", "relu", "silu")
 
 # Refused before anything is allocated, so a typo or a hostile config.json (vocab_size 10**12)
@@ -70,6 +77,20 @@ class TransformerConfig:
     tie_embeddings: bool = False
     embed_scale: bool = False  # original transformer: token embedding * sqrt(d_model)
     embed_norm: bool = False  # BERT: LayerNorm right after the embedding sum
+    attn_out_bias: bool | None = None  # a bias on W_O; None means as attn_bias (Qwen2: none)
+    attn_scale: float | None = None  # scores = q·k * attn_scale; None means 1/sqrt(d_head)
+    attn_softcap: float | None = None  # Gemma 2: scores -> cap * tanh(scores / cap)
+    final_softcap: float | None = None  # Gemma 2: logits -> cap * tanh(logits / cap)
+    qk_norm: bool = False  # Qwen3, Gemma 3: a norm over d_head on each head's q and k
+    rotary_dim: int | None = None  # rotate only the first rotary_dim of d_head (NeoX); None: all
+    rope_scaling: str = "none"  # "linear": positions / rope_factor; "llama3": Llama 3.1's
+    rope_factor: float = 1.0
+    rope_low_freq_factor: float = 1.0  # llama3 only, as in its config.json
+    rope_high_freq_factor: float = 4.0  # llama3 only
+    rope_original_ctx: int = 8192  # llama3 only: original_max_position_embeddings
+    rope_local_theta: float | None = None  # Gemma 3: sliding layers' own base, unscaled
+    sliding_window: int | None = None  # keys a "sliding" layer's query sees, itself included
+    layer_types: tuple[str, ...] | None = None  # per layer "full" or "sliding"; None: all full
 
     def __post_init__(self) -> None:
         # Each check is a lambda, run in order, so a bad value is reported as a ValueError
@@ -119,10 +140,54 @@ class TransformerConfig:
              "rotary needs an even d_head"),
             (lambda: self.n_token_types >= 0 and self.position_offset >= 0, "counts must be >= 0"),
             (lambda: self.n_params <= MAX_PARAMS, lambda: self._too_many_params()),
-        ]
+        ] + self._decoder_checks()
         for ok, message in checks:
             if not ok():
                 raise ValueError(message() if callable(message) else message)
+
+    def _decoder_checks(self) -> list:
+        """The checks of the fields the newer decoder families use (rotary variants, windows,
+        soft-capping); each is off by default."""
+        optional = {"attn_scale": self.attn_scale, "attn_softcap": self.attn_softcap,
+                    "final_softcap": self.final_softcap, "rope_local_theta": self.rope_local_theta}
+        bad = [f"{k}={v!r}" for k, v in optional.items()
+               if v is not None and not (_is_number(v) and v > 0)]
+        types = self.layer_types
+        return [
+            (lambda: self.rope_scaling in ROPE_SCALINGS,
+             f"rope_scaling must be one of {ROPE_SCALINGS}, got {self.rope_scaling!r}"),
+            (lambda: not bad, "must be positive numbers or null: " + ", ".join(bad)),
+            (lambda: all(_is_number(v) and v > 0 for v in (
+                self.rope_factor, self.rope_low_freq_factor, self.rope_high_freq_factor))
+             and _is_int(self.rope_original_ctx) and self.rope_original_ctx > 0
+             and self.rope_high_freq_factor != self.rope_low_freq_factor,
+             "rope_factor, rope_low_freq_factor, rope_high_freq_factor (unequal) and "
+             "rope_original_ctx must be positive numbers"),
+            (lambda: self.rotary_dim is None or (_is_int(self.rotary_dim) and 0 < self.rotary_dim
+                                                 <= self.d_head and self.rotary_dim % 2 == 0),
+             f"rotary_dim must be an even number in [2, d_head], got {self.rotary_dim!r}"),
+            (lambda: self.sliding_window is None or (_is_int(self.sliding_window)
+                                                     and self.sliding_window > 0),
+             f"sliding_window must be a positive integer, got {self.sliding_window!r}"),
+            (lambda: types is None or (isinstance(types, tuple) and len(types) == self.n_layers
+                                       and all(t in LAYER_TYPES for t in types)),
+             f"layer_types must list {LAYER_TYPES[0]!r} or {LAYER_TYPES[1]!r} for each of the "
+             f"{self.n_layers} layers"),
+            (lambda: types is None or "sliding" not in types or self.sliding_window is not None,
+             "sliding layers need a sliding_window"),
+            (lambda: self.attn_out_bias is None or isinstance(self.attn_out_bias, bool),
+             "attn_out_bias must be true, false or null"),
+            (lambda: self.block not in ("parallel", "sandwich") or not self.attn_only,
+             f"a {self.block} block needs an MLP (attn_only must be false)"),
+        ]
+
+    def layer_type(self, layer: int) -> str:
+        """"full" or "sliding": which keys layer `layer`'s queries may see."""
+        return "full" if self.layer_types is None else self.layer_types[layer]
+
+    @property
+    def has_out_bias(self) -> bool:
+        return self.attn_bias if self.attn_out_bias is None else self.attn_out_bias
 
     @property
     def n_params(self) -> int:
@@ -153,6 +218,8 @@ class TransformerConfig:
         """n_kv_heads and d_head left as None take their usual values (frozen: set once here)."""
         if self.n_kv_heads is None:
             object.__setattr__(self, "n_kv_heads", self.n_heads)
+        if isinstance(self.layer_types, list):  # read back from JSON
+            object.__setattr__(self, "layer_types", tuple(self.layer_types))
         divisible = _is_int(self.d_model) and _is_int(self.n_heads) and self.n_heads > 0 and \
             self.d_model % self.n_heads == 0
         if self.d_head is None and divisible:

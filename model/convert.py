@@ -43,18 +43,23 @@ def _copy(sd: StateDict, mapping: dict[str, str]) -> StateDict:
     return {ours: sd[theirs] for ours, theirs in mapping.items()}
 
 
+# The language-model head's name: lm_head everywhere, embed_out in GPT-NeoX checkpoints
+# written before transformers 5 (Pythia's on the hub).
+HEAD_NAMES = ("lm_head.weight", "embed_out.weight")
+
+
 def lm_head_missing(hf: StateDict, cfg: TransformerConfig) -> bool:
     """A decoder saved without its language-model head: a bare GPT2Model / LlamaModel whose
     unembedding is not tied to the token embedding, so no weights say how to predict a token."""
-    return cfg.has_lm_head and not cfg.tie_embeddings and "lm_head.weight" not in hf
+    return cfg.has_lm_head and not cfg.tie_embeddings and not any(n in hf for n in HEAD_NAMES)
 
 
 def _unembed(hf: StateDict, out: StateDict, cfg: TransformerConfig) -> None:
     """Tied models reuse the token embedding; untied ones ship their own lm_head. A config
     without a head (see lm_head_missing) gets none."""
     if cfg.has_lm_head:
-        out["unembed.weight"] = (out["embed.W_E.weight"] if cfg.tie_embeddings
-                                 else hf["lm_head.weight"])
+        head = next((n for n in HEAD_NAMES if n in hf), HEAD_NAMES[0])
+        out["unembed.weight"] = out["embed.W_E.weight"] if cfg.tie_embeddings else hf[head]
 
 
 def convert_bert(hf: StateDict, cfg: TransformerConfig) -> StateDict:
@@ -118,7 +123,8 @@ def convert_gpt2(hf: StateDict, cfg: TransformerConfig) -> StateDict:
 
 
 def convert_llama(hf: StateDict, cfg: TransformerConfig) -> StateDict:
-    """Llama (and Mistral): RMSNorm, rotary q/k, SwiGLU MLP, grouped-query attention."""
+    """Llama, Mistral, Qwen2, Qwen3 and Gemma 1-3: RMSNorm, rotary q/k, gated MLP,
+    grouped-query attention (and the norms _llama_norms names)."""
     sd = strip_prefix(hf, "embed_tokens.weight")
     h, kv = cfg.n_heads, cfg.n_kv_heads
     out = _copy(sd, {"embed.W_E.weight": "embed_tokens.weight", "ln_final.weight": "norm.weight"})
@@ -129,15 +135,15 @@ def convert_llama(hf: StateDict, cfg: TransformerConfig) -> StateDict:
             if cfg.attn_bias:
                 out[o + f"attn.b_{ours}"] = sd[p + f"self_attn.{theirs}.bias"].reshape(n, -1)
         out[o + "attn.W_O"] = linear_out_to_heads(sd[p + "self_attn.o_proj.weight"], h)
-        if cfg.attn_bias:
+        if cfg.has_out_bias:
             out[o + "attn.b_O"] = sd[p + "self_attn.o_proj.bias"]
         mapping = {
             o + "ln1.weight": p + "input_layernorm.weight",
-            o + "ln2.weight": p + "post_attention_layernorm.weight",
             o + "mlp.W_gate.weight": p + "mlp.gate_proj.weight",
             o + "mlp.W_in.weight": p + "mlp.up_proj.weight",
             o + "mlp.W_out.weight": p + "mlp.down_proj.weight",
         }
+        mapping.update(_llama_norms(cfg, o, p))
         if cfg.mlp_bias:
             mapping.update({o + "mlp.W_gate.bias": p + "mlp.gate_proj.bias",
                             o + "mlp.W_in.bias": p + "mlp.up_proj.bias",
@@ -147,4 +153,20 @@ def convert_llama(hf: StateDict, cfg: TransformerConfig) -> StateDict:
     return out
 
 
+def _llama_norms(cfg: TransformerConfig, o: str, p: str) -> dict[str, str]:
+    """Llama's second norm is before the MLP; Gemma 2 and 3 have one before and one after
+    attention and the MLP; Qwen3 and Gemma 3 add a norm on each head's q and k."""
+    if cfg.block == "sandwich":
+        mapping = {o + "ln1_post.weight": p + "post_attention_layernorm.weight",
+                   o + "ln2.weight": p + "pre_feedforward_layernorm.weight",
+                   o + "ln2_post.weight": p + "post_feedforward_layernorm.weight"}
+    else:
+        mapping = {o + "ln2.weight": p + "post_attention_layernorm.weight"}
+    if cfg.qk_norm:
+        mapping.update({o + "attn.q_norm.weight": p + "self_attn.q_norm.weight",
+                        o + "attn.k_norm.weight": p + "self_attn.k_norm.weight"})
+    return mapping
+
+
+# GPT-NeoX, Phi-3, OPT and GPT-Neo: model/convert_decoders.py (loading.py joins the two)
 CONVERTERS = {"bert": convert_bert, "gpt2": convert_gpt2, "llama": convert_llama}

@@ -14,6 +14,7 @@ from torch import nn
 
 from .config import ACTIVATIONS, TransformerConfig
 from .hooks import HookPoint
+from .rotary import Rotary, layer_rotary
 
 # The function of each name in config.ACTIVATIONS (the one list of names), in that order.
 ACTIVATION_FNS = dict(zip(ACTIVATIONS, (
@@ -26,12 +27,18 @@ ACTIVATION_FNS = dict(zip(ACTIVATIONS, (
 
 # ----------------------------------------------------------------------------- norms
 class LayerNorm(nn.Module):
+    centred = True  # the mean is subtracted before dividing by the spread (RMSNorm: False)
+
     def __init__(self, d_model: int, eps: float) -> None:
         super().__init__()
         self.weight = nn.Parameter(torch.ones(d_model))
         self.bias = nn.Parameter(torch.zeros(d_model))
         self.eps = eps
         self.hook_normalized = HookPoint()
+
+    def gain(self) -> torch.Tensor:
+        """[d_model]: what the normalised vector is multiplied by (before the bias)."""
+        return self.weight
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         # x: [batch, pos, d_model]
@@ -41,11 +48,17 @@ class LayerNorm(nn.Module):
 class RMSNorm(nn.Module):
     """Llama's norm: divide by the root mean square, no mean subtraction, no bias."""
 
+    centred = False  # no mean subtracted (LayerNorm: True)
+
     def __init__(self, d_model: int, eps: float) -> None:
         super().__init__()
         self.weight = nn.Parameter(torch.ones(d_model))
         self.eps = eps
         self.hook_normalized = HookPoint()
+
+    def gain(self) -> torch.Tensor:
+        """[d_model]: what the normalised vector is multiplied by."""
+        return self.weight
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x32 = x.float()  # [batch, pos, d_model]
@@ -53,9 +66,26 @@ class RMSNorm(nn.Module):
         return self.hook_normalized(self.weight * scaled.to(x.dtype))
 
 
-def make_norm(cfg: TransformerConfig) -> nn.Module:
-    norm = RMSNorm if cfg.norm == "rmsnorm" else LayerNorm
-    return norm(cfg.d_model, cfg.norm_eps)
+class GemmaRMSNorm(RMSNorm):
+    """Gemma's RMSNorm: the gain is stored as (gain - 1), so a weight of 0 leaves x / rms(x)."""
+
+    def __init__(self, d_model: int, eps: float) -> None:
+        super().__init__(d_model, eps)
+        nn.init.zeros_(self.weight)
+
+    def gain(self) -> torch.Tensor:
+        return 1.0 + self.weight.float()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x32 = x.float()  # [batch, pos, d_model]
+        scaled = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.hook_normalized((scaled * (1.0 + self.weight.float())).to(x.dtype))
+
+
+def make_norm(cfg: TransformerConfig, size: int | None = None) -> nn.Module:
+    """The family's norm over d_model (or over `size` numbers: a head's q and k)."""
+    norm = {"rmsnorm": RMSNorm, "gemma_rmsnorm": GemmaRMSNorm}.get(cfg.norm, LayerNorm)
+    return norm(size or cfg.d_model, cfg.norm_eps)
 
 
 # ------------------------------------------------------------------------ embeddings
@@ -78,9 +108,10 @@ class LearnedEmbed(nn.Module):
     def position_ids(self, input_ids: torch.Tensor) -> torch.Tensor:
         if self.cfg.position_offset == 0:
             return torch.arange(input_ids.shape[1], device=input_ids.device).expand_as(input_ids)
-        # RoBERTa: real tokens are numbered from padding_idx + 1, padding keeps padding_idx.
+        # RoBERTa: real tokens are numbered from padding_idx + 1 (= the offset), padding keeps
+        # padding_idx; OPT's offset is 2 whatever its padding id, padding keeps 1.
         real = input_ids.ne(self.cfg.pad_token_id).int()
-        return torch.cumsum(real, dim=1) * real + self.cfg.pad_token_id
+        return torch.cumsum(real, dim=1) * real + (self.cfg.position_offset - 1)
 
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
         x = self.hook_tok(self.W_E(input_ids))  # [batch, pos, d_model]
@@ -92,15 +123,19 @@ class LearnedEmbed(nn.Module):
 
 
 class TokenEmbed(nn.Module):
-    """Llama: token embedding only; positions enter later as a rotation of q and k."""
+    """Llama: token embedding only; positions enter later as a rotation of q and k.
+    Gemma multiplies it by sqrt(d_model) (embed_scale)."""
 
     def __init__(self, cfg: TransformerConfig) -> None:
         super().__init__()
         self.W_E = nn.Embedding(cfg.d_vocab, cfg.d_model)
+        # Gemma rounds sqrt(d_model) to the weights' dtype before multiplying
+        self.scale = float(torch.tensor(cfg.d_model ** 0.5)) if cfg.embed_scale else None
         self.hook_tok = HookPoint()  # [batch, pos, d_model]
 
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
-        return self.hook_tok(self.W_E(input_ids))
+        x = self.W_E(input_ids)  # [batch, pos, d_model]
+        return self.hook_tok(x * self.scale if self.scale is not None else x)
 
 
 def sinusoidal_table(n_pos: int, d_model: int) -> torch.Tensor:
@@ -138,29 +173,6 @@ def make_embed(cfg: TransformerConfig) -> nn.Module:
     ](cfg)
 
 
-# --------------------------------------------------------------------------- rotary
-class Rotary(nn.Module):
-    """Rotary positions (RoPE), Llama's "rotate half" layout: pairs are (i, i + d_head/2)."""
-
-    def __init__(self, d_head: int, theta: float) -> None:
-        super().__init__()
-        inv_freq = 1.0 / theta ** (torch.arange(0, d_head, 2, dtype=torch.int64).float() / d_head)
-        self.register_buffer("inv_freq", inv_freq, persistent=False)  # [d_head / 2]
-
-    def cos_sin(self, n_pos: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-        pos = torch.arange(n_pos, device=device, dtype=torch.float32)
-        freqs = torch.outer(pos, self.inv_freq.to(device))  # [pos, d_head / 2]
-        emb = torch.cat([freqs, freqs], dim=-1)  # [pos, d_head]
-        return emb.cos(), emb.sin()
-
-    @staticmethod
-    def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-        # x: [batch, head, pos, d_head]
-        half = x.shape[-1] // 2
-        rotated_half = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
-        return x * cos + rotated_half * sin
-
-
 # ------------------------------------------------------------------------- attention
 class Attention(nn.Module):
     """Multi-head self-attention with per-head weights, so every head can be read on its own.
@@ -170,7 +182,7 @@ class Attention(nn.Module):
     n_heads / n_kv_heads consecutive query heads.
     """
 
-    def __init__(self, cfg: TransformerConfig) -> None:
+    def __init__(self, cfg: TransformerConfig, layer: int = 0) -> None:
         super().__init__()
         self.cfg = cfg
         h, kv, d, dh = cfg.n_heads, cfg.n_kv_heads, cfg.d_model, cfg.d_head
@@ -184,14 +196,19 @@ class Attention(nn.Module):
             self.b_Q = nn.Parameter(torch.zeros(h, dh))
             self.b_K = nn.Parameter(torch.zeros(kv, dh))
             self.b_V = nn.Parameter(torch.zeros(kv, dh))
-            self.b_O = nn.Parameter(torch.zeros(d))
         else:
-            self.b_Q = self.b_K = self.b_V = self.b_O = None
-        self.scale = 1.0 / math.sqrt(dh)
-        self.rotary = Rotary(dh, cfg.rope_theta) if cfg.positions == "rotary" else None
+            self.b_Q = self.b_K = self.b_V = None
+        self.b_O = nn.Parameter(torch.zeros(d)) if cfg.has_out_bias else None
+        self.scale = 1.0 / math.sqrt(dh) if cfg.attn_scale is None else cfg.attn_scale
+        self.softcap = cfg.attn_softcap  # Gemma 2: scores squashed into (-cap, cap)
+        self.window = cfg.sliding_window if cfg.layer_type(layer) == "sliding" else None
+        self.rotary = layer_rotary(cfg, layer)
         self.hook_q = HookPoint()  # [batch, head, pos, d_head]
         self.hook_k = HookPoint()  # [batch, kv_head, pos, d_head]
         self.hook_v = HookPoint()  # [batch, kv_head, pos, d_head]
+        # Qwen3, Gemma 3: each head's q and k normalised over d_head before the rotation
+        self.q_norm = make_norm(cfg, dh) if cfg.qk_norm else None
+        self.k_norm = make_norm(cfg, dh) if cfg.qk_norm else None
         if self.rotary is not None:
             self.hook_rot_q = HookPoint()  # [batch, head, pos, d_head], after rotation
             self.hook_rot_k = HookPoint()  # [batch, kv_head, pos, d_head], after rotation
@@ -214,6 +231,8 @@ class Attention(nn.Module):
         q = self.hook_q(self._split_heads(x, self.W_Q, self.b_Q))  # [batch, head, pos, d_head]
         k = self.hook_k(self._split_heads(x, self.W_K, self.b_K))  # [batch, kv_head, pos, d_head]
         v = self.hook_v(self._split_heads(x, self.W_V, self.b_V))  # [batch, kv_head, pos, d_head]
+        if self.q_norm is not None:
+            q, k = self.q_norm(q), self.k_norm(k)  # over d_head, each head on its own
         if self.rotary is not None:
             cos, sin = self.rotary.cos_sin(x.shape[1], x.device)  # [pos, d_head]
             q = self.hook_rot_q(Rotary.rotate(q, cos, sin))
@@ -232,7 +251,11 @@ class Attention(nn.Module):
         mask: additive, broadcastable to [batch, head, q_pos, k_pos]. Returns [batch, q_pos, d_model].
         """
         qk = self.hook_qk(q @ k.transpose(-1, -2))  # [batch, head, q_pos, k_pos]
-        scores = self.hook_scores(torch.add(mask, qk, alpha=self.scale))  # [batch, head, q, k]
+        if self.softcap is None:
+            scores = self.hook_scores(torch.add(mask, qk, alpha=self.scale))  # [batch, head, q, k]
+        else:  # Gemma 2: cap · tanh(scaled / cap), then the mask
+            capped = torch.tanh(qk * self.scale / self.softcap) * self.softcap
+            scores = self.hook_scores(capped + mask)  # [batch, head, q_pos, k_pos]
         pattern = self.hook_pattern(scores.softmax(dim=-1))  # [batch, head, q_pos, k_pos]
         z = self.hook_z(pattern @ v)  # [batch, head, q_pos, d_head]
         batch, n_heads, n_pos, d_head = z.shape

@@ -5,16 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from .config import TransformerConfig
+from .decoder_configs import DECODER_BUILDERS
+from .errors import ModelLoadError
 
 SUPPORTED = (
     "bert and roberta (BERT-style encoders), gpt2 (GPT-2-style decoders), "
-    "llama and mistral (Llama-style decoders), and this project's own sinusoidal models"
+    "llama and mistral (Llama-style decoders), qwen2, qwen3, gemma, gemma2, gemma3 (its text), "
+    "gpt_neox (Pythia), phi3, opt, gpt_neo, and this project's own sinusoidal models"
 )
 OWN_MODEL_TYPE = "attention_lab"
-
-
-class ModelLoadError(ValueError):
-    """A model could not be loaded; the message says what is wrong and what to do."""
 
 
 class HubOffline(ModelLoadError):
@@ -61,6 +60,8 @@ INT_FIELDS = (
     "hidden_size", "num_attention_heads", "num_hidden_layers", "num_key_value_heads", "head_dim",
     "intermediate_size", "max_position_embeddings", "vocab_size", "type_vocab_size",
     "pad_token_id", "sliding_window", "n_embd", "n_head", "n_layer", "n_inner", "n_positions",
+    "ffn_dim", "num_layers", "num_heads", "window_size", "max_window_layers",
+    "word_embed_proj_dim",
 )
 
 
@@ -78,17 +79,6 @@ def _get(hf: dict, *names, default=None):
         if hf.get(name) is not None:
             return hf[name]
     return default
-
-
-def _rope_theta(hf: dict) -> float:
-    params = hf.get("rope_parameters") or hf.get("rope_scaling") or {}
-    if not isinstance(params, dict):
-        raise ModelLoadError("config.json: rope_parameters (or rope_scaling) must be an object, "
-                             f"got {params!r:.40}")
-    rope_type = params.get("rope_type", params.get("type", "default"))
-    if rope_type not in ("default", None):
-        raise ModelLoadError(f"rotary scaling '{rope_type}' is not supported yet (only plain RoPE)")
-    return float(params.get("rope_theta", hf.get("rope_theta", 10000.0)))
 
 
 def bert_config(hf: dict) -> TransformerConfig:
@@ -125,31 +115,14 @@ def gpt2_config(hf: dict) -> TransformerConfig:
     )
 
 
-def llama_config(hf: dict) -> TransformerConfig:
-    if hf.get("model_type") == "mistral" and hf.get("sliding_window") not in (None, 0):
-        if hf["sliding_window"] < hf.get("max_position_embeddings", 0):
-            raise ModelLoadError("Mistral with a sliding attention window is not supported")
-    n_heads = hf["num_attention_heads"]
-    return TransformerConfig(
-        family="llama", d_model=hf["hidden_size"], n_heads=n_heads,
-        n_layers=hf["num_hidden_layers"], n_ctx=hf.get("max_position_embeddings", 2048),
-        d_vocab=hf["vocab_size"], d_mlp=hf["intermediate_size"],
-        n_kv_heads=_get(hf, "num_key_value_heads", default=n_heads),
-        d_head=hf.get("head_dim"), positions="rotary", norm="rmsnorm", block="pre_ln",
-        act=hf.get("hidden_act", "silu"), gated_mlp=True, causal=True,
-        norm_eps=hf.get("rms_norm_eps", 1e-6), attn_bias=bool(hf.get("attention_bias", False)),
-        mlp_bias=bool(hf.get("mlp_bias", False)), rope_theta=_rope_theta(hf),
-        has_lm_head=True, tie_embeddings=bool(hf.get("tie_word_embeddings", False)),
-    )
-
-
 CONFIG_BUILDERS = {
     "bert": bert_config,
     "roberta": bert_config,
     "gpt2": gpt2_config,
-    "llama": llama_config,
-    "mistral": llama_config,
 }
+
+
+CONFIG_BUILDERS.update(DECODER_BUILDERS)  # model/decoder_configs.py
 
 
 def config_from_hf(hf: dict) -> TransformerConfig:

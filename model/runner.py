@@ -16,7 +16,7 @@ from .device import is_device_failure
 from .hooks import caching_hook, hooks, hooks_active
 from .tokenizer import Encoding, special_by_id
 from .trace import EncoderDecoderTrace, Trace, TraceCache
-from .transformer import HookedTransformer, attention_mask_bias
+from .transformer import HookedTransformer
 
 
 class LoadedModel:
@@ -107,7 +107,8 @@ class LoadedModel:
         # kept: one [batch, head, pos, pos] tensor per layer less to allocate (see BENCHMARKS.md).
         derive = device.type == "cpu" and not hooks_active()
         lazy = {n for n in names if derive and n.endswith(".attn.hook_scores")
-                and n[: -len("hook_scores")] + "hook_qk" in names}
+                and n[: -len("hook_scores")] + "hook_qk" in names
+                and model.get_submodule(n[: -len(".hook_scores")]).softcap is None}
         store = caching_hook(cache)
         # no_grad, not inference_mode: a Trace's tensors are handed to users, and inference
         # tensors refuse in-place edits and any later use next to a parameter (x @ W_O).
@@ -118,9 +119,8 @@ class LoadedModel:
                 enc.token_type_ids.to(device),
             )
         if lazy:
-            mask = attention_mask_bias(enc.attention_mask.to(device), self.cfg.causal,
-                                       out.final.dtype)
-            derived = {n: (n[: -len("hook_scores")] + "hook_qk", mask,
+            masks = model.layer_masks(enc.attention_mask.to(device), out.final.dtype)
+            derived = {n: (n[: -len("hook_scores")] + "hook_qk", masks[int(n.split(".")[1])],
                            model.get_submodule(n.rsplit(".", 1)[0]).scale) for n in lazy}
             cache = TraceCache(names, cache, derived)
         return out, cache

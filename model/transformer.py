@@ -37,10 +37,11 @@ class Pooler(nn.Module):
 
 
 def attention_mask_bias(
-    attention_mask: torch.Tensor, causal: bool, dtype: torch.dtype
+    attention_mask: torch.Tensor, causal: bool, dtype: torch.dtype, window: int | None = None
 ) -> torch.Tensor:
     """Additive mask [batch, 1, q_pos, k_pos]: 0 where a query may look, the dtype's minimum
-    where it may not (padding keys; keys after the query for causal models).
+    where it may not (padding keys; keys after the query for causal models; with a sliding
+    `window`, keys `window` or more positions back, as Mistral, Gemma 2 and GPT-Neo do).
 
     The minimum rather than -inf keeps a row with every key masked finite, as HF does;
     exp(min - max) is exactly 0 in float32, so masked cells get exactly zero attention.
@@ -49,6 +50,8 @@ def attention_mask_bias(
     allowed = attention_mask.bool()[:, None, None, :]  # [batch, 1, 1, k_pos]
     if causal:
         lower = torch.ones(n_pos, n_pos, dtype=torch.bool, device=attention_mask.device).tril()
+        if window is not None:  # query i sees keys i - window + 1 .. i
+            lower = lower & ~lower.tril(-window)
         allowed = allowed & lower  # [batch, 1, q_pos, k_pos]
     zero = torch.zeros((), dtype=dtype, device=attention_mask.device)
     blocked = torch.tensor(torch.finfo(dtype).min, dtype=dtype, device=attention_mask.device)
@@ -60,8 +63,8 @@ class HookedTransformer(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.embed = make_embed(cfg)
-        self.blocks = nn.ModuleList(make_block(cfg) for _ in range(cfg.n_layers))
-        self.ln_final = make_norm(cfg) if cfg.block == "pre_ln" else None
+        self.blocks = nn.ModuleList(make_block(cfg, layer) for layer in range(cfg.n_layers))
+        self.ln_final = make_norm(cfg) if cfg.block != "post_ln" else None
         self.pooler = Pooler(cfg.d_model) if cfg.has_pooler else None
         self.unembed = nn.Linear(cfg.d_model, cfg.d_vocab, bias=False) if cfg.has_lm_head else None
         if self.unembed is not None and cfg.tie_embeddings:
@@ -88,11 +91,51 @@ class HookedTransformer(nn.Module):
         """The model from block `layer` on, given that block's input: resid [batch, pos,
         d_model], attention_mask [batch, pos]. forward() is forward_from(0, embeddings); a
         sweep that changes only later layers runs the earlier ones once (analysis/ablation.py)."""
-        mask = attention_mask_bias(attention_mask.to(resid.device), self.cfg.causal, resid.dtype)
-        x = resid
-        for block in self.blocks[layer:]:
-            x = block(x, mask)  # [batch, pos, d_model]
-        final = self.ln_final(x) if self.ln_final is not None else x
-        logits = self.hook_logits(self.unembed(final)) if self.unembed is not None else None
+        x = self.run_blocks(resid, attention_mask, start=layer)  # [batch, pos, d_model]
+        final = self.final(x)
+        logits = self.hook_logits(self.logits_from_final(final)) if self.unembed is not None \
+            else None
         pooled = self.pooler(final) if self.pooler is not None else None
         return ModelOutput(residual=x, final=final, logits=logits, pooled=pooled)
+
+    # The pieces of the forward pass an analysis may run on its own, so that none of them
+    # rebuilds the mask, the final norm or the head (sliding windows and soft-capping included).
+    def layer_masks(self, attention_mask: torch.Tensor, dtype: torch.dtype,
+                    device: torch.device | None = None) -> list[torch.Tensor]:
+        """The additive mask each block gets ([batch, 1, q_pos, k_pos]), from attention_mask
+        [batch, pos]; layers of one kind share one tensor."""
+        attention_mask = attention_mask.to(device or attention_mask.device)
+        by_window: dict[int | None, torch.Tensor] = {}
+        for block in self.blocks:
+            window = block.attn.window
+            if window not in by_window:
+                by_window[window] = attention_mask_bias(attention_mask, self.cfg.causal, dtype,
+                                                        window)
+        return [by_window[block.attn.window] for block in self.blocks]
+
+    def run_blocks(self, resid: torch.Tensor, attention_mask: torch.Tensor, start: int = 0,
+                   stop: int | None = None) -> torch.Tensor:
+        """Blocks start .. stop - 1 on resid [batch, pos, d_model] (block `start`'s input),
+        each with its own mask; returns the residual stream after block stop - 1."""
+        masks = self.layer_masks(attention_mask, resid.dtype, resid.device)
+        x = resid
+        for layer in range(start, self.cfg.n_layers if stop is None else stop):
+            x = self.blocks[layer](x, masks[layer])  # [batch, pos, d_model]
+        return x
+
+    def final(self, resid: torch.Tensor) -> torch.Tensor:
+        """The final norm where the model has one: [..., d_model] -> [..., d_model]."""
+        return self.ln_final(resid) if self.ln_final is not None else resid
+
+    def logits_from_final(self, final: torch.Tensor) -> torch.Tensor:
+        """Unembedding (and Gemma 2's soft-capping) of final vectors:
+        [..., d_model] -> [..., vocab]."""
+        logits = self.unembed(final)  # [..., vocab]
+        cap = self.cfg.final_softcap
+        if cap is not None:
+            logits = torch.tanh(logits / cap) * cap
+        return logits
+
+    def logits_from(self, resid: torch.Tensor) -> torch.Tensor:
+        """The logits the model would give if `resid` [..., d_model] left the last block."""
+        return self.logits_from_final(self.final(resid))

@@ -63,7 +63,10 @@ def qk_figure(breakdown: dict, tokens) -> go.Figure:
 
     # Laid out in pixels: the q row, a gap that holds the titles of K and of the bars, then
     # one row per key. Each subplot's title sits above it, never on the rows of another.
-    sub, top = subtitle_block(f"q·k for every key{_shared(breakdown)}, ÷ √d_head = √{d_head}; "
+    scale = float(breakdown.get("scale", d_head ** -0.5))
+    # most models divide by √d_head; Gemma 2 and 3 and GPT-Neo use a scale of their own
+    how = f"÷ √{d_head}" if abs(scale - d_head ** -0.5) < 1e-9 else f"× {scale:.4g}"
+    sub, top = subtitle_block(f"q·k for every key{_shared(breakdown)}, {how}; "
                               "masked keys → −∞; softmax over keys")
     q_px, gap_px, k_px = Q_ROW_PX, TITLE_GAP_PX, int(min(900, max(260, 22 * n_keys)))
     plot_px = q_px + gap_px + k_px
@@ -73,7 +76,7 @@ def qk_figure(breakdown: dict, tokens) -> go.Figure:
         column_widths=[0.34, 0.22, 0.22, 0.22],
         specs=[[{}, None, None, None], [{}, {}, {}, {}]],
         subplot_titles=["query vector q", "key vectors K<br>(a row per key)", "q·k",
-                        f"÷ √{d_head},<br>masked", "softmax<br>over keys"],  # narrow: 2 lines
+                        f"{how},<br>masked", "softmax<br>over keys"],  # narrow: 2 lines
     )
     dims = list(range(d_head))
     fig.add_trace(go.Heatmap(

@@ -76,11 +76,24 @@ def projection_steps(w: Walk, layer: int) -> None:
           [w.shown(f"{n.upper()} per head", f"{p}attn.hook_{n}",
                    ("batch", "heads" if n == "q" else kv_dim, "pos", "d_head")) for n in "qkv"],
           None, layer)
+    if cfg.qk_norm:
+        w.add("qk_norm", g, f"{w.norm} of each head's q and k",
+              f"Each head's query and key ({dh} numbers) are normalized on their own, with "
+              "learned weights shared by all heads.",
+              "Qwen3 and Gemma 3 do this so that q·k cannot grow without bound as training "
+              "goes on; values are not normalized.", w.norm_formula,
+              [w.shown("normalized Q", p + "attn.q_norm.hook_normalized",
+                       ("batch", "heads", "pos", "d_head")),
+               w.shown("normalized K", p + "attn.k_norm.hook_normalized",
+                       ("batch", kv_dim, "pos", "d_head"))], None, layer)
     k_name = p + ("attn.hook_rot_k" if w.has(p + "attn.hook_rot_k") else "attn.hook_k")
+    rot = cfg.rotary_dim or dh
     if k_name.endswith("rot_k"):
         w.add("rotary", g, "Rotary positions (RoPE)",
               "Each pair of numbers in q and k is rotated by an angle proportional to the "
-              "position, so q·k depends on how far apart two tokens are.",
+              "position, so q·k depends on how far apart two tokens are."
+              + (f" Only the first {rot} of each head's {dh} numbers turn; the rest pass "
+                 "through unchanged." if rot < dh else ""),
               "This is where a Llama-style model learns about order. Values are not rotated.",
               r"\tilde q_j = R_{\theta j}\, q_j,\quad \tilde k_j = R_{\theta j}\, k_j",
               [w.shown("rotated Q", p + "attn.hook_rot_q", ("batch", "heads", "pos", "d_head")),
@@ -112,20 +125,13 @@ def score_steps(w: Walk, layer: int) -> None:
           "what token i looks for. Rows are queries, columns are keys.",
           "One [pos, pos] matrix per head and per text; large and positive means a strong match.",
           r"S_h = Q_h K_h^\top", [w.shown("scores", p + "attn.hook_qk", BHQK)], "scores", layer)
-    w.add("scale", g, f"Divide by √{dh}",
-          f"Every score is divided by the square root of the {dh} numbers each head works on: "
-          f"√{dh} ≈ {dh ** 0.5:.2f} (d_head in the formula). This keeps the softmax from "
-          "becoming too peaked.",
-          "A dot product of d_head random numbers spreads like √d_head. Without the division, "
-          "wide heads would give near one-hot softmaxes and tiny gradients.",
-          r"S'_h = \frac{Q_h K_h^\top}{\sqrt{d_h}}",
-          [Shown("scaled scores", qk * dh ** -0.5, BHQK, p + "attn.hook_qk",
-                 f"`hook_qk * {dh ** -0.5:.6g}`; the forward pass fuses this with the mask: "
-                 "`torch.add(mask, qk, alpha=scale)`", f"every score divided by √{dh}")],
-          "scores", layer)
-    mask = attention_mask_bias(w.trace.attention_mask, cfg.causal, torch.float32)
+    _scale_step(w, layer, qk)
+    window = cfg.sliding_window if cfg.layer_type(layer) == "sliding" else None
+    mask = attention_mask_bias(w.trace.attention_mask, cfg.causal, torch.float32, window)
     padded = bool((w.trace.attention_mask == 0).any())
-    what = ("causal: the upper triangle (keys after the query) is −∞" if cfg.causal else
+    what = (f"a sliding window: each query sees only itself and the {window - 1} keys before "
+            "it; everything else is −∞" if window else
+            "causal: the upper triangle (keys after the query) is −∞" if cfg.causal else
             "padding: the columns of padding keys are −∞" if padded else
             "all zeros, since this input has no padding")
     w.add("mask", g, "Add the mask",
@@ -142,7 +148,7 @@ def score_steps(w: Walk, layer: int) -> None:
           [Shown("mask M", mask, ("batch", "heads (broadcast)",
                                   "q_pos" if cfg.causal else "q_pos (broadcast)", "k_pos"),
                  "trace.attention_mask", f"`attention_mask_bias(attention_mask, causal="
-                 f"{cfg.causal})`, the function the forward pass calls",
+                 f"{cfg.causal}, window={window})`, the function the forward pass calls",
                  "turned into 0 (may look) and −∞ (blocked), as the model itself does"),
            w.shown("masked scores", p + "attn.hook_scores", BHQK)], "mask", layer)
     w.add("softmax", g, "Softmax over keys",
@@ -181,3 +187,41 @@ def output_steps(w: Walk, layer: int) -> None:
           "Each head writes into the residual stream through its own slice of W_O.",
           r"\text{Attn}(X) = \operatorname{concat}(Z_1, \dots, Z_H)\, W_O + b_O",
           [w.shown("attention output", p + "hook_attn_out", BTD)], "values", layer)
+
+
+def _scale_step(w: Walk, layer: int, qk: torch.Tensor) -> None:
+    """Scores times the model's scale: 1/√d_head for most models, 1/√query_pre_attn_scalar
+    for Gemma 2 and 3, none for GPT-Neo; then Gemma 2's soft cap."""
+    cfg, p, g, dh = w.cfg, f"blocks.{layer}.", f"Layer {layer}", w.cfg.d_head
+    scale = dh ** -0.5 if cfg.attn_scale is None else cfg.attn_scale
+    how = (f"`hook_qk * {scale:.6g}`; the forward pass fuses this with the mask: "
+           "`torch.add(mask, qk, alpha=scale)`")
+    shown = [Shown("scaled scores", qk * scale, BHQK, p + "attn.hook_qk", how,
+                   f"every score multiplied by {scale:.4g}")]
+    if cfg.attn_scale is None:
+        title, formula = f"Divide by √{dh}", r"S'_h = \frac{Q_h K_h^\top}{\sqrt{d_h}}"
+        summary = (f"Every score is divided by the square root of the {dh} numbers each head "
+                   f"works on: √{dh} ≈ {dh ** 0.5:.2f} (d_head in the formula). This keeps the "
+                   "softmax from becoming too peaked.")
+    elif scale == 1.0:
+        title, formula = "No scaling", r"S'_h = Q_h K_h^\top"
+        summary = ("This model does not divide the scores at all (GPT-Neo was trained that "
+                   "way): the softmax sees the raw dot products.")
+    else:
+        title, formula = f"Multiply by {scale:.4g}", r"S'_h = s \, Q_h K_h^\top"
+        summary = (f"Every score is multiplied by {scale:.4g}, the scale this model was "
+                   f"trained with (one over the square root of {1 / scale ** 2:.4g}, not of "
+                   f"the {dh} numbers each head works on).")
+    if cfg.attn_softcap is not None:
+        cap = cfg.attn_softcap
+        capped = torch.tanh(qk * scale / cap) * cap
+        summary += (f" Then every score is squashed into (−{cap:g}, {cap:g}) by "
+                    f"{cap:g}·tanh(score / {cap:g}): large scores stop growing.")
+        formula += rf",\quad S'_h \leftarrow {cap:g}\tanh(S'_h / {cap:g})"
+        shown.append(Shown("capped scores", capped, BHQK, p + "attn.hook_qk",
+                           f"`torch.tanh(hook_qk * {scale:.6g} / {cap:g}) * {cap:g}`",
+                           "squashed into the cap"))
+    w.add("scale", g, title, summary,
+          "A dot product of d_head random numbers spreads like √d_head. Without a division, "
+          "wide heads would give near one-hot softmaxes and tiny gradients.",
+          formula, shown, "scores", layer)

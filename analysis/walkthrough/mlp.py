@@ -49,9 +49,21 @@ def activation_view(before: torch.Tensor, after: torch.Tensor, act: str,
                           float(x.min()), float(x.max()))
 
 
-def mlp_steps(w: Walk, layer: int) -> None:
-    cfg, p, g, name = w.cfg, f"blocks.{layer}.", f"Layer {layer}", w.norm
-    if w.pre_ln:
+def _after_attention(w: Walk, layer: int) -> None:
+    """How the attention output joins the stream, for each kind of block."""
+    p, g, name = f"blocks.{layer}.", f"Layer {layer}", w.norm
+    if w.block == "parallel":
+        return  # nothing joins yet: the MLP reads the layer's input too (_after_mlp)
+    if w.block == "sandwich":
+        w.add("resid_attn", g, f"{name} again, then the residual connection",
+              f"The attention output gets a {name} of its own, then is added to the layer's "
+              "input: the stream keeps what it had and gains what attention found.",
+              "Gemma 2 and 3 put a norm on both sides of attention and of the MLP (a "
+              "'sandwich'); the stream itself is never normalized.",
+              r"X_{\text{mid}} = X + \mathrm{Norm}'(\text{Attn}(\mathrm{Norm}(X)))",
+              [w.shown("normalized attention output", p + "ln1_post.hook_normalized", BTD),
+               w.shown("X + Norm'(Attn)", p + "hook_resid_mid", BTD)], "values", layer)
+    elif w.pre_ln:
         w.add("resid_attn", g, "Residual connection",
               "The attention output is added to the layer's input: the stream keeps what it "
               "had and gains what attention found.",
@@ -70,10 +82,23 @@ def mlp_steps(w: Walk, layer: int) -> None:
                      p + "hook_attn_out", "`hook_resid_pre + hook_attn_out`",
                      "added to the layer's input"),
                w.shown(f"{name}(X + Attn)", p + "hook_resid_mid", BTD)], "values", layer)
+
+
+def mlp_steps(w: Walk, layer: int) -> None:
+    cfg, p, g, name = w.cfg, f"blocks.{layer}.", f"Layer {layer}", w.norm
+    _after_attention(w, layer)
     if not w.has(p + "hook_mlp_out"):  # attention-only model
         return
     up = ("batch", "pos", "d_mlp")
-    if w.pre_ln:
+    if w.block == "parallel":
+        w.add("ln2", g, f"{name} before the MLP",
+              "A normalized copy of the layer's input goes into the feed-forward network: the "
+              "same input attention read, not the stream after attention.",
+              "GPT-NeoX (Pythia) runs attention and the MLP side by side on one input; both "
+              "outputs are added to the stream together. The norm has its own learned weights.",
+              w.norm_formula, [w.shown("normalized", p + "ln2.hook_normalized", BTD)], "values",
+              layer)
+    elif w.pre_ln:
         w.add("ln2", g, f"{name} before the MLP",
               "Pre-LN again: a normalized copy of the stream goes into the feed-forward network.",
               "The same formula as before attention, with its own learned weights.",
@@ -92,14 +117,16 @@ def mlp_steps(w: Walk, layer: int) -> None:
           if cfg.gated_mlp else [w.shown("H", p + "mlp.hook_pre", up)], "values", layer)
     act = {"gelu": "GELU", "gelu_new": "GELU (tanh approximation)", "relu": "ReLU",
            "silu": "SiLU"}[cfg.act]
-    w.add("mlp_act", g, "Activation: " + ("SwiGLU" if cfg.gated_mlp else act),
+    glu = "SwiGLU" if cfg.act == "silu" else "GeGLU"  # Gemma gates with a GELU
+    w.add("mlp_act", g, "Activation: " + (glu if cfg.gated_mlp else act),
           f"{act} of the gate, multiplied number by number with the up-projection: the gate "
           "decides how much of each number passes." if cfg.gated_mlp else
           f"{act} is applied to every number: negative values are pushed to (or near) 0, "
           "positive ones pass almost unchanged.",
           "Without a non-linearity the projections would collapse into one linear map."
           + ("" if cfg.gated_mlp else " The figure plots the real numbers before and after."),
-          r"\mathrm{SiLU}(G) \odot U,\quad \mathrm{SiLU}(g) = g\,\sigma(g)" if cfg.gated_mlp
+          r"\mathrm{SiLU}(G) \odot U,\quad \mathrm{SiLU}(g) = g\,\sigma(g)" if glu == "SwiGLU"
+          and cfg.gated_mlp else r"\mathrm{GELU}(G) \odot U" if cfg.gated_mlp
           else r"\mathrm{GELU}(h) = h\,\Phi(h)" if cfg.act.startswith("gelu")
           else rf"\mathrm{{{act}}}(H)",
           ([] if cfg.gated_mlp else [w.shown("before", p + "mlp.hook_pre", up)])
@@ -110,7 +137,9 @@ def mlp_steps(w: Walk, layer: int) -> None:
           "The output has the stream's shape, so it can be added to it.",
           r"\text{MLP}(X) = \mathrm{act}(\dots)\, W_{\text{out}} + b_{\text{out}}",
           [w.shown("MLP output", p + "hook_mlp_out", BTD)], "values", layer)
-    if w.pre_ln:
+    if w.block in ("parallel", "sandwich"):
+        _after_parallel_or_sandwich_mlp(w, layer)
+    elif w.pre_ln:
         w.add("resid_mlp", g, "Residual connection",
               "The MLP output is added to the stream. This is the layer's output.",
               "The next layer, or the final norm, reads this stream.",
@@ -126,3 +155,24 @@ def mlp_steps(w: Walk, layer: int) -> None:
                      BTD, p + "hook_mlp_out", "`hook_resid_mid + hook_mlp_out`",
                      "added to the stream after attention"),
                w.shown("layer output", p + "hook_resid_post", BTD)], "values", layer)
+
+
+def _after_parallel_or_sandwich_mlp(w: Walk, layer: int) -> None:
+    p, g, name = f"blocks.{layer}.", f"Layer {layer}", w.norm
+    if w.block == "parallel":
+        w.add("resid_mlp", g, "Residual connection: both at once",
+              "The attention output and the MLP output are both added to the layer's input. "
+              "This is the layer's output.",
+              "Side by side, the MLP cannot read what attention found in the same layer; the "
+              "next layer can.",
+              r"X^{(\ell+1)} = X + \text{Attn}(\mathrm{Norm}_1(X)) + "
+              r"\text{MLP}(\mathrm{Norm}_2(X))",
+              [w.shown("layer output", p + "hook_resid_post", BTD)], "values", layer)
+        return
+    w.add("resid_mlp", g, f"{name} again, then the residual connection",
+          f"The MLP output gets a {name} of its own, then is added to the stream. This is the "
+          "layer's output.", "The second half of the sandwich, as after attention.",
+          r"X^{(\ell+1)} = X_{\text{mid}} + "
+          r"\mathrm{Norm}'(\text{MLP}(\mathrm{Norm}(X_{\text{mid}})))",
+          [w.shown("normalized MLP output", p + "ln2_post.hook_normalized", BTD),
+           w.shown("layer output", p + "hook_resid_post", BTD)], "values", layer)

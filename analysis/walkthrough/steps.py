@@ -33,6 +33,9 @@ BTD = ("batch", "pos", "d_model")
 BHQK = ("batch", "heads", "q_pos", "k_pos")
 LN = r"\mathrm{LN}(x) = \gamma \odot \frac{x - \mu}{\sqrt{\sigma^2 + \varepsilon}} + \beta"
 RMS = r"\mathrm{RMSNorm}(x) = \gamma \odot \frac{x}{\sqrt{\operatorname{mean}(x^2) + \varepsilon}}"
+# Gemma stores its gain minus one
+GEMMA_RMS = (r"\mathrm{RMSNorm}(x) = (1 + \gamma) \odot "
+             r"\frac{x}{\sqrt{\operatorname{mean}(x^2) + \varepsilon}}")
 JOIN = "`{}.transpose(1, 2).reshape(batch, pos, {}·d_head)`"
 
 
@@ -88,6 +91,10 @@ SOURCE_WORDS = {
     "blocks.*.hook_resid_post": "the output of every layer",
     "ln_final.hook_normalized": "the final norm", "hook_logits": "the logits",
     "pooler.hook_out": "the pooler's output",
+    "attn.q_norm.hook_normalized": "the normalized queries",
+    "attn.k_norm.hook_normalized": "the normalized keys",
+    "ln1_post.hook_normalized": "the norm after attention",
+    "ln2_post.hook_normalized": "the norm after the feed-forward part",
 }
 
 
@@ -187,16 +194,25 @@ def derive(trace: Trace, name: str) -> torch.Tensor:
     qk = q @ k.transpose(-1, -2)  # [batch, head, q_pos, k_pos]
     if name.endswith("hook_qk"):
         return qk
-    mask = attention_mask_bias(trace.attention_mask.to(qk.device), trace.cfg.causal, qk.dtype)
-    return torch.add(mask, qk, alpha=1.0 / math.sqrt(q.shape[-1]))  # [batch, head, q, k]
+    cfg = trace.cfg
+    layer = int(prefix.split(".")[1])
+    window = cfg.sliding_window if cfg.layer_type(layer) == "sliding" else None
+    mask = attention_mask_bias(trace.attention_mask.to(qk.device), cfg.causal, qk.dtype, window)
+    scale = 1.0 / math.sqrt(q.shape[-1]) if cfg.attn_scale is None else cfg.attn_scale
+    if cfg.attn_softcap is None:
+        return torch.add(mask, qk, alpha=scale)  # [batch, head, q, k]
+    cap = cfg.attn_softcap  # Gemma 2: scores squashed into (-cap, cap), then masked
+    return torch.tanh(qk * scale / cap) * cap + mask  # [batch, head, q, k]
 
 
 class Walk:
     def __init__(self, trace: Trace) -> None:
         self.trace, self.cfg, self.steps = trace, trace.cfg, []
-        self.pre_ln = trace.cfg.block == "pre_ln"
-        self.norm = "RMSNorm" if trace.cfg.norm == "rmsnorm" else "LayerNorm"
-        self.norm_formula = RMS if trace.cfg.norm == "rmsnorm" else LN
+        # a norm before attention: pre-LN, and also GPT-NeoX's parallel and Gemma's sandwich
+        self.block = trace.cfg.block
+        self.pre_ln = trace.cfg.block != "post_ln"
+        self.norm = "LayerNorm" if trace.cfg.norm == "layernorm" else "RMSNorm"
+        self.norm_formula = {"layernorm": LN, "rmsnorm": RMS}.get(trace.cfg.norm, GEMMA_RMS)
         self._derived: dict[str, torch.Tensor] = {}  # q·k and scores of the layer shown
 
     def hook(self, name: str) -> torch.Tensor:

@@ -46,7 +46,7 @@ def test_dict_round_trip_and_unknown_fields():
     ({"family": "t5"}, "family must be one of"),
     ({"positions": "alibi"}, "positions must be one of"),
     ({"norm": "batchnorm"}, "norm must be one of"),
-    ({"block": "sandwich"}, "block must be one of"),
+    ({"block": "macaron"}, "block must be one of"),  # sandwich is Gemma 2's
     ({"act": "swish"}, "act must be one of"),
     ({"positions": "rotary", "d_model": 12, "n_heads": 4}, "rotary needs an even d_head"),
     ({"n_token_types": -1}, "counts must be >= 0"),

@@ -45,3 +45,18 @@ def test_a_trace_without_q_cannot_derive_scores(tiny_models_loaded):
     assert not walk.has("blocks.0.attn.hook_qk")
     with pytest.raises(ValueError, match="hook_q"):
         walk.hook("blocks.0.attn.hook_qk")
+
+
+@pytest.mark.parametrize("family", ["mistral", "gemma2", "gpt_neo", "neox"])
+def test_derived_scores_follow_windows_scales_and_caps(family):
+    """Sliding windows (Mistral, Gemma 2, GPT-Neo), a scale of the family's own (Gemma 2's
+    query_pre_attn_scalar, GPT-Neo's none) and Gemma 2's soft cap: still the model's numbers."""
+    from tests.tiny_decoders import loaded
+
+    ours, _ = loaded(family)
+    full = ours.run(*TEXTS, keep=None)
+    walk = Walk(ours.run(*TEXTS, keep=keep))
+    for layer in range(ours.cfg.n_layers):
+        for hook in DERIVED:
+            name = f"blocks.{layer}.{hook}"
+            torch.testing.assert_close(walk.hook(name), full.cache[name], rtol=0, atol=1e-6)
