@@ -18,6 +18,7 @@ import torch
 from .allocator import keep_freed_memory
 from .config import MAX_PARAMS, TransformerConfig
 from .convert import CONVERTERS, lm_head_missing
+from .encoders import ENCODER_CONVERTERS
 from .runner import EncoderDecoderModel, LoadedModel
 from .seq2seq import EncoderDecoder, check_pair
 from .device import pick_device
@@ -169,7 +170,8 @@ def _load_directory(directory: Path, hf: dict) -> tuple[HookedTransformer, objec
     if lm_head_missing(state, cfg):  # a bare decoder: load it all the same, without the head
         cfg = dataclasses.replace(cfg, has_lm_head=False)
     try:
-        converted = CONVERTERS[cfg.family](state, cfg)
+        convert = ENCODER_CONVERTERS.get(hf["model_type"], CONVERTERS[cfg.family])
+        converted = convert(state, cfg)
     except KeyError as exc:
         raise ModelLoadError(
             f"the weights in {directory} lack {exc.args[0]!r} for a {hf['model_type']} model"

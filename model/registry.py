@@ -5,9 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from .config import TransformerConfig
+from .encoders import ENCODER_BUILDERS
 
 SUPPORTED = (
-    "bert and roberta (BERT-style encoders), gpt2 (GPT-2-style decoders), "
+    "bert and roberta (BERT-style encoders, also xlm-roberta, distilbert and electra), "
+    "gpt2 (GPT-2-style decoders), "
     "llama and mistral (Llama-style decoders), and this project's own sinusoidal models"
 )
 OWN_MODEL_TYPE = "attention_lab"
@@ -146,6 +148,8 @@ def llama_config(hf: dict) -> TransformerConfig:
 CONFIG_BUILDERS = {
     "bert": bert_config,
     "roberta": bert_config,
+    "xlm-roberta": bert_config,
+    **ENCODER_BUILDERS,
     "gpt2": gpt2_config,
     "llama": llama_config,
     "mistral": llama_config,
