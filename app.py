@@ -69,7 +69,7 @@ start_first = page.url_path in ("", "start")
 if start_first:
     page.run()
 
-from ui import cache, sidebar  # noqa: E402 - the engine: torch and the models
+from ui import cache, foreign, sidebar  # noqa: E402 - the engine: torch and the models
 
 cache.start_memory_keeper()
 # A closed tab's session is closed FREED_WITHIN_SECONDS later (ui/sessions.py), and the memory
@@ -82,5 +82,6 @@ with cache.run_queue().slot(on_wait=waiting, computes=sidebar.brings_new_input()
     st.session_state["selection"] = sidebar.render()
     sidebar.remember_input()
     teacher_tools.render(page.url_path)
+    foreign.gate(st.session_state["selection"], page.url_path)  # a model only HF's code runs
     if not start_first:
         page.run()

@@ -186,6 +186,8 @@ def _detail_view(view: str, selection, trace, layer: int, head: int, matrix,
             st.plotly_chart(head_lines(trace.attentions[layer].numpy(), labels, heads),
                             key="attn_lines", config=chart_config("token-lines", layer=layer))
 
+    elif view == "Where a row comes from (Q·K)" and trace.kind == "foreign":
+        st.info(md_escape(selection.model.pages_note))
     elif view == "Where a row comes from (Q·K)":
         query = st.selectbox("Query token", list(range(len(tokens))), key="attn_query",
                              format_func=lambda i: plain_text(labels[i]))

@@ -225,11 +225,13 @@ def hub_failure(name: str, exc: Exception) -> str:
             f"computer, so it would come from the Hugging Face hub, but {why}.")
 
 
-def load_model(name_or_path: str, device: str | torch.device | None = None) -> LoadedModel:
+def load_model(name_or_path: str, device: str | torch.device | None = None,
+               foreign: bool = False) -> LoadedModel:
     """Load a model by bundled name ('minilm'), local HF directory, or hub id.
 
     Raises ModelLoadError with a message naming what is wrong. Supported families: see
-    `model.registry.SUPPORTED`.
+    `model.registry.SUPPORTED`. With foreign=True, an architecture the engine does not know
+    is run through Hugging Face's own code, for its attention only (model/foreign.py).
     """
     if not isinstance(name_or_path, str) or not name_or_path.strip():
         raise ModelLoadError("no model name given")
@@ -237,6 +239,11 @@ def load_model(name_or_path: str, device: str | torch.device | None = None) -> L
     config = read_config(directory)
     if is_encoder_decoder(config):
         return load_encoder_decoder(directory, config, name_or_path.strip(), device)
+    if foreign and config.get("model_type") != OWN_MODEL_TYPE:
+        from .foreign import knows, load_foreign
+
+        if not knows(config):
+            return load_foreign(directory, config, name_or_path.strip(), weight_files(directory))
     model, tokenizer = _load_directory(directory, config)
     dev, notice = pick_device(device)
     keep_freed_memory()

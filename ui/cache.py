@@ -44,7 +44,7 @@ def keep_for_app(name: str) -> bool:
 
 @st.cache_resource(max_entries=MODEL_CACHE_ENTRIES, show_spinner="Loading the model…")
 def _load(name: str) -> LoadedModel:
-    return load_model(name)
+    return load_model(name, foreign=True)  # an unknown architecture: its attention, via HF
 
 
 def get_model(name: str) -> LoadedModel:
