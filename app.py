@@ -1,12 +1,10 @@
 """Attention Lab: see what happens inside a transformer. Run with `streamlit run app.py`."""
 
-import os
 from pathlib import Path
 
-# Offline by default: no hub look-ups (they can hang without a network). A deployment with
-# internet that should load hub models by name sets ATTENTION_LAB_ONLINE=1.
-if not os.environ.get("ATTENTION_LAB_ONLINE"):
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# The hub is contacted only for a hub id the Hugging Face cache lacks, on first use
+# (model/hub.py); bundled models and folders never touch the network. HF_HUB_OFFLINE=1, set
+# by whoever starts the app, keeps it off the hub entirely, as Hugging Face documents.
 
 import streamlit as st  # noqa: E402
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import re
 from pathlib import Path
 
 import torch
@@ -22,14 +21,11 @@ from .encoders import ENCODER_CONVERTERS
 from .runner import EncoderDecoderModel, LoadedModel
 from .seq2seq import EncoderDecoder, check_pair
 from .device import pick_device
-from .registry import (
-    BUNDLED, OWN_MODEL_TYPE, HubOffline, ModelLoadError, config_from_hf,
-)
+from .hub import HUB_ID, fetch
+from .registry import BUNDLED, OWN_MODEL_TYPE, ModelLoadError, config_from_hf
 from .tokenizer import CharTokenizer, HFTokenizer, ReversalTokenizer
 from .transformer import HookedTransformer
 
-HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$|^[A-Za-z0-9][\w.-]*$")
-HUB_FILES = ["*.json", "*.safetensors", "*.txt", "*.model", "tokenizer*"]
 
 
 # ---------------------------------------------------------------------------- loading
@@ -189,7 +185,8 @@ def _load_directory(directory: Path, hf: dict) -> tuple[HookedTransformer, objec
 
 
 def resolve(name_or_path: str) -> Path:
-    """Bundled name, then local directory, then (with network) a hub id."""
+    """Bundled name, then local directory, then a hub id: from the Hugging Face cache, or
+    downloaded into it on first use (model/hub.py)."""
     if name_or_path in BUNDLED:
         return BUNDLED[name_or_path]()
     path = Path(name_or_path).expanduser()
@@ -200,29 +197,7 @@ def resolve(name_or_path: str) -> Path:
         raise ModelLoadError(f"{name_or_path!r} is neither a bundled model nor a directory")
     if looks_like_path and name_or_path.count("/") != 1:
         raise ModelLoadError(f"no such model directory: {name_or_path}")
-    from huggingface_hub import snapshot_download
-
-    offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False")
-    try:
-        return Path(snapshot_download(name_or_path, allow_patterns=HUB_FILES,
-                                      local_files_only=offline))
-    except Exception as exc:  # network, auth, not found
-        if offline:
-            raise HubOffline(name_or_path) from exc
-        raise ModelLoadError(hub_failure(name_or_path, exc)) from exc
-
-
-def hub_failure(name: str, exc: Exception) -> str:
-    """Why a hub id could not be fetched (with the hub switched on), in plain words."""
-    kind = exc.__class__.__name__
-    if kind in ("RepositoryNotFoundError", "GatedRepoError", "RevisionNotFoundError"):
-        why = "the hub has no public model by that name (check the spelling, e.g. gpt2)"
-    elif kind in ("LocalEntryNotFoundError", "ConnectionError", "Timeout"):
-        why = "the hub could not be reached: check the network connection"
-    else:
-        why = f"the download failed ({kind})"
-    return (f"“{name}” is not a bundled model ({', '.join(BUNDLED)}) or a folder on this "
-            f"computer, so it would come from the Hugging Face hub, but {why}.")
+    return fetch(name_or_path)  # the HF cache, or a download on first use (model/hub.py)
 
 
 def load_model(name_or_path: str, device: str | torch.device | None = None,

@@ -16,6 +16,7 @@ from model.allocator import arena_count, keep_freed_memory, release_free_memory
 
 from . import settings
 from .budget import MemoryBudget
+from .download import fetch_with_progress
 from .gate import RunQueue
 from .settings import MODEL_CACHE_ENTRIES
 
@@ -54,6 +55,7 @@ def get_model(name: str) -> LoadedModel:
     refusal = None if trained_here else settings.model_refusal(name)
     if refusal:
         raise ModelLoadError(refusal)
+    fetch_with_progress(name)  # a hub id on first use: downloaded here, with a progress bar
     return _load(name)
 
 

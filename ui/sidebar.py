@@ -8,6 +8,7 @@ from pathlib import Path
 import streamlit as st
 
 from model import BUNDLED, LoadedModel, ModelLoadError, Trace
+from model.hub import HubUnreachable
 from model.registry import HubOffline
 
 from . import charts, settings
@@ -113,7 +114,8 @@ def _model_choice() -> tuple[str, str]:
     other = st.text_input(
         "Model directory or hub id", key="sb_model_other",
         placeholder="/path/to/model or gpt2", help="A local Hugging Face model directory "
-        "(config.json, model.safetensors, tokenizer files), or a hub id when online.",
+        "(config.json, model.safetensors, tokenizer files), or a hub id such as gpt2, "
+        "downloaded into the Hugging Face cache on first use.",
     ).strip()
     return other, other
 
@@ -124,15 +126,12 @@ HEADLESS_NOTE = ("This decoder was saved without its language-model head (no `lm
 
 
 def hub_offline_message(name: str) -> str:
-    """A hub id typed while the app is offline: why it cannot load, and what to set."""
-    start = (f"“{md_escape(name)}” is not a bundled model or a folder on this computer, so it "
-             "would come from the Hugging Face hub, and hub models need a network connection. ")
-    if settings.online_requested():  # asked for, but HF_HUB_OFFLINE=1 came from elsewhere
-        return start + ("This app was started with ATTENTION_LAB_ONLINE=1, but HF_HUB_OFFLINE=1 "
-                        "is also set where it was started: remove that setting and restart.")
-    return start + ("This app starts offline. To load hub models, start it on a computer with "
-                    "internet as `ATTENTION_LAB_ONLINE=1 streamlit run app.py`, or type the "
-                    "folder of a model you have downloaded.")
+    """A hub id typed while HF_HUB_OFFLINE=1 keeps the app off the hub: why, and what to do."""
+    return (f"“{md_escape(name)}” is not a bundled model or a folder on this computer, so it "
+            "would come from the Hugging Face hub, and hub models need a network connection, "
+            "but this app was started with HF_HUB_OFFLINE=1, which keeps it off the hub: "
+            "start it without that setting to download models by name, or pick a bundled "
+            "model.")
 
 
 def _selection(name: str, text: str, pair: str) -> Selection:
@@ -184,8 +183,10 @@ def render() -> Selection:
     try:
         selection.model = get_model(name)
     except ModelLoadError as exc:
-        selection.load_error = (hub_offline_message(exc.name) if isinstance(exc, HubOffline)
-                                else f"Could not load this model: {md_escape(str(exc))}")
+        selection.load_error = (
+            hub_offline_message(exc.name) if isinstance(exc, HubOffline)
+            else md_escape(str(exc)) if isinstance(exc, HubUnreachable)  # one sentence
+            else f"Could not load this model: {md_escape(str(exc))}")
         sb.error(selection.load_error)
         return selection
     kind = selection.model.device.type

@@ -1,0 +1,52 @@
+"""A hub model on first use: downloaded into the Hugging Face cache with a progress bar in
+bytes, before the model loads (model/hub.py does the work; this draws it).
+
+The download runs in a worker thread while this script's thread redraws the bar a few times a
+second, so the bar moves with the bytes. Once a name is in the cache it is remembered here and
+never checked again in this process.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import streamlit as st
+
+from model.hub import Download, download, needs_download
+from model.registry import ModelLoadError
+
+from .text import md_escape
+
+REDRAW_SECONDS = 0.25
+_PRESENT: set[str] = set()  # names known to be in the cache (or not hub ids at all)
+
+
+def fetch_with_progress(name: str) -> None:
+    """Download `name` first if it is a hub id the cache lacks; raises ModelLoadError (and its
+    kinds HubOffline, HubUnreachable) with a one-sentence message when it cannot."""
+    if name in _PRESENT:
+        return
+    if not needs_download(name):
+        _PRESENT.add(name)
+        return
+    progress, outcome = Download(name), {}
+
+    def work() -> None:
+        try:
+            outcome["path"] = download(name, progress)
+        except ModelLoadError as exc:
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=work, name=f"download {name}", daemon=True)
+    worker.start()
+    place = st.sidebar.empty()
+    label = f"Downloading “{md_escape(name)}” from the Hugging Face hub"
+    while worker.is_alive():
+        place.progress(progress.fraction, text=f"{label}: {progress.text()}")
+        worker.join(REDRAW_SECONDS)
+    place.empty()
+    if "error" in outcome:
+        raise outcome["error"]
+    _PRESENT.add(name)
+    st.sidebar.caption(f"Downloaded “{md_escape(name)}” ({progress.text()}) into the "
+                       "Hugging Face cache: next time it loads from there.")
