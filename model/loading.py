@@ -22,6 +22,7 @@ from .runner import EncoderDecoderModel, LoadedModel
 from .seq2seq import EncoderDecoder, check_pair
 from .device import pick_device
 from .hub import HUB_ID, fetch
+from .materialize import fill, params_on_meta, read_safetensors
 from .registry import BUNDLED, OWN_MODEL_TYPE, ModelLoadError, config_from_hf
 from .tokenizer import CharTokenizer, HFTokenizer, ReversalTokenizer
 from .transformer import HookedTransformer
@@ -90,16 +91,14 @@ def weight_files(directory: Path) -> list[Path]:
 
 
 def read_weights(directory: Path) -> dict[str, torch.Tensor]:
-    from safetensors.torch import load_file
-
     files = weight_files(directory)
     try:
         if files[0].suffix == ".bin":
             state = torch.load(str(files[0]), map_location="cpu", weights_only=True)
         else:
             state = {}
-            for file in files:
-                state.update(load_file(str(file)))
+            for file in files:  # read, not mapped: each tensor's memory is its own
+                state.update(read_safetensors(file))
     except Exception as exc:  # safetensors / pickle errors have many types
         raise ModelLoadError(f"could not read the weights in {directory}: {exc}") from exc
     if not isinstance(state, dict) or not all(
@@ -108,9 +107,13 @@ def read_weights(directory: Path) -> dict[str, torch.Tensor]:
     return state
 
 
-def build_model(cfg: TransformerConfig, state: dict[str, torch.Tensor]) -> HookedTransformer:
-    """Instantiate and fill a model, after checking every name and shape."""
-    model = HookedTransformer(cfg)
+def build_model(cfg: TransformerConfig, state: dict[str, torch.Tensor],
+                progress=None) -> HookedTransformer:
+    """Instantiate and fill a model, after checking every name and shape. `state` is emptied:
+    each tensor is freed once its float32 copy is in the model (model/materialize.py), and
+    progress(numbers done, numbers in all) is called as the weights go in."""
+    with params_on_meta():  # shapes only: no memory, no random filling
+        model = HookedTransformer(cfg)
     expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
     got = {k: tuple(v.shape) for k, v in state.items()}
     missing = sorted(set(expected) - set(got))
@@ -126,7 +129,7 @@ def build_model(cfg: TransformerConfig, state: dict[str, torch.Tensor]) -> Hooke
             parts.append("wrong shapes " + ", ".join(f"{k}: {got[k]} != {expected[k]}"
                                                       for k in wrong[:5]))
         raise ModelLoadError("the weights do not fit the config: " + "; ".join(parts))
-    model.load_state_dict({k: v.float() for k, v in state.items()}, strict=True)
+    fill(model, state, progress)
     return model
 
 
@@ -146,7 +149,7 @@ def is_encoder_decoder(config: dict) -> bool:
         config.get("architecture") == "encoder_decoder"
 
 
-def _load_directory(directory: Path, hf: dict) -> tuple[HookedTransformer, object]:
+def _load_directory(directory: Path, hf: dict, progress=None) -> tuple[HookedTransformer, object]:
     if hf.get("model_type") == OWN_MODEL_TYPE:
         try:
             cfg = TransformerConfig.from_dict(hf["config"])
@@ -160,7 +163,7 @@ def _load_directory(directory: Path, hf: dict) -> tuple[HookedTransformer, objec
         except (OSError, ValueError) as exc:  # missing file, bad JSON, bad "chars"
             raise ModelLoadError(f"could not load the character tokenizer {tokenizer_file}: "
                                  f"{exc}") from exc
-        return build_model(cfg, read_weights(directory)), tokenizer
+        return build_model(cfg, read_weights(directory), progress), tokenizer
     cfg = config_from_hf(hf)
     state = read_weights(directory)
     if lm_head_missing(state, cfg):  # a bare decoder: load it all the same, without the head
@@ -174,7 +177,8 @@ def _load_directory(directory: Path, hf: dict) -> tuple[HookedTransformer, objec
         ) from exc
     except (RuntimeError, IndexError, ValueError) as exc:  # a reshape the tensors do not fit
         raise ModelLoadError(f"the weights in {directory} do not fit config.json: {exc}") from exc
-    model = build_model(cfg, converted)
+    del state  # the converted tensors alone: each is freed as the model takes it in
+    model = build_model(cfg, converted, progress)
     try:
         tokenizer = HFTokenizer(directory)
     except Exception as exc:  # transformers raises OSError, ValueError, TypeError...
@@ -201,12 +205,13 @@ def resolve(name_or_path: str) -> Path:
 
 
 def load_model(name_or_path: str, device: str | torch.device | None = None,
-               foreign: bool = False) -> LoadedModel:
+               foreign: bool = False, progress=None) -> LoadedModel:
     """Load a model by bundled name ('minilm'), local HF directory, or hub id.
 
     Raises ModelLoadError with a message naming what is wrong. Supported families: see
     `model.registry.SUPPORTED`. With foreign=True, an architecture the engine does not know
     is run through Hugging Face's own code, for its attention only (model/foreign.py).
+    progress(numbers done, numbers in all) is called while the weights go into the model.
     """
     if not isinstance(name_or_path, str) or not name_or_path.strip():
         raise ModelLoadError("no model name given")
@@ -219,7 +224,7 @@ def load_model(name_or_path: str, device: str | torch.device | None = None,
 
         if not knows(config):
             return load_foreign(directory, config, name_or_path.strip(), weight_files(directory))
-    model, tokenizer = _load_directory(directory, config)
+    model, tokenizer = _load_directory(directory, config, progress)
     dev, notice = pick_device(device)
     keep_freed_memory()
     try:
