@@ -1,5 +1,6 @@
-"""A hub model on first use: downloaded into the Hugging Face cache with a progress bar in
-bytes, before the model loads (model/hub.py does the work; this draws it).
+"""A model on first use: a hub id downloaded into the Hugging Face cache with a progress bar
+in bytes (model/hub.py does the work; this draws it), then the weights going into the model
+with a progress bar of their own.
 
 The download runs in a worker thread while this script's thread redraws the bar a few times a
 second, so the bar moves with the bytes. Once a name is in the cache it is remembered here and
@@ -19,6 +20,7 @@ from .text import md_escape
 
 REDRAW_SECONDS = 0.25
 _PRESENT: set[str] = set()  # names known to be in the cache (or not hub ids at all)
+_LOADED: set[str] = set()  # names loaded once in this process (then the model cache has them)
 
 
 def fetch_with_progress(name: str) -> None:
@@ -50,3 +52,33 @@ def fetch_with_progress(name: str) -> None:
     _PRESENT.add(name)
     st.sidebar.caption(f"Downloaded “{md_escape(name)}” ({progress.text()}) into the "
                        "Hugging Face cache: next time it loads from there.")
+
+
+def load_with_progress(name: str, load):
+    """load(name, _progress=callback) (the cached loader), the first time for this name with
+    a progress bar of the weights going into the model; afterwards a plain call (a cache hit,
+    or after an eviction a reload under the loader's own spinner)."""
+    if name in _LOADED:
+        return load(name)
+    numbers, outcome = Download(name), {}
+
+    def work() -> None:
+        try:
+            outcome["model"] = load(name, _progress=numbers.report)
+        except Exception as exc:  # handed to this thread, raised below as it was
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=work, name=f"load {name}", daemon=True)
+    worker.start()
+    place = st.empty()
+    while worker.is_alive():
+        if numbers.total:
+            place.progress(numbers.fraction, text=f"Loading the model's weights: "
+                           f"{numbers.done / 1e6:,.1f} of {numbers.total / 1e6:,.1f} million "
+                           "numbers")
+        worker.join(REDRAW_SECONDS)
+    place.empty()
+    if "error" in outcome:
+        raise outcome["error"]
+    _LOADED.add(name)
+    return outcome["model"]
