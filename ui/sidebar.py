@@ -14,7 +14,7 @@ from model.registry import HubOffline
 from . import charts, settings
 from .cache import get_model, get_trace
 from .examples import EXAMPLES, LEARNED_FROM, SHORT, known_sentence
-from .model_names import description, short_label
+from .model_names import about_loaded, description, in_groups, short_label
 from .text import md_escape
 from .urlstate import link_was_unreadable, url_default, write_to_url
 
@@ -84,7 +84,7 @@ def _model_choice() -> tuple[str, str]:
     """(name to load, label for the link)."""
     allowed = settings.allowed_models()
     trained = st.session_state.get("trained_models", {})  # label -> directory, this session
-    options = (allowed if allowed is not None else list(BUNDLED)) + list(trained)
+    options = in_groups(allowed if allowed is not None else list(BUNDLED)) + list(trained)
     options += [OTHER] if allowed is None else []
     by_label = {model_label(n): n for n in options if n != OTHER and n not in trained}
     wanted = url_default("sb_model", None)
@@ -189,6 +189,8 @@ def render() -> Selection:
             else f"Could not load this model: {md_escape(str(exc))}")
         sb.error(selection.load_error)
         return selection
+    if name not in BUNDLED:  # a folder or hub id: what it is and its size, from its config
+        sb.caption(about_loaded(selection.model))  # (the config's model_type escaped in it)
     kind = selection.model.device.type
     sb.caption("Runs on the processor (CPU)" if kind == "cpu" else
                "Runs on the graphics card (GPU)" if kind == "cuda" else f"Runs on: {kind}",
