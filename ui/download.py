@@ -10,6 +10,7 @@ never checked again in this process.
 from __future__ import annotations
 
 import threading
+import time
 
 import streamlit as st
 
@@ -19,7 +20,9 @@ from model.registry import ModelLoadError
 from .text import md_escape
 
 REDRAW_SECONDS = 0.25
+RETRY_AFTER_SECONDS = 30  # a failed download is not tried again on every rerun before this
 _PRESENT: set[str] = set()  # names known to be in the cache (or not hub ids at all)
+_FAILED: dict[str, tuple[float, ModelLoadError]] = {}  # name -> (when, why), for a while
 _LOADED: set[str] = set()  # names loaded once in this process (then the model cache has them)
 
 
@@ -28,6 +31,9 @@ def fetch_with_progress(name: str) -> None:
     kinds HubOffline, HubUnreachable) with a one-sentence message when it cannot."""
     if name in _PRESENT:
         return
+    failed = _FAILED.get(name)
+    if failed and time.monotonic() - failed[0] < RETRY_AFTER_SECONDS:
+        raise failed[1]
     if not needs_download(name):
         _PRESENT.add(name)
         return
@@ -48,7 +54,9 @@ def fetch_with_progress(name: str) -> None:
         worker.join(REDRAW_SECONDS)
     place.empty()
     if "error" in outcome:
+        _FAILED[name] = (time.monotonic(), outcome["error"])
         raise outcome["error"]
+    _FAILED.pop(name, None)
     _PRESENT.add(name)
     st.sidebar.caption(f"Downloaded “{md_escape(name)}” ({progress.text()}) into the "
                        "Hugging Face cache: next time it loads from there.")
