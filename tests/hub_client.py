@@ -4,6 +4,7 @@ huggingface_hub reads it. Prints one JSON line with what happened.
 
     python tests/hub_client.py load <name>      fetch with a byte counter, then load and run
     python tests/hub_client.py app <name>       the app's Attention page (AppTest) on <name>
+    python tests/hub_client.py link <name>      the Attention page opened by a link naming it
 """
 
 from __future__ import annotations
@@ -58,5 +59,18 @@ def app(name: str) -> dict:
             "errors": [e.value for e in at.error] + [e.value for e in at.sidebar.error]}
 
 
+def link(name: str) -> dict:
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.query_params["model"] = name
+    at.switch_page("app_pages/attention.py")
+    at.run()
+    return {"exception": [str(e.value) for e in at.exception],
+            "charts": [el.key for el in at.get("plotly_chart")],
+            "model": at.selectbox(key="sb_model_choice").value,
+            "warnings": [w.value for w in at.sidebar.warning]}
+
+
 if __name__ == "__main__":
-    print(json.dumps({"load": load, "app": app}[sys.argv[1]](sys.argv[2])))
+    print(json.dumps({"load": load, "app": app, "link": link}[sys.argv[1]](sys.argv[2])))

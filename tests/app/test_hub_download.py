@@ -7,7 +7,7 @@ Proved here: the bytes are counted as they arrive (the app's progress bar) and a
 files' sizes; the model loads and runs; a second start makes no request at all; a connection
 dropped midway gives a message, and the next try completes; an unreachable hub gives one
 sentence that offers the bundled models; HF_HUB_OFFLINE=1 keeps every request away; bundled
-models never touch the network, in Python and in the app.
+models never touch the network, in Python and in the app; hosted mode keeps its allowlist.
 """
 
 from __future__ import annotations
@@ -115,3 +115,16 @@ def test_the_app_downloads_a_hub_id_on_first_use_and_says_where_it_went(repo, tm
     assert "attn_heatmap" in page["charts"]
     shown = [c for c in page["sidebar_captions"] if c.startswith("Downloaded “lab/tiny")]
     assert len(shown) == 1 and " MB)" in shown[0] and "Hugging Face cache" in shown[0]
+
+
+def test_hosted_mode_keeps_its_allowlist(repo, tmp_path):
+    """A link naming a hub id off the allowlist contacts nobody; on the allowlist, it downloads."""
+    with FakeHub({REPO: repo}) as hub:
+        refused = start("link", REPO, hub.url, tmp_path, ATTENTION_LAB_HOSTED="1")
+        assert not refused["exception"] and refused["model"] == "minilm"
+        assert any("does not offer" in w for w in refused["warnings"])
+        assert hub.log == []
+        listed = start("link", REPO, hub.url, tmp_path, ATTENTION_LAB_HOSTED="1",
+                       ATTENTION_LAB_MODELS=f"minilm,{REPO}")
+        assert not listed["exception"] and listed["model"] == REPO
+        assert "attn_heatmap" in listed["charts"] and model_requests(hub)
