@@ -187,7 +187,8 @@ def _detail_view(view: str, selection, trace, layer: int, head: int, matrix,
                             key="attn_lines", config=chart_config("token-lines", layer=layer))
 
     elif view == "Where a row comes from (Q·K)" and trace.kind == "foreign":
-        st.info(md_escape(selection.model.pages_note))
+        st.info("This view needs each head's queries and keys, and Hugging Face's own code "
+                "gives only the attention weights: it works for a model family this app knows.")
     elif view == "Where a row comes from (Q·K)":
         query = st.selectbox("Query token", list(range(len(tokens))), key="attn_query",
                              format_func=lambda i: plain_text(labels[i]))
@@ -226,6 +227,8 @@ def page() -> None:
         f"{cfg.d_model} numbers (d_model); each head works on {cfg.d_head} of them (d_head). "
         "The weights of a row come from a softmax over the keys."
     )
+    if trace.kind == "foreign":  # Hugging Face's own code: attention only (model/foreign.py)
+        st.info(md_escape(selection.model.pages_note))
     st.page_link("app_pages/effect.py", label="Does attention explain the answer? See its "
                  "effect ▸", help="A head can look hard at a token and pass on very little of "
                  "it: this page puts attention beside what really changes the model's answer.")

@@ -40,9 +40,12 @@ def test_attention_page_draws_the_foreign_models_attention(bloom_dir):
     assert heatmap["data"][0]["type"] == "heatmap"
     assert "3 heads" in " ".join(c.value for c in at.caption)
     assert any("Attention page works" in i.value for i in at.sidebar.info)
+    notes = [i.value for i in at.main.info]  # the one line, on the page itself
+    assert len(notes) == 1 and "other pages need a model family this app knows" in notes[0]
     at.segmented_control(key="attn_view").set_value("Where a row comes from (Q·K)").run()
     assert not at.exception
-    assert any("Attention page works" in i.value for i in at.main.info)
+    assert any("queries and keys" in i.value for i in at.main.info)
+    assert not at.get("plotly_chart") or "attn_qk" not in [el.key for el in at.get("plotly_chart")]
 
 
 def test_another_page_says_in_one_line_that_it_needs_a_known_family(bloom_dir):
