@@ -104,8 +104,13 @@ def offline() -> bool:
 
 
 def reachable(seconds: float = REACH_SECONDS) -> bool:
-    """Does the hub's address accept a connection within `seconds`?"""
+    """Does the hub's address accept a connection within `seconds`? Behind a proxy the direct
+    look says nothing, so the download itself decides (True)."""
     from huggingface_hub import constants
+
+    if any(os.environ.get(v) for v in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy",
+                                       "ALL_PROXY", "all_proxy")):
+        return True
 
     url = urlparse(os.environ.get("HF_ENDPOINT") or constants.ENDPOINT)
     port = url.port or (443 if url.scheme == "https" else 80)
