@@ -83,7 +83,8 @@ def _causal(hf_config) -> bool:
     if "CausalLM" in archs or "LMHead" in archs:
         return True
     kind = hf_config.model_type
-    return kind in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and kind not in MODEL_FOR_MASKED_LM_MAPPING_NAMES
+    causal, masked = MODEL_FOR_CAUSAL_LM_MAPPING_NAMES, MODEL_FOR_MASKED_LM_MAPPING_NAMES
+    return kind in causal and kind not in masked
 
 
 def _size(hf_config, *names: str, default=None):

@@ -73,7 +73,8 @@ class LearnedEmbed(nn.Module):
         norm = RMSNorm if cfg.norm == "rmsnorm" else LayerNorm
         self.ln = norm(d, cfg.norm_eps) if cfg.embed_norm else None
         self.project = nn.Linear(d, cfg.d_model) if d != cfg.d_model else None
-        self.hook_project = HookPoint() if self.project is not None else None  # [batch, pos, d_model]
+        # [batch, pos, d_model], the embeddings widened (ELECTRA only)
+        self.hook_project = HookPoint() if self.project is not None else None
         self.hook_tok = HookPoint()  # [batch, pos, d_model]
         # Only models with segment embeddings get the hook: a hook point must always fire.
         self.hook_type = HookPoint() if self.W_type is not None else None  # [batch, pos, d_model]

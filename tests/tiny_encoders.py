@@ -38,8 +38,9 @@ def make_xlm_roberta(directory: Path) -> Path:
     tok = _bpe_tokenizer(special, "<s> $A </s>")
     _save_tokenizer(tok, directory, bos_token="<s>", pad_token="<pad>", eos_token="</s>",
                     unk_token="<unk>")
-    cfg = XLMRobertaConfig(vocab_size=tok.get_vocab_size(), **{**SIZES, "max_position_embeddings": 42},
-                           pad_token_id=1, type_vocab_size=1)
+    sizes = {**SIZES, "max_position_embeddings": 42}  # 40 positions after the padding index
+    cfg = XLMRobertaConfig(vocab_size=tok.get_vocab_size(), **sizes, pad_token_id=1,
+                           type_vocab_size=1)
     torch.manual_seed(0)
     return _save(XLMRobertaModel(cfg, add_pooling_layer=True), directory)
 
