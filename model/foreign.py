@@ -171,7 +171,7 @@ class ForeignModel(LoadedModel):
 
     @property
     def pages_note(self) -> str:
-        return f"{self.name} ({self.cfg.model_type}) " + PAGES_NOTE.format(known=KNOWN_NAMES)
+        return f"This model ({self.cfg.model_type}) " + PAGES_NOTE.format(known=KNOWN_NAMES)
 
     def run_ids(self, *args, **kwargs):
         raise ValueError(self.pages_note)
@@ -182,7 +182,7 @@ class ForeignModel(LoadedModel):
             kwargs["token_type_ids"] = enc.token_type_ids
         with torch.no_grad():
             out = self.model(**kwargs, output_attentions=True)
-        patterns = getattr(out, "attentions", None)
+        patterns = getattr(out, "attentions", None)  # per layer: [batch, head, q_pos, k_pos]
         batch, n_pos = enc.input_ids.shape
         expected = (batch, self.cfg.n_heads, n_pos, n_pos)
         if not patterns or len(patterns) != self.cfg.n_layers or any(
@@ -192,7 +192,7 @@ class ForeignModel(LoadedModel):
                              "no attention to show")
         cache = {name: p.float().cpu() for name, p in zip(self.hook_names, patterns)
                  if keep is None or keep(name)}
-        final = getattr(out, "last_hidden_state", None)
+        final = getattr(out, "last_hidden_state", None)  # [batch, pos, d_model]
         return ForeignTrace(
             model_name=self.name, cfg=self.cfg, batch_tokens=enc.tokens,
             input_ids=enc.input_ids, attention_mask=enc.attention_mask,
