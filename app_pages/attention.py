@@ -229,9 +229,11 @@ def page() -> None:
     )
     if trace.kind == "foreign":  # Hugging Face's own code: attention only (model/foreign.py)
         st.info(md_escape(selection.model.pages_note))
-    st.page_link("app_pages/effect.py", label="Does attention explain the answer? See its "
-                 "effect ▸", help="A head can look hard at a token and pass on very little of "
-                 "it: this page puts attention beside what really changes the model's answer.")
+    else:  # the effect page needs the engine's own code
+        st.page_link("app_pages/effect.py", label="Does attention explain the answer? See its "
+                     "effect ▸", help="A head can look hard at a token and pass on very little "
+                     "of it: this page puts attention beside what really changes the model's "
+                     "answer.")
 
     opening = None  # a long text opens on a head with a clear pattern, unless a link names one
     if not any(k in st.session_state for k in ("attn_layer", "attn_head", "_url_attn_layer",

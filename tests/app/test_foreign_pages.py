@@ -40,6 +40,7 @@ def test_attention_page_draws_the_foreign_models_attention(bloom_dir):
     assert heatmap["data"][0]["type"] == "heatmap"
     assert "3 heads" in " ".join(c.value for c in at.caption)
     assert any("Attention page works" in i.value for i in at.sidebar.info)
+    assert not any("effect" in str(link.proto.page) for link in at.get("page_link"))  # dead end
     notes = [i.value for i in at.main.info]  # the one line, on the page itself
     assert len(notes) == 1 and "other pages need a model family this app knows" in notes[0]
     at.segmented_control(key="attn_view").set_value("Where a row comes from (Q·K)").run()
