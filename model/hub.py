@@ -158,6 +158,17 @@ def failure(name: str, exc: Exception, download: Download | None) -> str:
     return f"“{name}” could not be downloaded from the Hugging Face hub: {why}."
 
 
+def _total_bytes(name: str) -> int:
+    """The size of the files snapshot_download will fetch, from the hub's file list."""
+    from fnmatch import fnmatch
+
+    from huggingface_hub import HfApi
+    from huggingface_hub.hf_api import RepoFile
+
+    return sum(f.size or 0 for f in HfApi().list_repo_tree(name, recursive=True)
+               if isinstance(f, RepoFile) and any(fnmatch(f.path, p) for p in HUB_FILES))
+
+
 def download(name: str, progress: Download | None = None) -> Path:
     """Download a hub id's files into the Hugging Face cache (see the module's docstring)."""
     from huggingface_hub import snapshot_download
@@ -167,6 +178,8 @@ def download(name: str, progress: Download | None = None) -> Path:
     if not reachable():
         raise HubUnreachable(name)
     try:
+        if progress is not None:  # the whole size first, so the bar does not jump
+            progress.report(0, _total_bytes(name))
         return Path(snapshot_download(
             name, allow_patterns=HUB_FILES, etag_timeout=ETAG_SECONDS, max_workers=2,
             tqdm_class=_byte_counter(progress) if progress is not None else None))

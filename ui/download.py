@@ -47,7 +47,7 @@ def fetch_with_progress(name: str) -> None:
 
     worker = threading.Thread(target=work, name=f"download {name}", daemon=True)
     worker.start()
-    place = st.sidebar.empty()
+    place = st.empty()  # where the page will be, in sight (the sidebar's end may not be)
     label = f"Downloading “{md_escape(name)}” from the Hugging Face hub"
     while worker.is_alive():
         place.progress(progress.fraction, text=f"{label}: {progress.text()}")

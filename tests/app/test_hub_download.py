@@ -60,6 +60,7 @@ def test_first_use_downloads_with_progress_and_a_second_start_does_not(repo, tmp
         done = [d for d, _ in first["seen"]]
         assert done == sorted(done) and len(set(done)) >= 3  # it moved, and only forward
         assert first["seen"][-1] == [sizes, sizes]  # in bytes, every file counted
+        assert {total for _, total in first["seen"]} == {sizes}  # the whole size from the start
         fetched = {path.rsplit("/", 1)[-1] for method, path in hub.log
                    if method == "GET" and "/resolve/" in path}
         assert fetched == {f.name for f in hub.files(REPO)}
