@@ -90,15 +90,18 @@ def weight_files(directory: Path) -> list[Path]:
     )
 
 
-def read_weights(directory: Path) -> dict[str, torch.Tensor]:
+def read_weights(directory: Path, progress=None) -> dict[str, torch.Tensor]:
+    """Every tensor of a directory's weight files; progress(bytes read, bytes in all)."""
     files = weight_files(directory)
     try:
         if files[0].suffix == ".bin":
             state = torch.load(str(files[0]), map_location="cpu", weights_only=True)
         else:
-            state = {}
+            state, total, before = {}, sum(f.stat().st_size for f in files), 0
             for file in files:  # read, not mapped: each tensor's memory is its own
-                state.update(read_safetensors(file))
+                state.update(read_safetensors(file, progress and (
+                    lambda n, offset=before: progress(offset + n, total))))
+                before += file.stat().st_size
     except Exception as exc:  # safetensors / pickle errors have many types
         raise ModelLoadError(f"could not read the weights in {directory}: {exc}") from exc
     if not isinstance(state, dict) or not all(
@@ -149,6 +152,11 @@ def is_encoder_decoder(config: dict) -> bool:
         config.get("architecture") == "encoder_decoder"
 
 
+def _stage(progress, stage: str):
+    """progress(stage, done, total) as a two-number callback for one stage (or None)."""
+    return None if progress is None else (lambda done, total: progress(stage, done, total))
+
+
 def _load_directory(directory: Path, hf: dict, progress=None) -> tuple[HookedTransformer, object]:
     if hf.get("model_type") == OWN_MODEL_TYPE:
         try:
@@ -163,9 +171,10 @@ def _load_directory(directory: Path, hf: dict, progress=None) -> tuple[HookedTra
         except (OSError, ValueError) as exc:  # missing file, bad JSON, bad "chars"
             raise ModelLoadError(f"could not load the character tokenizer {tokenizer_file}: "
                                  f"{exc}") from exc
-        return build_model(cfg, read_weights(directory), progress), tokenizer
+        return build_model(cfg, read_weights(directory, _stage(progress, "reading")),
+                           _stage(progress, "loading")), tokenizer
     cfg = config_from_hf(hf)
-    state = read_weights(directory)
+    state = read_weights(directory, _stage(progress, "reading"))
     if lm_head_missing(state, cfg):  # a bare decoder: load it all the same, without the head
         cfg = dataclasses.replace(cfg, has_lm_head=False)
     try:
@@ -178,7 +187,7 @@ def _load_directory(directory: Path, hf: dict, progress=None) -> tuple[HookedTra
     except (RuntimeError, IndexError, ValueError) as exc:  # a reshape the tensors do not fit
         raise ModelLoadError(f"the weights in {directory} do not fit config.json: {exc}") from exc
     del state  # the converted tensors alone: each is freed as the model takes it in
-    model = build_model(cfg, converted, progress)
+    model = build_model(cfg, converted, _stage(progress, "loading"))
     try:
         tokenizer = HFTokenizer(directory)
     except Exception as exc:  # transformers raises OSError, ValueError, TypeError...
@@ -211,7 +220,8 @@ def load_model(name_or_path: str, device: str | torch.device | None = None,
     Raises ModelLoadError with a message naming what is wrong. Supported families: see
     `model.registry.SUPPORTED`. With foreign=True, an architecture the engine does not know
     is run through Hugging Face's own code, for its attention only (model/foreign.py).
-    progress(numbers done, numbers in all) is called while the weights go into the model.
+    progress(stage, done, total) is called as the weights are read ("reading": bytes) and as
+    they go into the model ("loading": numbers).
     """
     if not isinstance(name_or_path, str) or not name_or_path.strip():
         raise ModelLoadError("no model name given")

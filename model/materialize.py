@@ -98,10 +98,12 @@ def fill(model: nn.Module, state: dict[str, torch.Tensor],
         raise ValueError(f"no weights for {left[:5]}")
 
 
-def read_safetensors(path: Path) -> dict[str, torch.Tensor]:
+def read_safetensors(path: Path, progress: Callable[[int], None] | None = None
+                     ) -> dict[str, torch.Tensor]:
     """A .safetensors file's tensors, each read into its own memory (no mapping): 8 bytes of
     header length, a JSON header {name: {dtype, shape, data_offsets}}, then the data. Every
-    offset and size is checked against the file before anything is read (ValueError)."""
+    offset and size is checked against the file before it is read (ValueError).
+    progress(bytes read so far) after each tensor."""
     size = Path(path).stat().st_size
     with open(path, "rb") as f:
         n_header = int.from_bytes(f.read(8), "little")
@@ -128,6 +130,8 @@ def read_safetensors(path: Path) -> dict[str, torch.Tensor]:
                 raise ValueError(f"tensor {name!r}: the file ends early")
             out[name] = (torch.frombuffer(buffer, dtype=dtype) if n_bytes else
                          torch.empty(0, dtype=dtype)).reshape(shape)
+            if progress is not None:
+                progress(start + end)
     return out
 
 

@@ -62,17 +62,38 @@ def fetch_with_progress(name: str) -> None:
                        "Hugging Face cache: next time it loads from there.")
 
 
+class Stages:
+    """Where a load is: "reading" (bytes of the weight files) or "loading" (numbers going into
+    the model), how far, out of how much. Written by the loading thread, read by the page."""
+
+    def __init__(self) -> None:
+        self.stage, self.done, self.total = "reading", 0, 0
+
+    def report(self, stage: str, done: int, total: int) -> None:
+        self.stage, self.done, self.total = stage, done, total  # read together, roughly
+
+    def bar(self) -> tuple[float, str]:
+        fraction = min(1.0, self.done / self.total) if self.total else 0.0
+        if self.stage == "reading":
+            text = (f"Reading the model's weights: {self.done / 1e6:,.1f} of "
+                    f"{self.total / 1e6:,.1f} MB" if self.total else "Reading the model's weights…")
+        else:
+            text = (f"Putting the weights into the model: {self.done / 1e6:,.1f} of "
+                    f"{self.total / 1e6:,.1f} million numbers")
+        return fraction, text
+
+
 def load_with_progress(name: str, load):
     """load(name, _progress=callback) (the cached loader), the first time for this name with
-    a progress bar of the weights going into the model; afterwards a plain call (a cache hit,
-    or after an eviction a reload under the loader's own spinner)."""
+    a progress bar of the weights being read and going into the model; afterwards a plain call
+    (a cache hit, or after an eviction a reload under the loader's own spinner)."""
     if name in _LOADED:
         return load(name)
-    numbers, outcome = Download(name), {}
+    stages, outcome = Stages(), {}
 
     def work() -> None:
         try:
-            outcome["model"] = load(name, _progress=numbers.report)
+            outcome["model"] = load(name, _progress=stages.report)
         except Exception as exc:  # handed to this thread, raised below as it was
             outcome["error"] = exc
 
@@ -80,10 +101,8 @@ def load_with_progress(name: str, load):
     worker.start()
     place = st.empty()
     while worker.is_alive():
-        if numbers.total:
-            place.progress(numbers.fraction, text=f"Loading the model's weights: "
-                           f"{numbers.done / 1e6:,.1f} of {numbers.total / 1e6:,.1f} million "
-                           "numbers")
+        fraction, text = stages.bar()
+        place.progress(fraction, text=text)
         worker.join(REDRAW_SECONDS)
     place.empty()
     if "error" in outcome:

@@ -23,7 +23,7 @@ def _script():
             raise ValueError("no such model")
         for done in range(0, 101, 20):
             if _progress is not None:
-                _progress(done, 100)
+                _progress("loading", done, 100)
             time.sleep(0.05)
         return f"model {name}"
 
@@ -46,3 +46,15 @@ def test_first_load_reports_progress_from_a_worker_and_later_loads_do_not():
     assert at.markdown[0].value == "model m model m"
     assert [e.value for e in at.error] == ["no such model"]
     assert not at.get("progress")  # the bar is gone once the model is in
+
+
+def test_the_bar_says_which_stage_and_how_far():
+    from ui.download import Stages
+
+    stages = Stages()
+    assert stages.bar() == (0.0, "Reading the model's weights…")
+    stages.report("reading", 900_000_000, 1_800_000_000)
+    assert stages.bar() == (0.5, "Reading the model's weights: 900.0 of 1,800.0 MB")
+    stages.report("loading", 250_000_000, 1_000_000_000)
+    assert stages.bar() == (0.25, "Putting the weights into the model: 250.0 of 1,000.0 "
+                                  "million numbers")

@@ -70,8 +70,9 @@ def test_a_bfloat16_checkpoint_loads_exactly_with_its_ties_and_progress(tmp_path
     state = load_file(str(folder / "model.safetensors"))
     save_file({k: v.to(torch.bfloat16) for k, v in state.items()},
               str(folder / "model.safetensors"), metadata={"format": "pt"})
-    steps = []
-    loaded = load_model(str(folder), progress=lambda done, total: steps.append((done, total)))
+    steps, read = [], []
+    loaded = load_model(str(folder), progress=lambda stage, done, total: (
+        steps if stage == "loading" else read).append((done, total)))
     model = loaded.model
     assert model.unembed.weight is model.embed.W_E.weight  # tied: one parameter
     assert all(p.dtype == torch.float32 and p.device.type == "cpu" for p in model.parameters())
@@ -80,4 +81,6 @@ def test_a_bfloat16_checkpoint_loads_exactly_with_its_ties_and_progress(tmp_path
     done = [d for d, _ in steps]
     total = sum(p.numel() for p in model.parameters())
     assert done == sorted(done) and steps[-1] == (total, total) and len(steps) > 10
+    size = (folder / "model.safetensors").stat().st_size  # reading: bytes, up to the file's end
+    assert [d for d, _ in read] == sorted(d for d, _ in read) and read[-1] == (size, size)
     assert loaded.run("The cat sat on the mat.").logits.isfinite().all()
