@@ -1,12 +1,10 @@
 """Attention Lab: see what happens inside a transformer. Run with `streamlit run app.py`."""
 
-import os
 from pathlib import Path
 
-# Offline by default: no hub look-ups (they can hang without a network). A deployment with
-# internet that should load hub models by name sets ATTENTION_LAB_ONLINE=1.
-if not os.environ.get("ATTENTION_LAB_ONLINE"):
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# The hub is contacted only for a hub id the Hugging Face cache lacks, on first use
+# (model/hub.py); bundled models and folders never touch the network. HF_HUB_OFFLINE=1, set
+# by whoever starts the app, keeps it off the hub entirely, as Hugging Face documents.
 
 import streamlit as st  # noqa: E402
 
@@ -46,7 +44,7 @@ start_first = page.url_path in ("", "start")
 if start_first:
     page_registry.run(page)
 
-from ui import cache, sidebar  # noqa: E402 - the engine: torch and the models
+from ui import cache, foreign, sidebar  # noqa: E402 - the engine: torch and the models
 
 cache.start_memory_keeper()
 # A closed tab's session is closed FREED_WITHIN_SECONDS later (ui/sessions.py), and the memory
@@ -59,5 +57,6 @@ with cache.run_queue().slot(on_wait=waiting, computes=sidebar.brings_new_input()
     st.session_state["selection"] = sidebar.render()
     sidebar.remember_input()
     teacher_tools.render(page.url_path)
+    foreign.gate(st.session_state["selection"], page.url_path)  # a model only HF's code runs
     if not start_first:
         page_registry.run(page)

@@ -83,6 +83,9 @@ def unsupported_reason(loaded, directory: Path | None) -> str | None:
            "load, such as MiniLM, this compares every layer.)")
     if not hasattr(loaded, "cfg") or getattr(loaded.model, "dec_cfg", None) is not None:
         return own
+    if getattr(loaded, "foreign", False):
+        return ("This model already runs on Hugging Face's own code (this app has no code of "
+                "its own for its architecture), so there is no second implementation to compare.")
     if directory is None or not (Path(directory) / "config.json").is_file():
         return ("There is no model folder on this computer to load Hugging Face's "
                 "implementation from, so the check cannot run for this model.")

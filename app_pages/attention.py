@@ -196,6 +196,9 @@ def _detail_view(view: str, selection, trace, layer: int, head: int, matrix,
             st.plotly_chart(head_lines(trace.attentions[layer].numpy(), labels, heads),
                             key="attn_lines", config=chart_config("token-lines", layer=layer))
 
+    elif view == "Where a row comes from (Q·K)" and trace.kind == "foreign":
+        st.info("This view needs each head's queries and keys, and Hugging Face's own code "
+                "gives only the attention weights: it works for a model family this app knows.")
     elif view == "Where a row comes from (Q·K)":
         query = st.selectbox("Query token", list(range(len(tokens))), key="attn_query",
                              format_func=lambda i: plain_text(labels[i]))
@@ -237,9 +240,13 @@ def page() -> None:
         f"{cfg.d_model} numbers (d_model); each head works on {cfg.d_head} of them (d_head). "
         "The weights of a row come from a softmax over the keys."
     )
-    st.page_link("app_pages/effect.py", label="Does attention explain the answer? See its "
-                 "effect ▸", help="A head can look hard at a token and pass on very little of "
-                 "it: this page puts attention beside what really changes the model's answer.")
+    if trace.kind == "foreign":  # Hugging Face's own code: attention only (model/foreign.py)
+        st.info(md_escape(selection.model.pages_note))
+    else:  # the effect page needs the engine's own code
+        st.page_link("app_pages/effect.py", label="Does attention explain the answer? See its "
+                     "effect ▸", help="A head can look hard at a token and pass on very little "
+                     "of it: this page puts attention beside what really changes the model's "
+                     "answer.")
 
     opening = None  # a long text opens on a head with a clear pattern, unless a link names one
     if VIEW.given("layer") is None and VIEW.given("head") is None:

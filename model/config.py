@@ -91,6 +91,7 @@ class TransformerConfig:
     rope_local_theta: float | None = None  # Gemma 3: sliding layers' own base, unscaled
     sliding_window: int | None = None  # keys a "sliding" layer's query sees, itself included
     layer_types: tuple[str, ...] | None = None  # per layer "full" or "sliding"; None: all full
+    d_embed: int | None = None  # ELECTRA: embeddings this wide, projected up to d_model
 
     def __post_init__(self) -> None:
         # Each check is a lambda, run in order, so a bad value is reported as a ValueError
@@ -101,7 +102,7 @@ class TransformerConfig:
                  "n_ctx": self.n_ctx, "d_vocab": self.d_vocab, "d_mlp": self.d_mlp,
                  "n_kv_heads": self.n_kv_heads, "d_head": self.d_head,
                  "n_token_types": self.n_token_types, "position_offset": self.position_offset,
-                 "pad_token_id": self.pad_token_id}
+                 "pad_token_id": self.pad_token_id, "d_embed": self.d_embed}
         not_ints = [f"{k}={v!r}" for k, v in sizes.items() if v is not None and not _is_int(v)]
         too_big = [f"{k}={sizes[k]:,} (limit {limit:,})" for k, limit in MAX_SIZES.items()
                    if _is_int(sizes[k]) and sizes[k] > limit]
@@ -139,6 +140,8 @@ class TransformerConfig:
             (lambda: self.positions != "rotary" or self.d_head % 2 == 0,
              "rotary needs an even d_head"),
             (lambda: self.n_token_types >= 0 and self.position_offset >= 0, "counts must be >= 0"),
+            (lambda: self.d_embed is None or 0 < self.d_embed <= MAX_SIZES["d_model"],
+             f"d_embed must be positive and at most {MAX_SIZES['d_model']:,}, got {self.d_embed}"),
             (lambda: self.n_params <= MAX_PARAMS, lambda: self._too_many_params()),
         ] + self._decoder_checks()
         for ok, message in checks:

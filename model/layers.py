@@ -90,15 +90,21 @@ def make_norm(cfg: TransformerConfig, size: int | None = None) -> nn.Module:
 
 # ------------------------------------------------------------------------ embeddings
 class LearnedEmbed(nn.Module):
-    """BERT / RoBERTa / GPT-2: token (+ token type) + learned position, then LayerNorm for BERT."""
+    """BERT / RoBERTa / GPT-2: token (+ token type) + learned position, then LayerNorm for BERT
+    (and, for ELECTRA, a linear layer from d_embed up to d_model)."""
 
     def __init__(self, cfg: TransformerConfig) -> None:
         super().__init__()
         self.cfg = cfg
-        self.W_E = nn.Embedding(cfg.d_vocab, cfg.d_model)
-        self.W_pos = nn.Embedding(cfg.n_ctx + cfg.position_offset, cfg.d_model)
-        self.W_type = nn.Embedding(cfg.n_token_types, cfg.d_model) if cfg.n_token_types else None
-        self.ln = make_norm(cfg) if cfg.embed_norm else None
+        d = cfg.d_embed or cfg.d_model  # ELECTRA's embeddings are narrower (d_embed)
+        self.W_E = nn.Embedding(cfg.d_vocab, d)
+        self.W_pos = nn.Embedding(cfg.n_ctx + cfg.position_offset, d)
+        self.W_type = nn.Embedding(cfg.n_token_types, d) if cfg.n_token_types else None
+        norm = RMSNorm if cfg.norm == "rmsnorm" else LayerNorm
+        self.ln = norm(d, cfg.norm_eps) if cfg.embed_norm else None
+        self.project = nn.Linear(d, cfg.d_model) if d != cfg.d_model else None
+        # [batch, pos, d_model], the embeddings widened (ELECTRA only)
+        self.hook_project = HookPoint() if self.project is not None else None
         self.hook_tok = HookPoint()  # [batch, pos, d_model]
         # Only models with segment embeddings get the hook: a hook point must always fire.
         self.hook_type = HookPoint() if self.W_type is not None else None  # [batch, pos, d_model]
@@ -119,7 +125,8 @@ class LearnedEmbed(nn.Module):
             x = x + self.hook_type(self.W_type(token_type_ids))
         x = x + self.hook_pos(self.W_pos(self.position_ids(input_ids)))
         x = self.hook_sum(x)
-        return self.ln(x) if self.ln is not None else x
+        x = self.ln(x) if self.ln is not None else x
+        return self.hook_project(self.project(x)) if self.project is not None else x
 
 
 class TokenEmbed(nn.Module):

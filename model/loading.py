@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import re
 from pathlib import Path
 
 import torch
@@ -19,17 +18,16 @@ from .allocator import keep_freed_memory
 from .config import MAX_PARAMS, TransformerConfig
 from .convert import CONVERTERS, lm_head_missing
 from .convert_decoders import DECODER_CONVERTERS
+from .encoders import ENCODER_CONVERTERS
 from .runner import EncoderDecoderModel, LoadedModel
 from .seq2seq import EncoderDecoder, check_pair
 from .device import pick_device
-from .registry import (
-    BUNDLED, OWN_MODEL_TYPE, HubOffline, ModelLoadError, config_from_hf,
-)
+from .hub import HUB_ID, fetch
+from .materialize import fill, params_on_meta, read_safetensors
+from .registry import BUNDLED, OWN_MODEL_TYPE, ModelLoadError, config_from_hf
 from .tokenizer import CharTokenizer, HFTokenizer, ReversalTokenizer
 from .transformer import HookedTransformer
 
-HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$|^[A-Za-z0-9][\w.-]*$")
-HUB_FILES = ["*.json", "*.safetensors", "*.txt", "*.model", "tokenizer*"]
 
 
 # ---------------------------------------------------------------------------- loading
@@ -93,17 +91,18 @@ def weight_files(directory: Path) -> list[Path]:
     )
 
 
-def read_weights(directory: Path) -> dict[str, torch.Tensor]:
-    from safetensors.torch import load_file
-
+def read_weights(directory: Path, progress=None) -> dict[str, torch.Tensor]:
+    """Every tensor of a directory's weight files; progress(bytes read, bytes in all)."""
     files = weight_files(directory)
     try:
         if files[0].suffix == ".bin":
             state = torch.load(str(files[0]), map_location="cpu", weights_only=True)
         else:
-            state = {}
-            for file in files:
-                state.update(load_file(str(file)))
+            state, total, before = {}, sum(f.stat().st_size for f in files), 0
+            for file in files:  # read, not mapped: each tensor's memory is its own
+                state.update(read_safetensors(file, progress and (
+                    lambda n, offset=before: progress(offset + n, total))))
+                before += file.stat().st_size
     except Exception as exc:  # safetensors / pickle errors have many types
         raise ModelLoadError(f"could not read the weights in {directory}: {exc}") from exc
     if not isinstance(state, dict) or not all(
@@ -112,9 +111,13 @@ def read_weights(directory: Path) -> dict[str, torch.Tensor]:
     return state
 
 
-def build_model(cfg: TransformerConfig, state: dict[str, torch.Tensor]) -> HookedTransformer:
-    """Instantiate and fill a model, after checking every name and shape."""
-    model = HookedTransformer(cfg)
+def build_model(cfg: TransformerConfig, state: dict[str, torch.Tensor],
+                progress=None) -> HookedTransformer:
+    """Instantiate and fill a model, after checking every name and shape. `state` is emptied:
+    each tensor is freed once its float32 copy is in the model (model/materialize.py), and
+    progress(numbers done, numbers in all) is called as the weights go in."""
+    with params_on_meta():  # shapes only: no memory, no random filling
+        model = HookedTransformer(cfg)
     expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
     got = {k: tuple(v.shape) for k, v in state.items()}
     missing = sorted(set(expected) - set(got))
@@ -130,7 +133,7 @@ def build_model(cfg: TransformerConfig, state: dict[str, torch.Tensor]) -> Hooke
             parts.append("wrong shapes " + ", ".join(f"{k}: {got[k]} != {expected[k]}"
                                                       for k in wrong[:5]))
         raise ModelLoadError("the weights do not fit the config: " + "; ".join(parts))
-    model.load_state_dict({k: v.float() for k, v in state.items()}, strict=True)
+    fill(model, state, progress)
     return model
 
 
@@ -150,7 +153,12 @@ def is_encoder_decoder(config: dict) -> bool:
         config.get("architecture") == "encoder_decoder"
 
 
-def _load_directory(directory: Path, hf: dict) -> tuple[HookedTransformer, object]:
+def _stage(progress, stage: str):
+    """progress(stage, done, total) as a two-number callback for one stage (or None)."""
+    return None if progress is None else (lambda done, total: progress(stage, done, total))
+
+
+def _load_directory(directory: Path, hf: dict, progress=None) -> tuple[HookedTransformer, object]:
     if hf.get("model_type") == OWN_MODEL_TYPE:
         try:
             cfg = TransformerConfig.from_dict(hf["config"])
@@ -164,20 +172,24 @@ def _load_directory(directory: Path, hf: dict) -> tuple[HookedTransformer, objec
         except (OSError, ValueError) as exc:  # missing file, bad JSON, bad "chars"
             raise ModelLoadError(f"could not load the character tokenizer {tokenizer_file}: "
                                  f"{exc}") from exc
-        return build_model(cfg, read_weights(directory)), tokenizer
+        return build_model(cfg, read_weights(directory, _stage(progress, "reading")),
+                           _stage(progress, "loading")), tokenizer
     cfg = config_from_hf(hf)
-    state = read_weights(directory)
+    state = read_weights(directory, _stage(progress, "reading"))
     if lm_head_missing(state, cfg):  # a bare decoder: load it all the same, without the head
         cfg = dataclasses.replace(cfg, has_lm_head=False)
     try:
-        converted = {**CONVERTERS, **DECODER_CONVERTERS}[cfg.family](state, cfg)
+        converters = {**CONVERTERS, **DECODER_CONVERTERS}
+        convert = ENCODER_CONVERTERS.get(hf["model_type"]) or converters[cfg.family]
+        converted = convert(state, cfg)
     except KeyError as exc:
         raise ModelLoadError(
             f"the weights in {directory} lack {exc.args[0]!r} for a {hf['model_type']} model"
         ) from exc
     except (RuntimeError, IndexError, ValueError) as exc:  # a reshape the tensors do not fit
         raise ModelLoadError(f"the weights in {directory} do not fit config.json: {exc}") from exc
-    model = build_model(cfg, converted)
+    del state  # the converted tensors alone: each is freed as the model takes it in
+    model = build_model(cfg, converted, _stage(progress, "loading"))
     try:
         tokenizer = HFTokenizer(directory)
     except Exception as exc:  # transformers raises OSError, ValueError, TypeError...
@@ -188,7 +200,8 @@ def _load_directory(directory: Path, hf: dict) -> tuple[HookedTransformer, objec
 
 
 def resolve(name_or_path: str) -> Path:
-    """Bundled name, then local directory, then (with network) a hub id."""
+    """Bundled name, then local directory, then a hub id: from the Hugging Face cache, or
+    downloaded into it on first use (model/hub.py)."""
     if name_or_path in BUNDLED:
         return BUNDLED[name_or_path]()
     path = Path(name_or_path).expanduser()
@@ -199,36 +212,18 @@ def resolve(name_or_path: str) -> Path:
         raise ModelLoadError(f"{name_or_path!r} is neither a bundled model nor a directory")
     if looks_like_path and name_or_path.count("/") != 1:
         raise ModelLoadError(f"no such model directory: {name_or_path}")
-    from huggingface_hub import snapshot_download
-
-    offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False")
-    try:
-        return Path(snapshot_download(name_or_path, allow_patterns=HUB_FILES,
-                                      local_files_only=offline))
-    except Exception as exc:  # network, auth, not found
-        if offline:
-            raise HubOffline(name_or_path) from exc
-        raise ModelLoadError(hub_failure(name_or_path, exc)) from exc
+    return fetch(name_or_path)  # the HF cache, or a download on first use (model/hub.py)
 
 
-def hub_failure(name: str, exc: Exception) -> str:
-    """Why a hub id could not be fetched (with the hub switched on), in plain words."""
-    kind = exc.__class__.__name__
-    if kind in ("RepositoryNotFoundError", "GatedRepoError", "RevisionNotFoundError"):
-        why = "the hub has no public model by that name (check the spelling, e.g. gpt2)"
-    elif kind in ("LocalEntryNotFoundError", "ConnectionError", "Timeout"):
-        why = "the hub could not be reached: check the network connection"
-    else:
-        why = f"the download failed ({kind})"
-    return (f"“{name}” is not a bundled model ({', '.join(BUNDLED)}) or a folder on this "
-            f"computer, so it would come from the Hugging Face hub, but {why}.")
-
-
-def load_model(name_or_path: str, device: str | torch.device | None = None) -> LoadedModel:
+def load_model(name_or_path: str, device: str | torch.device | None = None,
+               foreign: bool = False, progress=None) -> LoadedModel:
     """Load a model by bundled name ('minilm'), local HF directory, or hub id.
 
     Raises ModelLoadError with a message naming what is wrong. Supported families: see
-    `model.registry.SUPPORTED`.
+    `model.registry.SUPPORTED`. With foreign=True, an architecture the engine does not know
+    is run through Hugging Face's own code, for its attention only (model/foreign.py).
+    progress(stage, done, total) is called as the weights are read ("reading": bytes) and as
+    they go into the model ("loading": numbers).
     """
     if not isinstance(name_or_path, str) or not name_or_path.strip():
         raise ModelLoadError("no model name given")
@@ -236,7 +231,12 @@ def load_model(name_or_path: str, device: str | torch.device | None = None) -> L
     config = read_config(directory)
     if is_encoder_decoder(config):
         return load_encoder_decoder(directory, config, name_or_path.strip(), device)
-    model, tokenizer = _load_directory(directory, config)
+    if foreign and config.get("model_type") != OWN_MODEL_TYPE:
+        from .foreign import knows, load_foreign
+
+        if not knows(config):
+            return load_foreign(directory, config, name_or_path.strip(), weight_files(directory))
+    model, tokenizer = _load_directory(directory, config, progress)
     dev, notice = pick_device(device)
     keep_freed_memory()
     try:

@@ -6,12 +6,14 @@ from pathlib import Path
 
 from .config import TransformerConfig
 from .decoder_configs import DECODER_BUILDERS
+from .encoders import ENCODER_BUILDERS
 from .errors import ModelLoadError
 
 SUPPORTED = (
-    "bert and roberta (BERT-style encoders), gpt2 (GPT-2-style decoders), "
-    "llama and mistral (Llama-style decoders), qwen2, qwen3, gemma, gemma2, gemma3 (its text), "
-    "gpt_neox (Pythia), phi3, opt, gpt_neo, and this project's own sinusoidal models"
+    "bert and roberta (BERT-style encoders, also xlm-roberta, distilbert and electra), "
+    "gpt2 (GPT-2-style decoders), llama and mistral (Llama-style decoders), qwen2, qwen3, "
+    "gemma, gemma2, gemma3 (its text), gpt_neox (Pythia), phi3, opt, gpt_neo, and this "
+    "project's own sinusoidal models"
 )
 OWN_MODEL_TYPE = "attention_lab"
 
@@ -118,6 +120,8 @@ def gpt2_config(hf: dict) -> TransformerConfig:
 CONFIG_BUILDERS = {
     "bert": bert_config,
     "roberta": bert_config,
+    "xlm-roberta": bert_config,
+    **ENCODER_BUILDERS,
     "gpt2": gpt2_config,
 }
 

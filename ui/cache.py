@@ -16,6 +16,7 @@ from model.allocator import arena_count, keep_freed_memory, release_free_memory
 
 from . import settings
 from .budget import MemoryBudget
+from .download import fetch_with_progress, load_with_progress
 from .gate import RunQueue
 from .settings import MODEL_CACHE_ENTRIES
 
@@ -43,8 +44,9 @@ def keep_for_app(name: str) -> bool:
 
 
 @st.cache_resource(max_entries=MODEL_CACHE_ENTRIES, show_spinner="Loading the model…")
-def _load(name: str) -> LoadedModel:
-    return load_model(name)
+def _load(name: str, _progress=None) -> LoadedModel:
+    """(_progress: a callback for the weights going in; not part of the cache key)"""
+    return load_model(name, foreign=True, progress=_progress)  # foreign: via HF's own code
 
 
 def get_model(name: str) -> LoadedModel:
@@ -54,7 +56,8 @@ def get_model(name: str) -> LoadedModel:
     refusal = None if trained_here else settings.model_refusal(name)
     if refusal:
         raise ModelLoadError(refusal)
-    return _load(name)
+    fetch_with_progress(name)  # a hub id on first use: downloaded here, with a progress bar
+    return load_with_progress(name, _load)  # the first load in this process: a progress bar
 
 
 @st.cache_resource

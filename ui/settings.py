@@ -59,12 +59,6 @@ def hosted() -> bool:
     return _flag(_secret("hosted", False))
 
 
-def online_requested() -> bool:
-    """ATTENTION_LAB_ONLINE=1: this app may fetch models from the Hugging Face hub (app.py
-    otherwise sets HF_HUB_OFFLINE=1 before anything is imported; any value counts there)."""
-    return bool(os.environ.get("ATTENTION_LAB_ONLINE"))
-
-
 def max_chars() -> int:
     return MAX_CHARS_HOSTED if hosted() else MAX_CHARS_LOCAL
 

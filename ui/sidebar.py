@@ -8,12 +8,13 @@ from pathlib import Path
 import streamlit as st
 
 from model import BUNDLED, LoadedModel, ModelLoadError, Trace
+from model.hub import HubUnreachable
 from model.registry import HubOffline
 
 from . import charts, settings
 from .cache import get_model, get_trace
 from .examples import EXAMPLES, LEARNED_FROM, SHORT, known_sentence
-from .model_names import description, short_label
+from .model_names import about_loaded, description, in_groups, short_label
 from .text import md_escape
 from .urlstate import link_was_unreadable, url_default, write_to_url
 
@@ -83,7 +84,7 @@ def _model_choice() -> tuple[str, str]:
     """(name to load, label for the link)."""
     allowed = settings.allowed_models()
     trained = st.session_state.get("trained_models", {})  # label -> directory, this session
-    options = (allowed if allowed is not None else list(BUNDLED)) + list(trained)
+    options = in_groups(allowed if allowed is not None else list(BUNDLED)) + list(trained)
     options += [OTHER] if allowed is None else []
     by_label = {model_label(n): n for n in options if n != OTHER and n not in trained}
     wanted = url_default("sb_model", None)
@@ -113,7 +114,8 @@ def _model_choice() -> tuple[str, str]:
     other = st.text_input(
         "Model directory or hub id", key="sb_model_other",
         placeholder="/path/to/model or gpt2", help="A local Hugging Face model directory "
-        "(config.json, model.safetensors, tokenizer files), or a hub id when online.",
+        "(config.json, model.safetensors, tokenizer files), or a hub id such as gpt2, "
+        "downloaded into the Hugging Face cache on first use.",
     ).strip()
     return other, other
 
@@ -124,15 +126,12 @@ HEADLESS_NOTE = ("This decoder was saved without its language-model head (no `lm
 
 
 def hub_offline_message(name: str) -> str:
-    """A hub id typed while the app is offline: why it cannot load, and what to set."""
-    start = (f"“{md_escape(name)}” is not a bundled model or a folder on this computer, so it "
-             "would come from the Hugging Face hub, and hub models need a network connection. ")
-    if settings.online_requested():  # asked for, but HF_HUB_OFFLINE=1 came from elsewhere
-        return start + ("This app was started with ATTENTION_LAB_ONLINE=1, but HF_HUB_OFFLINE=1 "
-                        "is also set where it was started: remove that setting and restart.")
-    return start + ("This app starts offline. To load hub models, start it on a computer with "
-                    "internet as `ATTENTION_LAB_ONLINE=1 streamlit run app.py`, or type the "
-                    "folder of a model you have downloaded.")
+    """A hub id typed while HF_HUB_OFFLINE=1 keeps the app off the hub: why, and what to do."""
+    return (f"“{md_escape(name)}” is not a bundled model or a folder on this computer, so it "
+            "would come from the Hugging Face hub, and hub models need a network connection, "
+            "but this app was started with HF_HUB_OFFLINE=1, which keeps it off the hub: "
+            "start it without that setting to download models by name, or pick a bundled "
+            "model.")
 
 
 def _selection(name: str, text: str, pair: str) -> Selection:
@@ -184,10 +183,14 @@ def render() -> Selection:
     try:
         selection.model = get_model(name)
     except ModelLoadError as exc:
-        selection.load_error = (hub_offline_message(exc.name) if isinstance(exc, HubOffline)
-                                else f"Could not load this model: {md_escape(str(exc))}")
+        selection.load_error = (
+            hub_offline_message(exc.name) if isinstance(exc, HubOffline)
+            else md_escape(str(exc)) if isinstance(exc, HubUnreachable)  # one sentence
+            else f"Could not load this model: {md_escape(str(exc))}")
         sb.error(selection.load_error)
         return selection
+    if name not in BUNDLED:  # a folder or hub id: what it is and its size, from its config
+        sb.caption(about_loaded(selection.model))  # (the config's model_type escaped in it)
     kind = selection.model.device.type
     sb.caption("Runs on the processor (CPU)" if kind == "cpu" else
                "Runs on the graphics card (GPU)" if kind == "cuda" else f"Runs on: {kind}",

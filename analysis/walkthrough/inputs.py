@@ -81,25 +81,27 @@ def _causal_mask_step(w: Walk, padding: str, shown: list[Shown]) -> None:
 
 def embedding_steps(w: Walk) -> None:
     cfg = w.cfg
+    width = cfg.d_embed or cfg.d_model  # ELECTRA: embeddings narrower than the model
+    dims = ("batch", "pos", "d_embed") if cfg.d_embed else BTD
     rope = (" A rotary model adds no position vector: positions enter inside attention, where "
             "q and k are rotated by an angle that grows with the position (RoPE)."
             if cfg.positions == "rotary" else "")
     w.add("embed_tok", "Embeddings", "Token embeddings",
           f"Each id picks one row of the token embedding table W_E [{cfg.d_vocab:,}, "
-          f"{cfg.d_model}]: a learned vector of {cfg.d_model} numbers.{rope}",
+          f"{width}]: a learned vector of {width} numbers.{rope}",
           "Looking up a row is the same as multiplying a one-hot vector by W_E. Tokens used in "
           "similar ways end up with similar rows."
           + (" The original transformer multiplies by √d_model so the embeddings are not "
              "drowned by the positional encoding." if cfg.embed_scale else ""),
           r"E_{\text{tok}}[b, j] = " + (r"\sqrt{d_{model}}\," if cfg.embed_scale else "")
-          + r"W_E[\text{ids}_{b,j}]", [w.shown("token embedding", "embed.hook_tok", BTD)],
+          + r"W_E[\text{ids}_{b,j}]", [w.shown("token embedding", "embed.hook_tok", dims)],
           "values")
     if w.has("embed.hook_type"):
         w.add("embed_type", "Embeddings", "Token type embeddings",
               f"Each token type picks a row of a small table with {cfg.n_token_types} rows.",
               "With a single sentence every token gets row 0: the same vector everywhere.",
               r"E_{\text{type}}[b, j] = W_{\text{type}}[\text{type}_{b,j}]",
-              [w.shown("token type embedding", "embed.hook_type", BTD)], "values")
+              [w.shown("token type embedding", "embed.hook_type", dims)], "values")
     if w.has("embed.hook_pos"):
         learned = cfg.positions == "learned"
         w.add("embed_pos", "Embeddings", "Position embeddings" if learned else
@@ -116,7 +118,7 @@ def embedding_steps(w: Walk) -> None:
               r"E_{\text{pos}}[b, j] = W_{\text{pos}}[j]" if learned else
               r"PE_{j,2i} = \sin\big(j / 10000^{2i/d}\big),\;PE_{j,2i+1} = "
               r"\cos\big(j / 10000^{2i/d}\big)",
-              [w.shown("position embedding", "embed.hook_pos", BTD)], "values")
+              [w.shown("position embedding", "embed.hook_pos", dims)], "values")
     if w.has("embed.hook_sum"):
         parts = " + ".join(rf"E_{{\text{{{p}}}}}" for p in ("tok", "type", "pos")
                            if w.has(f"embed.hook_{p}"))
@@ -126,7 +128,7 @@ def embedding_steps(w: Walk) -> None:
               "Adding rather than concatenating keeps the width at d_model; training learns to "
               "keep the parts in different directions. Dropout would follow in training; at "
               "inference it does nothing.", rf"X = {parts}",
-              [w.shown("sum", "embed.hook_sum", BTD)], "values")
+              [w.shown("sum", "embed.hook_sum", dims)], "values")
     if w.has("embed.ln.hook_normalized"):
         w.add("embed_norm", "Embeddings", f"{w.norm} of the embeddings",
               f"{w.norm} rescales each token's vector to mean 0 and variance 1, then applies a "
@@ -134,7 +136,15 @@ def embedding_steps(w: Walk) -> None:
               "inference, so this is the embeddings' output.",
               "The statistics are taken over the d_model numbers of one token, never across "
               "tokens or texts.", w.norm_formula,
-              [w.shown("normalized embeddings", "embed.ln.hook_normalized", BTD)], "values")
+              [w.shown("normalized embeddings", "embed.ln.hook_normalized", dims)], "values")
+    if w.has("embed.hook_project"):
+        w.add("embed_project", "Embeddings", "Widened to the model's width",
+              f"This model keeps its embeddings narrow ({width} numbers per token) and one "
+              f"learned linear layer widens each token's vector to the {cfg.d_model} numbers "
+              "every layer works with.",
+              "ELECTRA does this: a small embedding table saves parameters, and the layers "
+              "still get their full width.", r"X' = X\,W_{	ext{proj}} + b_{	ext{proj}}",
+              [w.shown("widened embeddings", "embed.hook_project", BTD)], "values")
 
 
 # ---------------------------------------------------------------------------- the stack, end

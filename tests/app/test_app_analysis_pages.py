@@ -210,7 +210,7 @@ def test_a_hub_id_offline_says_what_to_set_on_the_page():
     at.switch_page("app_pages/attention.py").run()
     assert not at.exception
     shown = _texts(at.main.error)
-    assert "need a network connection" in shown and "ATTENTION_LAB_ONLINE=1" in shown
+    assert "need a network connection" in shown and "HF_HUB_OFFLINE=1" in shown
     assert "LocalEntryNotFoundError" not in shown + _texts(at.sidebar.error)
     at.button(key="sb_back_to_default").click().run()
     assert not at.exception and at.selectbox(key="sb_model_choice").value == "minilm"
