@@ -1,6 +1,7 @@
 """Teach drafts, kept on the server per browser so that a reload (or a second tab) finds the
 draft where it was. Bounded: at most MAX_DRAFTS browsers (the least recently used draft goes
-first) and, per draft, what fits one lesson file (teaching/format.py's MAX_LESSON_BYTES)."""
+first) and, per draft, MAX_DRAFT_BYTES of words (below a lesson file's own limit, so that a
+hundred drafts hold at most ~20 MB of the server's memory)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import threading
 from collections import OrderedDict
 
 MAX_DRAFTS = 100  # browsers with a draft on this server; at most ~20 MB in all
+MAX_DRAFT_BYTES = 200_000  # one draft's words, as JSON (a lesson file may hold more)
 _LOCK = threading.Lock()
 _DRAFTS: OrderedDict[str, dict] = OrderedDict()
 
@@ -29,12 +31,10 @@ def draft_for(browser: str) -> dict:
 
 
 def room_for(draft: dict, step: dict) -> bool:
-    """Does `step` still fit the draft, as the words of one lesson file?"""
-    from teaching.format import MAX_LESSON_BYTES  # here: it loads the engine (torch)
-
+    """Does `step` still fit the draft (MAX_DRAFT_BYTES, which also fits one lesson file)?"""
     size = len(json.dumps(draft, ensure_ascii=False, default=str)) + \
         len(json.dumps(step, ensure_ascii=False, default=str))
-    return size <= MAX_LESSON_BYTES
+    return size <= MAX_DRAFT_BYTES
 
 
 def forget_all() -> None:

@@ -47,7 +47,7 @@ def test_the_drafts_kept_are_bounded(monkeypatch):
         drafts.draft_for(name)["title"] = name
     assert drafts.draft_for("c")["title"] == "c" and drafts.draft_for("b")["title"] == "b"
     assert drafts.draft_for("a")["title"] == ""  # the least recently used went first
-    big = {"text": "x" * 150_000}
+    big = {"text": "x" * (drafts.MAX_DRAFT_BYTES * 3 // 4)}
     assert drafts.room_for(drafts.empty(), big)
     assert not drafts.room_for({"steps": [big]}, big)  # two no longer fit one lesson file
     drafts.forget_all()
