@@ -16,9 +16,10 @@ pytestmark = pytest.mark.browser
 
 SHORT = "The cat sat on the mat because it was warm."  # 13 MiniLM tokens, 43 characters
 ROOM_SCREENS = [(1024, 768), (1280, 720)]
-# Pages a class is shown: every figure on them at least as large as in normal mode.
-CLASS_PAGES = [("attention", "minilm"), ("lessons", "minilm"), ("patching", "tiny-induction"),
-               ("logit-lens", "tiny-chars"), ("effect", "minilm")]
+# Pages a class is shown (a lesson's first step), every figure on them at least as large as in
+# normal mode.
+CLASS_PAGES = [("attention", "minilm"), ("lessons?lesson=reading-heatmaps&step=1", "minilm"),
+               ("patching", "tiny-induction"), ("logit-lens", "tiny-chars"), ("effect", "minilm")]
 
 # The main heatmap (the first plotly figure holding a heatmap): its plot area, and every pair
 # of neighbouring tick labels on one axis that overlap. Two labels overlap when the strips
@@ -65,7 +66,9 @@ SIDEBAR_WIDTH = r"""() => {
 
 
 def _link(server: str, path: str, model: str, text: str, projector: bool) -> str:
-    query = {"model": model, "text": text} | ({"projector": "1"} if projector else {})
+    path, _, extra = path.partition("?")
+    query = dict(urllib.parse.parse_qsl(extra)) | {"model": model, "text": text}
+    query |= {"projector": "1"} if projector else {}
     return f"{server}/{path}?{urllib.parse.urlencode(query)}"
 
 
@@ -118,7 +121,7 @@ def test_the_sidebar_comes_back_and_goes_again(server, browser):  # noqa: F811
     context.close()
 
 
-@pytest.mark.parametrize("path, model", CLASS_PAGES, ids=[p for p, _ in CLASS_PAGES])
+@pytest.mark.parametrize("path, model", CLASS_PAGES, ids=[p[:7] for p, _ in CLASS_PAGES])
 def test_no_figure_shrinks_when_projector_mode_is_on(server, browser, path, model):  # noqa: F811
     widths = {}
     for projector in (False, True):
@@ -129,6 +132,6 @@ def test_no_figure_shrinks_when_projector_mode_is_on(server, browser, path, mode
         widths[projector] = page.evaluate(FIGURE_WIDTHS)
         context.close()
     normal, big = widths[False], widths[True]
-    assert len(big) == len(normal), widths
+    assert normal and len(big) == len(normal), widths
     smaller = [(i, n, b) for i, (n, b) in enumerate(zip(normal, big)) if b < n - 2]
     assert not smaller, f"figures smaller in projector mode (index, normal, projector): {smaller}"
