@@ -39,7 +39,10 @@ def on() -> bool:
 
 
 def enlarged(fig: go.Figure) -> go.Figure:
-    """A copy of the figure with larger fonts and height."""
+    """A copy of the figure with larger fonts, margins and height. A figure sized to its
+    content (a width and a height) is sized for the room by viz/style.py `room_size`: a
+    page's main figure fills the page with its cells still square, and a heatmap's labels are
+    as large as its cells allow, thinned when they would overlap."""
     big = go.Figure(fig)
     template = fig.layout.template.layout.font.size if fig.layout.template else None
     base = fig.layout.font.size or template or 12  # the size it is drawn at
@@ -51,9 +54,11 @@ def enlarged(fig: go.Figure) -> go.Figure:
     big.update_xaxes(tickfont_size=size)
     big.update_yaxes(tickfont_size=size)
     if fig.layout.width and fig.layout.height:  # sized to its content (viz/style.py
+        drawn = fig.layout.template.layout.margin if fig.layout.template else None
         big.update_layout(**room_size(  # heatmap_size): its square cells grow to the page
             fig.layout.width, fig.layout.height,
-            {side: getattr(margin, side) or 0 for side in "lrtb"}))
+            {side: next((v for v in (getattr(margin, side), getattr(drawn, side, None))
+                         if v is not None), 0) for side in "lrtb"}))
         _thin_heatmap_ticks(big, base, size)
     elif fig.layout.height:
         big.update_layout(height=int(fig.layout.height * SCALE))

@@ -97,3 +97,16 @@ def test_a_zoomed_heatmap_keeps_its_own_labels():
     fig = attention_heatmap(np.full((60, 60), 1 / 60), tokens, tokens, window=(10, 20))
     big = projector.enlarged(fig)
     assert list(big.layout.xaxis.tickvals) == list(fig.layout.xaxis.tickvals)
+
+
+def test_a_figure_sized_without_its_own_margins_keeps_the_template_ones():
+    import plotly.graph_objects as go
+
+    from viz.style import TEMPLATE
+
+    fig = go.Figure(go.Bar(x=["a"], y=[1]))
+    fig.update_layout(template=TEMPLATE, width=600, height=400)  # margins from the template
+    big = projector.enlarged(fig)
+    drawn = TEMPLATE.layout.margin
+    assert big.layout.margin.l == int(drawn.l * ROOM_SCALE)
+    assert big.layout.margin.b == int(drawn.b * ROOM_SCALE)
