@@ -47,7 +47,10 @@ def enlarged(fig: go.Figure) -> go.Figure:
     template = fig.layout.template.layout.font.size if fig.layout.template else None
     base = fig.layout.font.size or template or 12  # the size it is drawn at
     size = base * SCALE
-    big.update_layout(font_size=size, title_font_size=size * 1.2)
+    # the subtitle has a font of its own (plotly's ~12 px): it grows too, its lines (wrapped for
+    # the normal figure) fitting the larger figure and the top margin grown by SCALE
+    big.update_layout(font_size=size, title_font_size=size * 1.2,
+                      title_subtitle_font_size=size * 0.85)
     margin = fig.layout.margin
     big.update_layout(margin={side: int(getattr(margin, side) * SCALE) for side in "lrtb"
                               if getattr(margin, side) is not None})  # room for larger labels
