@@ -16,7 +16,7 @@ import functools
 import plotly.graph_objects as go
 import streamlit as st
 
-from viz.style import ROOM_SCALE, label_px, room_size, room_ticks
+from viz.style import ROOM_NARROW_PX, ROOM_SCALE, label_px, room_size, room_ticks
 
 KEY = "projector"
 SIDEBAR_KEY = "projector_sidebar"  # session state: True once the sidebar was asked back
@@ -79,7 +79,9 @@ def _thin_heatmap_ticks(fig: go.Figure, base: float, size: float) -> None:
             or heatmaps[0].y is None:
         return
     trace, layout, margin = heatmaps[0], fig.layout, fig.layout.margin
-    plot = {"x": layout.width - margin.l - margin.r, "y": layout.height - margin.t - margin.b}
+    # x as on the narrowest room screen (the figure is narrowed there, never made shorter)
+    plot = {"x": min(layout.width, ROOM_NARROW_PX) - margin.l - margin.r,
+            "y": layout.height - margin.t - margin.b}
     for axis_name, labels in (("x", list(trace.x)), ("y", list(trace.y))):
         axis = layout[f"{axis_name}axis"]
         if axis.tickvals is not None or axis.showticklabels is False \

@@ -222,6 +222,9 @@ def titled_layout(fig: go.Figure, title: str, subtitle: str = "", height: int = 
 # its cells taller than wide). A narrower one (one of two side by side) grows by ROOM_SCALE
 # within ROOM_PAGE_PX, its plot never shrinking.
 ROOM_SCALE, ROOM_PAGE_PX, ROOM_FILL_MAX = 1.35, 940, 2.5
+# On a narrower screen (an 800 px projector: the page is 752 px) Streamlit narrows the figure
+# to the page, its height kept: the plot loses width only, so labels along x are spaced for it.
+ROOM_NARROW_PX = 752
 LABEL_EM = 1.05  # a tick label needs this many of its font size across (its glyphs ~0.95), a gap
 
 

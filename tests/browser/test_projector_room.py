@@ -135,3 +135,15 @@ def test_no_figure_shrinks_when_projector_mode_is_on(server, browser, path, mode
     assert normal and len(big) == len(normal), widths
     smaller = [(i, n, b) for i, (n, b) in enumerate(zip(normal, big)) if b < n - 2]
     assert not smaller, f"figures smaller in projector mode (index, normal, projector): {smaller}"
+
+
+@pytest.mark.parametrize("model, n_tokens", [("minilm", 13), ("tiny-chars", 43)])
+def test_on_an_800_px_projector_no_label_overlaps_and_the_plot_still_grows(  # noqa: F811
+        server, browser, model, n_tokens):
+    context = browser.new_context(viewport={"width": 800, "height": 900})
+    page = context.new_page()
+    _open(page, _link(server, "attention", model, SHORT, projector=True))
+    size = _main_heatmap(page, n_tokens)
+    context.close()
+    assert size is not None and not size["overlaps"], size
+    assert size["w"] >= 400, size  # normal mode at 800 px: 251 (13 tokens), 288 (43)

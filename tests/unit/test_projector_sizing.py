@@ -11,8 +11,8 @@ import pytest
 
 from ui import projector
 from viz.attention import attention_heatmap
-from viz.style import (HALF_PAGE_PX, LABEL_EM, ROOM_FILL_MAX, ROOM_PAGE_PX, ROOM_SCALE,
-                       room_size, room_ticks)
+from viz.style import (HALF_PAGE_PX, LABEL_EM, ROOM_FILL_MAX, ROOM_NARROW_PX, ROOM_PAGE_PX,
+                       ROOM_SCALE, room_size, room_ticks)
 
 MARGIN = dict(l=110, r=100, t=80, b=120)
 
@@ -82,10 +82,11 @@ def test_the_enlarged_main_heatmap_is_square_fills_the_page_and_thins_its_labels
     m = big.layout.margin
     w, h = big.layout.width - m.l - m.r, big.layout.height - m.t - m.b
     assert big.layout.width <= ROOM_PAGE_PX + 1 and w >= 600 and w == pytest.approx(h, abs=2)
-    for axis, angle in ((big.layout.xaxis, 60), (big.layout.yaxis, 90)):
+    narrow = min(big.layout.width, ROOM_NARROW_PX) - m.l - m.r  # x on an 800 px screen
+    for axis, angle, px in ((big.layout.xaxis, 60, narrow), (big.layout.yaxis, 90, h)):
         vals = list(axis.tickvals)
         step = math.ceil(n / len(vals))
-        across = w / n * step * math.sin(math.radians(angle))
+        across = px / n * step * math.sin(math.radians(angle))
         assert vals[0].endswith("t0")  # labels start at the first token
         assert across >= axis.tickfont.size * LABEL_EM - 1e-6
         assert axis.tickfont.size >= 13
