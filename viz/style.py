@@ -212,3 +212,52 @@ def titled_layout(fig: go.Figure, title: str, subtitle: str = "", height: int = 
                       title=dict(text=escape(title), subtitle=dict(text=sub)),
                       margin=margin, **rest)
     return fig
+
+
+# Projector mode (ui/projector.py): fonts and margins grow by ROOM_SCALE; the sidebar is
+# hidden, so a figure sized to its content (`heatmap_size`) wider than half a page is a
+# page's main figure and its plot grows to fill ROOM_PAGE_PX, the page's width on the
+# smallest room screen (1024 px, less the page's padding), by at most ROOM_FILL_MAX (a plot
+# already wider is narrowed to fit it: Streamlit would squeeze it to the page anyway, making
+# its cells taller than wide). A narrower one (one of two side by side) grows by ROOM_SCALE
+# within ROOM_PAGE_PX, its plot never shrinking.
+ROOM_SCALE, ROOM_PAGE_PX, ROOM_FILL_MAX = 1.35, 940, 2.5
+# On a narrower screen (an 800 px projector: the page is 752 px) Streamlit narrows the figure
+# to the page, its height kept: the plot loses width only, so labels along x are spaced for it.
+ROOM_NARROW_PX = 752
+LABEL_EM = 1.05  # a tick label needs this many of its font size across (its glyphs ~0.95), a gap
+
+
+def room_size(width: float, height: float, margin: dict, scale: float = ROOM_SCALE) -> dict:
+    """`width`, `height` and `margin` of a figure sized to its content, for projector mode:
+    margins (and so the labels in them) grow by `scale`; the plot keeps its aspect (square
+    cells stay square) and fills ROOM_PAGE_PX when the figure is wider than HALF_PAGE_PX
+    (growing at most ROOM_FILL_MAX times), else grows by `scale` within ROOM_PAGE_PX."""
+    big = {side: int(margin.get(side, 0) * scale) for side in "lrtb"}
+    plot_w = max(1.0, width - margin.get("l", 0) - margin.get("r", 0))
+    plot_h = max(1.0, height - margin.get("t", 0) - margin.get("b", 0))
+    room = ROOM_PAGE_PX - big["l"] - big["r"]
+    if width > HALF_PAGE_PX:
+        grow = min(ROOM_FILL_MAX, room / plot_w)
+    else:
+        grow = max(1.0, min(scale, room / plot_w))
+    return dict(width=int(big["l"] + big["r"] + plot_w * grow),
+                height=int(big["t"] + big["b"] + plot_h * grow), margin=big)
+
+
+def room_ticks(n: int, plot_px: float, font_px: float, low_px: float, angle: float = 90,
+               label_px_at_low: float = 0) -> tuple[float, int]:
+    """The tick font size and step for `n` category labels along a plot `plot_px` long: the
+    font as large as `font_px` while every label fits, no smaller than `low_px`; then every
+    step-th label so neighbours never overlap. `angle`: the labels' angle from the axis
+    (90: y labels written across; 60: x labels slanted; 0: x labels written along the axis,
+    which need their width, `label_px_at_low` at `low_px`)."""
+    cell = plot_px / max(n, 1)
+    if not angle:
+        need = label_px_at_low * font_px / low_px + 4
+        font = font_px if need <= cell else low_px
+        width = label_px_at_low * font / low_px + 4
+        return font, tick_step(cell, width, 0)
+    across = cell * math.sin(math.radians(angle))
+    font = min(font_px, max(low_px, across / LABEL_EM))
+    return font, tick_step(cell, font * LABEL_EM * (1 - 1e-9), angle)  # exactly fitting: 1
