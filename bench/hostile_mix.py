@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -44,6 +45,11 @@ from ws_client import WsSession
 BUDGET_MB = 1024  # the hosted memory budget (ui/settings.py)
 MARGIN_MB = 1024  # the issue's bound: model + budget + 1 GiB
 EFFECT_CHARS = 3200  # English-like words: more than MiniLM's 512 tokens, cut to 512
+
+
+def say(rec: RssRecorder, text: str) -> None:
+    """Progress on stderr, with the seconds since the bench started."""
+    print(f"[{time.perf_counter() - rec.t0:6.1f} s] {text}", file=sys.stderr, flush=True)
 
 
 def hostile_lesson(placeholders: int) -> str:
@@ -71,6 +77,7 @@ async def slider_session(url: str, index: int, args, out: list[dict], all_open, 
         keep(await session.open(args.open_timeout), 0)
         text, marker = session_text(args.seed + 1, index, 0, args.slider_chars, True)
         keep(await session.set_text(text, marker, args.timeout), 0)
+        say(rec, f"slider session {index} opened")
         await all_open.wait()
         start_clock(clock, args, rec)
         await asyncio.sleep(args.evict_wait)
@@ -98,10 +105,14 @@ async def effect_session(url: str, index: int, args, out: list[dict], all_open, 
         if typed.get("error") == "NoHeatmap":  # the button, not yet the strip: as expected
             typed.update(ok=True, error=None)
         keep(typed, 0)
+        say(rec, f"effect session {index} opened: {typed.get('error') or 'ok'}")
         await all_open.wait()
         start_clock(clock, args, rec)
         await asyncio.sleep(args.effect_at)
-        keep(await session.click("eff_run", args.effect_timeout), 1)
+        say(rec, f"effect session {index} presses the button")
+        clicked = keep(await session.click("eff_run", args.effect_timeout), 1)
+        say(rec, f"effect session {index}: {clicked.get('error') or 'ok'} "
+            f"{clicked.get('note_text', '')[:80]}")
     finally:
         with contextlib.suppress(Exception):
             await session.close()
@@ -118,20 +129,27 @@ async def lesson_upload(base: str, args, out: list[dict], all_open, clock: dict,
               "kind": "lesson", "ok": False, "busy": 0, "error_boxes": 0}
     async with async_playwright() as p:
         browser = await p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROME_ARGS)
+        waited = False
         try:
             page = await (await browser.new_context(viewport=VIEWPORT)).new_page()
             await page.goto(base + "teach", timeout=args.open_timeout * 1000)
             upload = page.locator("input[type=file]")
             await upload.wait_for(state="attached", timeout=args.open_timeout * 1000)
+            waited = True
+            say(rec, "lesson page opened")
             await all_open.wait()
             start_clock(clock, args, rec)
             await asyncio.sleep(args.lesson_at)
             start = time.perf_counter()
             await upload.set_input_files(str(path))
+            say(rec, "lesson uploaded")
             result.update(await _lesson_outcome(page, args.timeout))
             result["ms"] = (time.perf_counter() - start) * 1000
+            say(rec, f"lesson: {result.get('error') or result.get('note_text')}")
         except Exception as exc:  # noqa: BLE001 - a dead server or a missing widget: reported
             result.update(error=f"{type(exc).__name__}: {str(exc)[:160]}", ms=0.0)
+            if not waited:  # the others wait for every session at the barrier
+                await all_open.wait()
         finally:
             result["t_s"] = round(time.perf_counter() - rec.t0, 2)
             out.append(result)
@@ -167,21 +185,30 @@ async def _lesson_outcome(page, timeout_s: float) -> dict:
 async def run_hostile(url: str, args, rec: RssRecorder, out: list[dict], clock: dict) -> None:
     """The runner bench_load.run_duration calls: every group at once behind one barrier."""
     base = url.split("attention")[0]
-    long_args = argparse.Namespace(**{**vars(args), "mode": "long", "moves": 0})
+    long_args = argparse.Namespace(**{**vars(args), "mode": "long", "moves": 0,
+                                      "heatmap_key": "attn_heatmap"})
     n_long, n_slider, n_effect = args.sessions, args.slider_sessions, args.effect_sessions
     barrier = asyncio.Barrier(n_long + n_slider + n_effect + (1 if args.lesson else 0))
     rec.mark("open")
+    say(rec, "sessions opening")
     long_out: list[dict] = []
-    try:
-        await asyncio.gather(
+    try:  # a session that fails is reported; it must not leave the others pending
+        failed = await asyncio.gather(
             *(ws_session(url, i, long_args, long_out, barrier, clock, rec)
               for i in range(n_long)),
             *(slider_session(url, i, args, out, barrier, clock, rec) for i in range(n_slider)),
             *(effect_session(base + "effect?model=minilm", i, args, out, barrier, clock, rec)
               for i in range(n_effect)),
-            *([lesson_upload(base, args, out, barrier, clock, rec)] if args.lesson else []))
+            *([lesson_upload(base, args, out, barrier, clock, rec)] if args.lesson else []),
+            return_exceptions=True)
+        for exc in [f for f in failed if isinstance(f, BaseException)]:
+            say(rec, f"a session failed: {type(exc).__name__}: {exc}")
+            out.append({"group": "bench", "kind": "session", "ok": False, "ms": 0.0,
+                        "error": f"{type(exc).__name__}: {str(exc)[:160]}", "busy": 0,
+                        "error_boxes": 0, "session": -1})
     finally:
         rec.mark("close")
+        say(rec, "sessions closed")
         out += [{**r, "group": "long"} for r in long_out]
 
 
@@ -196,7 +223,10 @@ def guarded(run_duration, args, server, url: str, began: float, warm_up) -> dict
 
 
 def answered(r: dict) -> bool:
-    """The user got a result, or a message saying why not (a busy line, a warning)."""
+    """The user got a result, or a message saying why not (a busy line, a warning); a
+    dropped connection (a server that died) is neither."""
+    if "Connection" in str(r.get("error") or ""):
+        return False
     return bool(r.get("ok") or r.get("note_text") or r.get("busy_text"))
 
 

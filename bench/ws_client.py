@@ -41,6 +41,7 @@ STATUS = ForwardMsg.ScriptFinishedStatus
 EARLY = STATUS.Value("FINISHED_EARLY_FOR_RERUN")  # a rerun replaced it: the next one counts
 COMPILE_ERROR = STATUS.Value("FINISHED_WITH_COMPILE_ERROR")
 ERROR_FORMAT = 1  # Alert.Format.ERROR: st.error
+WARNING_FORMAT = 2  # Alert.Format.WARNING: st.warning
 MAX_CACHED = 400  # messages kept for ref_hash (the frontend also drops old ones)
 
 
@@ -57,7 +58,7 @@ class Run:
     shows: bool = False  # ... and its figure showed `want`
     busy: int = 0
     busy_text: str | None = None
-    note_text: str | None = None  # the last other warning or info box: a message to the user
+    note_text: str | None = None  # the last st.warning of the run: a message to the user
     errors: int = 0
     error_text: str | None = None
     closed: str | None = None
@@ -202,8 +203,8 @@ class WsSession:
             self.busy_paths.add(path)
         else:
             self.busy_paths.discard(path)
-            if kind == "alert" and inner.format != ERROR_FORMAT and run is not None:
-                run.note_text = text[:300]
+            if kind == "alert" and inner.format == WARNING_FORMAT and run is not None:
+                run.note_text = text[:300]  # e.g. the server is short of memory
         if kind == "exception" or (kind == "alert" and inner.format == ERROR_FORMAT):
             if path not in self.error_paths:
                 self._error(f"{inner.type}: {inner.message}" if kind == "exception" else text)
