@@ -36,8 +36,10 @@ MEMORY_ENTRIES_HOSTED = 128
 # `memory_ceiling_mb` sets the whole ceiling instead (0: no ceiling).
 MEMORY_MARGIN_MB = 1024
 # Runs and figures nobody has read for this long leave the budget, and the memory goes back to
-# the system (a class that has gone). ATTENTION_LAB_IDLE_SECONDS or `idle_seconds`.
-IDLE_SECONDS = 180
+# the system (a class that has gone). ATTENTION_LAB_IDLE_SECONDS or `idle_seconds`. Locally one
+# user may read a page for a while: a slider moved then should not have to run it again.
+IDLE_SECONDS_HOSTED = 180
+IDLE_SECONDS_LOCAL = 1800
 # Training runs at once per client address (0: no such limit, only one per browser). A class
 # behind one school router shares one address, so this is off unless the operator sets it:
 # ATTENTION_LAB_TRAINING_PER_CLIENT or `training_runs_per_client`.
@@ -132,7 +134,8 @@ def memory_ceiling(model_bytes: int) -> int | None:
 
 
 def idle_seconds() -> int:
-    return max(1, _number("ATTENTION_LAB_IDLE_SECONDS", "idle_seconds", IDLE_SECONDS))
+    default = IDLE_SECONDS_HOSTED if hosted() else IDLE_SECONDS_LOCAL
+    return max(1, _number("ATTENTION_LAB_IDLE_SECONDS", "idle_seconds", default))
 
 
 def training_runs_per_client() -> int:

@@ -184,3 +184,15 @@ def test_runs_nobody_has_read_for_a_while_leave_the_budget():
     assert store.evicted_bytes >= 100  # the memory keeper hands it back to the system
     now["t"] = 1000.0
     assert store.drop_idle(120) == 500 and len(store) == 0 and store.nbytes == 0
+
+
+def test_the_idle_time_is_short_on_a_shared_server_and_can_be_set(monkeypatch):
+    from ui import settings
+
+    monkeypatch.delenv("ATTENTION_LAB_IDLE_SECONDS", raising=False)
+    monkeypatch.setenv("ATTENTION_LAB_HOSTED", "1")
+    assert settings.idle_seconds() == settings.IDLE_SECONDS_HOSTED == 180
+    monkeypatch.setenv("ATTENTION_LAB_HOSTED", "0")
+    assert settings.idle_seconds() == settings.IDLE_SECONDS_LOCAL
+    monkeypatch.setenv("ATTENTION_LAB_IDLE_SECONDS", "20")
+    assert settings.idle_seconds() == 20
