@@ -59,8 +59,8 @@ MODE_DEFAULTS = {  # flags left unset take these
     "rounds": {"moves": 4, "timeout": 30.0},
     "long": {"sessions": 10, "chars": 5000, "moves": 0, "duration": 180.0, "timeout": 60.0},
     "short": {"sessions": 30, "chars": 240, "moves": 4, "duration": 180.0, "timeout": 30.0},
-    # bench/hostile_mix.py: long mode's load plus sliders, /effect and a lesson upload
-    "hostile": {"sessions": 10, "chars": 5000, "moves": 0, "duration": 180.0, "timeout": 90.0},
+    "hostile": {"sessions": 10, "chars": 5000, "moves": 0, "duration": 180.0, "timeout": 90.0,
+                "quiet": 300.0},  # bench/hostile_mix.py
 }
 
 
@@ -289,8 +289,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "each session in its own context (default: one per session)")
     parser.add_argument("--duration", type=float, help="long/short mode: seconds of submitting, "
                         "from when every page has loaded (default 180)")
-    parser.add_argument("--quiet", type=float, default=60.0,
-                        help="long/short mode: seconds with no sessions after all are closed")
+    parser.add_argument("--quiet", type=float, help="seconds with no sessions after all are "
+                        "closed (default 60; hostile mode 300)")
     parser.add_argument("--chars", type=int, help="long mode: characters per text (default "
                         "5000); short mode: the longest text (default 240)")
     parser.add_argument("--seed", type=int, default=0, help="of the generated texts")
@@ -332,7 +332,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def parse_args(parser: argparse.ArgumentParser | None = None) -> argparse.Namespace:
     args = (parser or build_parser()).parse_args()
-    for name, value in MODE_DEFAULTS[args.mode].items():
+    for name, value in {"quiet": 60.0, **MODE_DEFAULTS[args.mode]}.items():
         if getattr(args, name) is None:
             setattr(args, name, value)
     return args

@@ -296,7 +296,8 @@ def report_hostile(result: dict, args) -> None:
           f"{rss['after_quiet_mb']:,.0f} MB after {rss['quiet_s']:g} s quiet (goal <= model + "
           f"25% of the budget = {idle_goal:,.0f} MB). Tracebacks in the server log: "
           f"{result['server_tracebacks']}.")
-    notes = sorted({r.get("note_text", "")[:140] for r in actions if r.get("note_text")})
+    notes = sorted({r.get("note_text", "")[:140] for r in actions
+                    if r.get("note_text") and not r.get("ok")})
     if notes:
         print("Messages seen: " + " | ".join(notes[:5]))
     peak = max(rss["peak_mb"], guard.get("peak_mb", 0))
