@@ -174,7 +174,7 @@ async def _lesson_outcome(page, timeout_s: float) -> dict:
     while time.perf_counter() < deadline:
         if await page.locator("[data-testid='stException']").count():
             return {"error": "exception", "error_boxes": 1}
-        if await page.get_by_text("Hostile step").count():
+        if await page.get_by_text("Share:").count():  # its explanation, facts filled in
             return {"ok": True, "note_text": "the lesson opened"}
         if await page.locator("[data-testid='stAlertContentError']").count():
             return {"ok": True, "note_text": (await alert.first.inner_text())[:300]}
