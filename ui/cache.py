@@ -126,11 +126,9 @@ def note_freed() -> None:
 
 @st.cache_resource
 def start_memory_keeper() -> threading.Thread:
-    """One thread per server: every RELEASE_EVERY_SECONDS, drop the runs nobody has read for
-    settings.idle_seconds(), and while memory was recently evicted or freed, ask glibc to give free pages back (RSS falls, not just Python's count). It keeps
-    trying for a minute because an evicted run is freed only when the last page that was
-    drawing it finishes."""
-    store, state, idle = _run_cache(), _KEEPER, settings.idle_seconds()
+    """One thread per server: every RELEASE_EVERY_SECONDS, `keep_memory` (runs nobody read for
+    settings.idle_seconds() leave the budget, and freed memory goes back to the system)."""
+    store, idle = _run_cache(), settings.idle_seconds()
     if settings.hosted() and not os.environ.get("MALLOC_ARENA_MAX"):
         _LOG.warning("MALLOC_ARENA_MAX is not set: glibc made %s malloc arenas before the app "
                      "could limit them, and memory freed in them may not go back to the system. "
@@ -140,16 +138,24 @@ def start_memory_keeper() -> threading.Thread:
     def keep() -> None:
         while True:
             time.sleep(RELEASE_EVERY_SECONDS)
-            store.drop_idle(idle)  # runs nobody read for a while: their memory goes back
-            if store.evicted_bytes:
-                store.evicted_bytes = 0
-                state["dirty_until"] = time.monotonic() + RELEASE_WINDOW_SECONDS
-            if time.monotonic() < state["dirty_until"]:
-                release_free_memory()
+            keep_memory(store, idle)
 
     thread = threading.Thread(target=keep, name="attention-lab-memory", daemon=True)
     thread.start()
     return thread
+
+
+def keep_memory(store: MemoryBudget, idle: float, release=release_free_memory) -> None:
+    """One round of the memory keeper: drop the runs nobody has read for `idle` seconds, and
+    while memory was recently evicted or freed, ask glibc to give free pages back (RSS falls,
+    not just Python's count). It keeps asking for a minute because an evicted run is freed
+    only when the last page that was drawing it finishes."""
+    store.drop_idle(idle)
+    if store.evicted_bytes:
+        store.evicted_bytes = 0
+        _KEEPER["dirty_until"] = time.monotonic() + RELEASE_WINDOW_SECONDS
+    if time.monotonic() < _KEEPER["dirty_until"]:
+        release()
 
 
 def shared(kind: str):

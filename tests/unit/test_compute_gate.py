@@ -196,3 +196,17 @@ def test_the_idle_time_is_short_on_a_shared_server_and_can_be_set(monkeypatch):
     assert settings.idle_seconds() == settings.IDLE_SECONDS_LOCAL
     monkeypatch.setenv("ATTENTION_LAB_IDLE_SECONDS", "20")
     assert settings.idle_seconds() == 20
+
+
+def test_the_memory_keeper_drops_idle_runs_and_hands_the_memory_back(monkeypatch):
+    now = {"t": 0.0}
+    store = MemoryBudget(max_entries=10, max_bytes=10**6, clock=lambda: now["t"])
+    store.put("class run", Sized(500))
+    monkeypatch.setitem(cache._KEEPER, "dirty_until", 0.0)
+    released: list[int] = []
+    now["t"] = 60.0
+    cache.keep_memory(store, idle=180, release=lambda: released.append(1))
+    assert "class run" in store and released == []  # read a minute ago: kept, nothing freed
+    now["t"] = 200.0
+    cache.keep_memory(store, idle=180, release=lambda: released.append(1))
+    assert "class run" not in store and released == [1]
