@@ -18,6 +18,11 @@ A burst (a class submitting at once) starts with every slot held by runs that ha
 their cache miss yet, so the kind is also told when a run joins the line: `slot(computes=True)`
 for a rerun that brings a new text (app.py knows before the sidebar runs). Such a run counts as
 long from its first second, and so does each one like it waiting ahead.
+
+A fragment's rerun (a slider of the attention explorer) does not pass app.py's slot: when it
+must compute, ui/cache.turn_to_compute takes a slot for it (`holds_slot` tells). The last line
+of defence, `MemoryCeiling`, refuses new computations while the process's resident memory is
+over model + budget + margin.
 """
 
 from __future__ import annotations
