@@ -30,7 +30,7 @@ MAX_CONCURRENT_RUNS = 2  # training runs at once in one app process, across all 
 STOP_WAIT_SECONDS = 5.0  # how long a new run waits for the browser's earlier run to end
 
 
-# Bounds for runs started from the app# Bounds for runs started from the app; the training page states them (the number of runs
+# Bounds for runs started from the app; the training page states them (the number of runs
 # at once is ui/training_runs.MAX_CONCURRENT_RUNS).
 MAX_LAYERS, MAX_HEADS, MAX_D_MODEL = 4, 8, 128
 MAX_STEPS, MAX_SECONDS = 3000, 180
