@@ -104,7 +104,9 @@ def explorer(selection) -> None:
     """Sliders, the heatmap and the detail view. A fragment: moving a slider reruns only this,
     not the sidebar and the rest of the page. Streamlit keeps a fragment's arguments for its
     reruns, so it gets the selection (names), never the trace: the trace comes from the shared
-    budget each time, recomputed if it was evicted."""
+    budget each time, recomputed if it was evicted. A fragment's rerun does not pass app.py's
+    run queue, so that recomputation waits its turn there itself, with its place in line shown
+    at the top of the fragment (ui/cache.turn_to_compute)."""
     trace = selection.trace
     if trace is None:
         return

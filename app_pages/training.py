@@ -9,7 +9,7 @@ import torch
 from training import saving
 from training import train as tr
 from training.tasks import EOS, REVERSAL_LETTERS, make_task
-from ui import sessions, view_state
+from ui import sessions, settings, view_state
 from ui import training_runs as runs
 from ui.charts import chart_config
 from ui.text import md_escape
@@ -85,7 +85,9 @@ def _start(choice: str) -> None:
         return
     run = runs.TrainingRun(task, s, runs.new_save_dir)  # the folder is made once a slot is free
     try:
-        runs.start(run, sessions.browser_id())  # ends this browser's earlier run, if going
+        runs.start(run, sessions.browser_id(),  # ends this browser's earlier run, if going
+                   client=sessions.client_address(),
+                   per_client=settings.training_runs_per_client())
     except runs.ServerBusy as exc:
         st.session_state["train_error"] = str(exc)
         return
@@ -304,6 +306,9 @@ if "train_error" in st.session_state:
 run = st.session_state.get("train_run")
 if run is not None:
     if run.view()[0] == "running":
+        # Every second, outside the run queue: it only draws the snapshots the training
+        # thread made (bounded by the training slots) and computes nothing; a cache miss in it
+        # would wait its turn anyway (ui/cache.turn_to_compute).
         st.fragment(run_every=1.0)(_live)()
     else:
         _live()

@@ -7,15 +7,13 @@ sessions open the app; once every page has loaded (a barrier: booting a page cos
 
 Every action is timed from the key press to the heatmap in the page showing its result (the
 new text's tokens, or the new "layer L, head H" title), on the page's own clock: the key
-event's timestamp to the animation frame that paints the change (a MutationObserver in the
-page notices it; see load_tools.PAGE_CLOCK). That is what a student waits for. Opening the page
-is timed from navigation start to the first heatmap. The same actions are also timed as the
-Playwright driver sees them ("driver"). An action that takes longer than --timeout seconds, or
-during which the page shows a Streamlit exception or st.error box, is an error. The page also
-counts each time a "busy" message appears (an alert or toast matching --busy-pattern): the
-timing still ends when the heatmap is painted.
+event's timestamp to the animation frame that paints the change (load_tools.PAGE_CLOCK).
+Opening the page is timed from navigation start to the first heatmap; the same actions also as
+the Playwright driver sees them ("driver"). An action over --timeout seconds, or during which
+the page shows a Streamlit exception or st.error box, is an error. The page counts each "busy"
+message (an alert or toast matching --busy-pattern); the timing ends at the heatmap's paint.
 
-Three modes:
+Modes (and hostile: long mode, slider reruns, /effect, a lesson upload; bench/hostile_mix.py):
 
 - rounds (the first bench): for each N in --sizes, N sessions type one text each (10 to ~200
   tokens) and move the head and layer sliders --moves times; the server's peak RSS per round.
@@ -25,14 +23,14 @@ Three modes:
 - short: the same for --duration seconds with short texts (a quarter of --chars to all of it)
   and --moves slider moves after each text; p50/p95 for texts and for slider moves.
 
-In long and short mode the server's RSS (it and its children, VmRSS) is sampled every
---rss-every seconds from start to end, and again once the browsers are closed and after
---quiet seconds with no sessions. Sessions get one Chromium each unless --browsers is lower
-(then they are pages, in their own contexts, spread over that many Chromium processes).
+In long and short mode the server's RSS (VmRSS, with its children) is sampled every
+--rss-every seconds, at close and after --quiet seconds with no sessions. Sessions get one
+Chromium each unless --browsers is lower (then pages in their own contexts, spread over them).
 
     HF_HUB_OFFLINE=1 python bench/bench_load.py --sizes 1 4 8 --moves 4
     HF_HUB_OFFLINE=1 python bench/bench_load.py --mode long --sessions 10 --duration 180
     HF_HUB_OFFLINE=1 python bench/bench_load.py --mode short --sessions 30 --duration 180
+    HF_HUB_OFFLINE=1 python bench/bench_load.py --mode hostile
 
 Writes JSON to --out (default bench/out/load[_MODE].json); long and short mode also write
 <out>_rss.csv (the RSS series), <out>_actions.csv (every action) and <out>_server.log.
@@ -61,6 +59,8 @@ MODE_DEFAULTS = {  # flags left unset take these
     "rounds": {"moves": 4, "timeout": 30.0},
     "long": {"sessions": 10, "chars": 5000, "moves": 0, "duration": 180.0, "timeout": 60.0},
     "short": {"sessions": 30, "chars": 240, "moves": 4, "duration": 180.0, "timeout": 30.0},
+    "hostile": {"sessions": 10, "chars": 5000, "moves": 0, "duration": 180.0, "timeout": 90.0,
+                "quiet": 300.0},  # bench/hostile_mix.py
 }
 
 
@@ -283,14 +283,14 @@ def build_parser() -> argparse.ArgumentParser:
                                      epilog="\n".join(__doc__.splitlines()[1:]))
     parser.add_argument("--mode", choices=list(MODE_DEFAULTS), default="rounds")
     parser.add_argument("--sizes", type=int, nargs="+", default=[1, 4, 8], help="rounds mode")
-    parser.add_argument("--sessions", type=int, help="long/short mode (default 10 / 30)")
+    parser.add_argument("--sessions", type=int, help="long/short/hostile (default 10 / 30 / 10)")
     parser.add_argument("--browsers", type=int, default=0,
                         help="long/short mode: Chromium processes the sessions are spread over, "
                         "each session in its own context (default: one per session)")
     parser.add_argument("--duration", type=float, help="long/short mode: seconds of submitting, "
                         "from when every page has loaded (default 180)")
-    parser.add_argument("--quiet", type=float, default=60.0,
-                        help="long/short mode: seconds with no sessions after all are closed")
+    parser.add_argument("--quiet", type=float, help="seconds with no sessions after all are "
+                        "closed (default 60; hostile mode 300)")
     parser.add_argument("--chars", type=int, help="long mode: characters per text (default "
                         "5000); short mode: the longest text (default 240)")
     parser.add_argument("--seed", type=int, default=0, help="of the generated texts")
@@ -318,20 +318,21 @@ def build_parser() -> argparse.ArgumentParser:
                         "bench/bench_memory_probe.py and record the server's memory breakdown "
                         "after the warm-up, at close, after the quiet time, and then after "
                         "gc.collect() and malloc_trim(0)")
-    parser.add_argument("--no-barrier", action="store_true",
-                        help="rounds mode: do not wait for every page to finish loading before "
-                        "the timed actions (the browsers' page boot then competes with them)")
+    parser.add_argument("--no-barrier", action="store_true", help="rounds mode: no waiting "
+                        "for every page to load before the timed actions")
     parser.add_argument("--poll-every-frame", action="store_true",
                         help="rounds mode: the driver polls the heatmap on every animation frame "
                         "of every page (this bench's first harness; it costs the browsers CPU)")
-    parser.add_argument("--out", help="JSON (default bench/out/load.json, load_long.json, "
-                        "load_short.json)")
+    parser.add_argument("--out", help="JSON (default bench/out/load[_MODE].json)")
+    from hostile_mix import add_arguments  # here: hostile_mix imports this module
+
+    add_arguments(parser)
     return parser
 
 
 def parse_args(parser: argparse.ArgumentParser | None = None) -> argparse.Namespace:
     args = (parser or build_parser()).parse_args()
-    for name, value in MODE_DEFAULTS[args.mode].items():
+    for name, value in {"quiet": 60.0, **MODE_DEFAULTS[args.mode]}.items():
         if getattr(args, name) is None:
             setattr(args, name, value)
     return args
@@ -348,6 +349,11 @@ def main(args: argparse.Namespace | None = None, runner=None, report=report_dura
     began = time.perf_counter()
     # hosted: started as README's "Deploying for a class" says (one malloc arena)
     env = {} if args.local else {"ATTENTION_LAB_HOSTED": "1", "MALLOC_ARENA_MAX": "1"}
+    if args.mode == "hostile":  # bench/hostile_mix.py
+        import hostile_mix as hostile
+
+        runner, report, env["ATTENTION_LAB_IDLE_SECONDS"] = (
+            hostile.run_hostile, hostile.report_hostile, str(round(args.idle)))
     env.update(item.split("=", 1) for item in args.env)
     env = {k: v for k, v in env.items() if v}  # NAME= unsets NAME
     server, url = start_app(log=log, port=args.port, probe=args.probe, **env)
@@ -366,6 +372,8 @@ def main(args: argparse.Namespace | None = None, runner=None, report=report_dura
         if args.mode == "rounds":
             warm_up()
             result = run_rounds(args, server, url, began)
+        elif args.mode == "hostile":  # a guard kills the server if it blows up
+            result = hostile.guarded(run_duration, args, server, url, began, warm_up)
         else:
             result = run_duration(args, server, url, began, warm_up, runner)
     finally:

@@ -308,3 +308,42 @@ class RssRecorder:
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+def thread_count(pid: int) -> int:
+    """Threads of one process now (0 once it is gone)."""
+    try:
+        return len(list(Path(f"/proc/{pid}/task").iterdir()))
+    except OSError:
+        return 0
+
+
+class RssGuard:
+    """Kills the server (a process this bench started) as soon as its RSS passes `limit_mb`,
+    so a run that blows up fails the bench instead of the machine; samples every `every_s`
+    seconds and keeps the peak RSS and thread count it saw."""
+
+    def __init__(self, server, limit_mb: float, every_s: float = 0.1) -> None:
+        self.server, self.limit_mb, self.every_s = server, limit_mb, every_s
+        self.killed_at_mb: float | None = None
+        self.peak_mb, self.peak_threads = 0.0, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every_s) and self.server.poll() is None:
+            mb = rss_mb(self.server.pid)
+            self.peak_mb = max(self.peak_mb, mb)
+            self.peak_threads = max(self.peak_threads, thread_count(self.server.pid))
+            if mb > self.limit_mb:
+                self.killed_at_mb = mb
+                self.server.kill()
+                return
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()

@@ -41,6 +41,7 @@ STATUS = ForwardMsg.ScriptFinishedStatus
 EARLY = STATUS.Value("FINISHED_EARLY_FOR_RERUN")  # a rerun replaced it: the next one counts
 COMPILE_ERROR = STATUS.Value("FINISHED_WITH_COMPILE_ERROR")
 ERROR_FORMAT = 1  # Alert.Format.ERROR: st.error
+WARNING_FORMAT = 2  # Alert.Format.WARNING: st.warning
 MAX_CACHED = 400  # messages kept for ref_hash (the frontend also drops old ones)
 
 
@@ -57,6 +58,7 @@ class Run:
     shows: bool = False  # ... and its figure showed `want`
     busy: int = 0
     busy_text: str | None = None
+    note_text: str | None = None  # the last st.warning of the run: a message to the user
     errors: int = 0
     error_text: str | None = None
     closed: str | None = None
@@ -99,14 +101,19 @@ class WsSession:
         self.busy_paths: set[tuple] = set()
         self.error_paths: set[tuple] = set()
         self.ws = None
+        self.clicking: str | None = None  # the button key of the rerun being sent
         self._reader: asyncio.Task | None = None
 
     # ---- messages up ----
     def widget_states(self) -> list[WidgetState]:
         states = []
-        for info in self.widgets.values():
+        for key, info in self.widgets.items():
             state = WidgetState(id=info["id"])
-            if isinstance(info["value"], str):
+            if info.get("button"):  # a button is sent only in the rerun that clicks it
+                if key != self.clicking:
+                    continue
+                state.trigger_value = True
+            elif isinstance(info["value"], str):
                 state.string_value = info["value"]
             else:
                 state.double_array_value.data[:] = [float(info["value"])]
@@ -173,7 +180,10 @@ class WsSession:
         inner = getattr(element, kind) if kind else None
         wid = getattr(inner, "id", "") if kind else ""
         for key in self.keys:  # keyed widgets' ids end in "-<key>"
-            if wid.endswith("-" + key) and kind in ("text_area", "slider", "text_input"):
+            if wid.endswith("-" + key) and kind == "button":
+                self.widgets[key] = {"id": wid, "fragment": fragment_id, "value": None,
+                                     "button": True, "max": 0}
+            elif wid.endswith("-" + key) and kind in ("text_area", "slider", "text_input"):
                 old = self.widgets.get(key, {})
                 if inner.set_value:  # the server set it (session state): the browser takes it
                     value = inner.value[0] if kind == "slider" else inner.value
@@ -193,6 +203,8 @@ class WsSession:
             self.busy_paths.add(path)
         else:
             self.busy_paths.discard(path)
+            if kind == "alert" and inner.format == WARNING_FORMAT and run is not None:
+                run.note_text = text[:300]  # e.g. the server is short of memory
         if kind == "exception" or (kind == "alert" and inner.format == ERROR_FORMAT):
             if path not in self.error_paths:
                 self._error(f"{inner.type}: {inner.message}" if kind == "exception" else text)
@@ -282,6 +294,8 @@ class WsSession:
             result["busy_text"] = run.busy_text
         if run.errors:
             result["error_text"] = run.error_text
+        if run.note_text:
+            result["note_text"] = run.note_text
         return result
 
     async def set_text(self, text: str, marker: str, timeout_s: float) -> dict:
@@ -305,6 +319,18 @@ class WsSession:
         slider["value"] = pos[which]
         title = f"layer {pos['layer']}, head {pos['head']}"
         return await self._act("slider", slider["fragment"], (None, title), timeout_s)
+
+    async def click(self, key: str, timeout_s: float, want: tuple = (None, None)) -> dict:
+        """Press the button keyed `key` (a rerun with its trigger set) and wait for the run."""
+        button = self.widgets.get(key)
+        if button is None:
+            return {"kind": "click", "ok": False, "ms": 0.0, "error": "NoButton",
+                    "busy": 0, "error_boxes": 0}
+        self.clicking = key
+        try:
+            return await self._act("click", button["fragment"], want, timeout_s)
+        finally:
+            self.clicking = None
 
     async def close(self) -> None:
         if self.ws is not None:

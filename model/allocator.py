@@ -115,3 +115,13 @@ def arena_count() -> int | None:
     text = ctypes.string_at(buffer, size.value).decode()
     libc.free(buffer)
     return text.count("<heap nr=")
+
+
+def rss_bytes() -> int | None:
+    """This process's resident memory now (Linux /proc/self/statm), or None elsewhere."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            resident = int(f.read().split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return resident * os.sysconf("SC_PAGE_SIZE")

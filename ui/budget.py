@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 
@@ -63,9 +64,11 @@ class MemoryBudget:
     every `get`.
     """
 
-    def __init__(self, max_entries: int, max_bytes: int) -> None:
-        self.max_entries, self.max_bytes = max_entries, max_bytes
+    def __init__(self, max_entries: int, max_bytes: int,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.max_entries, self.max_bytes, self._clock = max_entries, max_bytes, clock
         self._items: OrderedDict[Hashable, tuple[object, int]] = OrderedDict()
+        self._read: dict[Hashable, float] = {}  # key → when it was last stored or read
         self._lock = threading.Lock()
         self._computing: dict[Hashable, threading.Event] = {}
         self.evicted_bytes = 0  # since the memory was last handed back to the system
@@ -86,6 +89,7 @@ class MemoryBudget:
             if key not in self._items:
                 return None
             self._items.move_to_end(key)
+            self._read[key] = self._clock()
             value, size = self._items[key]
         if hasattr(value, "nbytes") and not isinstance(value, (np.ndarray, torch.Tensor)):
             self._remeasure(key, value, size)
@@ -98,8 +102,10 @@ class MemoryBudget:
             if old is not None:
                 self.evicted_bytes += old[1]
             if size > self.max_bytes:
+                self._read.pop(key, None)
                 return
             self._items[key] = (value, size)
+            self._read[key] = self._clock()
             self._shrink()
 
     def get_or_compute(self, key: Hashable, compute: Callable[[], object]):
@@ -146,5 +152,17 @@ class MemoryBudget:
                 return
             if key in self._items:
                 size = self._items.pop(key)[1]
+                self._read.pop(key, None)
                 total -= size
                 self.evicted_bytes += size
+
+    def drop_idle(self, seconds: float) -> int:
+        """Let go of the entries nobody has stored or read for `seconds` (a class that has
+        gone): whoever asks again gets them recomputed. Returns the bytes let go."""
+        cutoff, freed = self._clock() - seconds, 0
+        with self._lock:
+            for key in [k for k in self._items if self._read.get(k, 0.0) < cutoff]:
+                freed += self._items.pop(key)[1]
+            self._read = {k: t for k, t in self._read.items() if k in self._items}
+            self.evicted_bytes += freed
+        return freed

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import logging
@@ -10,14 +11,15 @@ import threading
 import time
 
 import streamlit as st
+from streamlit.runtime.scriptrunner_utils.exceptions import StopException
 
 from model import LoadedModel, ModelLoadError, Trace, load_model
-from model.allocator import arena_count, keep_freed_memory, release_free_memory
+from model.allocator import arena_count, keep_freed_memory, release_free_memory, rss_bytes
 
-from . import settings
+from . import busy, settings
 from .budget import MemoryBudget
 from .download import fetch_with_progress, load_with_progress
-from .gate import RunQueue
+from .gate import MemoryCeiling, RunQueue
 from .settings import MODEL_CACHE_ENTRIES
 
 # How often the memory keeper may hand freed memory back to the system, and for how long
@@ -29,6 +31,10 @@ RELEASE_WINDOW_SECONDS = 60
 # allows from now on (the arenas made before stay: a server sets MALLOC_ARENA_MAX, see README).
 keep_freed_memory()
 _LOG = logging.getLogger(__name__)
+# What the process holds before any model: the "model" part of the memory ceiling is this plus
+# the bytes of each model loaded since (this module is imported once per server process).
+_BASE_RSS = rss_bytes() or 0
+_MODEL_BYTES: dict[str, int] = {}
 
 # The app shows patterns, q/k (for the Q·K view), the residual stream and the embeddings;
 # scores and q·k are recomputed from q and k when needed, so they are not kept. Names match
@@ -46,7 +52,10 @@ def keep_for_app(name: str) -> bool:
 @st.cache_resource(max_entries=MODEL_CACHE_ENTRIES, show_spinner="Loading the model…")
 def _load(name: str, _progress=None) -> LoadedModel:
     """(_progress: a callback for the weights going in; not part of the cache key)"""
-    return load_model(name, foreign=True, progress=_progress)  # foreign: via HF's own code
+    loaded = load_model(name, foreign=True, progress=_progress)  # foreign: via HF's own code
+    _MODEL_BYTES[name] = sum(t.untyped_storage().nbytes() for t in
+                             [*loaded.model.parameters(), *loaded.model.buffers()])
+    return loaded
 
 
 def get_model(name: str) -> LoadedModel:
@@ -72,6 +81,44 @@ def run_queue() -> RunQueue:
     return RunQueue(settings.run_slots())
 
 
+@st.cache_resource
+def memory_ceiling() -> MemoryCeiling:
+    """The server's last line of defence (ui/gate.py): over model + budget + margin of
+    resident memory, new computations are refused with a message."""
+    def ceiling() -> int | None:
+        models = sorted(_MODEL_BYTES.values())[-MODEL_CACHE_ENTRIES:]  # the cache keeps these
+        return settings.memory_ceiling(_BASE_RSS + sum(models))
+    return MemoryCeiling(ceiling, rss_bytes, release_free_memory)
+
+
+@contextlib.contextmanager
+def turn_to_compute():
+    """Around a computation (a cache miss): it waits its turn in the run queue, showing its
+    place in line, unless this run holds a slot already (app.py's whole-page slot); a
+    fragment's rerun never passed there. Then, if the server is over its memory ceiling, the
+    run stops with a message instead of computing."""
+    queue = run_queue()
+    if queue.holds_slot():
+        queue.mark_computing()  # the queue's wait estimate: a long run
+        refuse_if_short_of_memory()
+        yield
+        return
+    line = busy.BusyLine()
+    with queue.slot(on_wait=line, computes=True):
+        line.clear()
+        refuse_if_short_of_memory()
+        yield
+
+
+def refuse_if_short_of_memory() -> None:
+    """Over the server's memory ceiling: a message on the page, and this run stops."""
+    message = memory_ceiling().refusal()
+    if message:
+        st.warning(message, icon=":material/memory:")
+        st.stop()
+        raise StopException  # no script to stop (a bare thread): stop the caller all the same
+
+
 _KEEPER = {"dirty_until": 0.0}  # this module is imported once per server process
 
 
@@ -83,11 +130,9 @@ def note_freed() -> None:
 
 @st.cache_resource
 def start_memory_keeper() -> threading.Thread:
-    """One thread per server: every RELEASE_EVERY_SECONDS, while memory was recently evicted or
-    freed, ask glibc to give free pages back (RSS falls, not just Python's count). It keeps
-    trying for a minute because an evicted run is freed only when the last page that was
-    drawing it finishes."""
-    store, state = _run_cache(), _KEEPER
+    """One thread per server: every RELEASE_EVERY_SECONDS, `keep_memory` (runs nobody read for
+    settings.idle_seconds() leave the budget, and freed memory goes back to the system)."""
+    store, idle = _run_cache(), settings.idle_seconds()
     if settings.hosted() and not os.environ.get("MALLOC_ARENA_MAX"):
         _LOG.warning("MALLOC_ARENA_MAX is not set: glibc made %s malloc arenas before the app "
                      "could limit them, and memory freed in them may not go back to the system. "
@@ -97,15 +142,24 @@ def start_memory_keeper() -> threading.Thread:
     def keep() -> None:
         while True:
             time.sleep(RELEASE_EVERY_SECONDS)
-            if store.evicted_bytes:
-                store.evicted_bytes = 0
-                state["dirty_until"] = time.monotonic() + RELEASE_WINDOW_SECONDS
-            if time.monotonic() < state["dirty_until"]:
-                release_free_memory()
+            keep_memory(store, idle)
 
     thread = threading.Thread(target=keep, name="attention-lab-memory", daemon=True)
     thread.start()
     return thread
+
+
+def keep_memory(store: MemoryBudget, idle: float, release=release_free_memory) -> None:
+    """One round of the memory keeper: drop the runs nobody has read for `idle` seconds, and
+    while memory was recently evicted or freed, ask glibc to give free pages back (RSS falls,
+    not just Python's count). It keeps asking for a minute because an evicted run is freed
+    only when the last page that was drawing it finishes."""
+    store.drop_idle(idle)
+    if store.evicted_bytes:
+        store.evicted_bytes = 0
+        _KEEPER["dirty_until"] = time.monotonic() + RELEASE_WINDOW_SECONDS
+    if time.monotonic() < _KEEPER["dirty_until"]:
+        release()
 
 
 def shared(kind: str):
@@ -119,9 +173,11 @@ def shared(kind: str):
         def wrapper(*args):
             key = (kind,) + tuple(a for p, a in zip(params, args) if not p.startswith("_"))
             store = _run_cache()
-            if key not in store:
-                run_queue().mark_computing()  # the queue's wait estimate: a long run
-            return store.get_or_compute(key, lambda: fn(*args))
+            value = store.get(key)
+            if value is not None:
+                return value
+            with turn_to_compute():
+                return store.get_or_compute(key, lambda: fn(*args))
         return wrapper
     return decorate
 
@@ -138,15 +194,13 @@ def cached_run(name: str, text: str, pair: str = "", keep=keep_for_app, kind: st
     if trace is not None:
         return trace
 
-    run_queue().mark_computing()  # the queue's wait estimate: a long run
-
     def run() -> Trace:
         model = get_model(name)
         if as_batch:
             return model.run([text, pair], keep=keep)
         return model.run(text, pair or None, keep=keep)
 
-    with st.spinner("Running the model…"):
+    with turn_to_compute(), st.spinner("Running the model…"):
         return store.get_or_compute(key, run)
 
 

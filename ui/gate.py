@@ -18,6 +18,11 @@ A burst (a class submitting at once) starts with every slot held by runs that ha
 their cache miss yet, so the kind is also told when a run joins the line: `slot(computes=True)`
 for a rerun that brings a new text (app.py knows before the sidebar runs). Such a run counts as
 long from its first second, and so does each one like it waiting ahead.
+
+A fragment's rerun (a slider of the attention explorer) does not pass app.py's slot: when it
+must compute, ui/cache.turn_to_compute takes a slot for it (`holds_slot` tells). The last line
+of defence, `MemoryCeiling`, refuses new computations while the process's resident memory is
+over model + budget + margin.
 """
 
 from __future__ import annotations
@@ -66,6 +71,12 @@ class RunQueue:
     @property
     def _running(self) -> int:
         return len(self._started)
+
+    def holds_slot(self) -> bool:
+        """Whether this thread's run holds a slot now (a fragment's rerun does not: it never
+        passes through app.py's queue)."""
+        with self._cond:
+            return getattr(self._local, "ticket", None) in self._started
 
     def mark_computing(self) -> None:
         """The run holding this thread's slot computes (a cache miss): it is a long one."""
@@ -160,3 +171,30 @@ class RunQueue:
                     self._computing.discard(ticket)
                     self.computing_holds.append(self.holds[-1])
                 self._cond.notify_all()
+
+
+class MemoryCeiling:
+    """The last line of defence: while this process's resident memory is over a ceiling
+    (model + budget + margin, ui/settings.py), new work is refused with a message, instead of
+    the server growing until the system kills it. `refusal()` first hands free memory back to
+    the system (it may be only glibc's free pages) and looks again."""
+
+    def __init__(self, ceiling: Callable[[], int | None], measure: Callable[[], int | None],
+                 release: Callable[[], object] = lambda: None) -> None:
+        self._ceiling, self._measure, self._release = ceiling, measure, release
+        self.refused = 0  # how many times work was refused (the bench reports it)
+
+    def over(self) -> bool:
+        limit, rss = self._ceiling(), self._measure()
+        return limit is not None and rss is not None and rss > limit
+
+    def refusal(self) -> str | None:
+        """None when new work may start; else the message to show."""
+        if not self.over():
+            return None
+        self._release()
+        if not self.over():
+            return None
+        self.refused += 1
+        return ("The server is short of memory right now, so it cannot start this "
+                "computation. Please try again in a minute: what others finish is freed.")

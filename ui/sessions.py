@@ -142,6 +142,19 @@ def browser_id() -> str:
     return f"session-{current_session_id()}"
 
 
+def client_address() -> str | None:
+    """The address this session's connection comes from, or None when the server cannot tell
+    (a local connection, no client). Behind a reverse proxy it is the proxy's, unless the
+    proxy forwards the client's."""
+    import streamlit as st
+
+    try:
+        address = st.context.ip_address
+    except Exception:  # no client context (bare mode)
+        return None
+    return address if isinstance(address, str) and address else None
+
+
 def _is_active(session_id: str) -> bool:
     from streamlit import runtime
 

@@ -30,6 +30,20 @@ MEMORY_MB_LOCAL = 3 * 1024
 MEMORY_MB_HOSTED = 1024
 MEMORY_ENTRIES_LOCAL = 96
 MEMORY_ENTRIES_HOSTED = 128
+# The last line of defence (ui/gate.py, MemoryCeiling): over model + budget + this margin of
+# resident memory, new computations are refused with a message until it falls.
+# ATTENTION_LAB_MEMORY_MARGIN_MB or `memory_margin_mb`; ATTENTION_LAB_MEMORY_CEILING_MB or
+# `memory_ceiling_mb` sets the whole ceiling instead (0: no ceiling).
+MEMORY_MARGIN_MB = 1024
+# Runs and figures nobody has read for this long leave the budget, and the memory goes back to
+# the system (a class that has gone). ATTENTION_LAB_IDLE_SECONDS or `idle_seconds`. Locally one
+# user may read a page for a while: a slider moved then should not have to run it again.
+IDLE_SECONDS_HOSTED = 180
+IDLE_SECONDS_LOCAL = 1800
+# Training runs at once per client address (0: no such limit, only one per browser). A class
+# behind one school router shares one address, so this is off unless the operator sets it:
+# ATTENTION_LAB_TRAINING_PER_CLIENT or `training_runs_per_client`.
+TRAINING_RUNS_PER_CLIENT = 0
 # Page runs computing at once; the others queue and see their place (ui/gate.py). Hosted: one
 # per core of the 2-core class server (bench/bench_load.py).
 RUN_SLOTS_LOCAL = 4
@@ -84,16 +98,44 @@ def model_refusal(name: str) -> str | None:
     return None
 
 
+def _number(env: str, secret: str, default: int | None) -> int | None:
+    """An operator's whole-number setting: the environment, else secrets.toml, else default
+    (also for a value that is not a whole number)."""
+    value = os.environ.get(env) or _secret(secret, None)
+    try:
+        return int(str(value).strip()) if value not in (None, "") else default
+    except ValueError:
+        return default
+
+
 def memory_budget() -> tuple[int, int]:
     """(entries, bytes) of the server's one memory budget."""
-    value = os.environ.get("ATTENTION_LAB_MEMORY_MB") or _secret("memory_mb", None)
     default = MEMORY_MB_HOSTED if hosted() else MEMORY_MB_LOCAL
-    try:
-        megabytes = int(str(value).strip()) if value not in (None, "") else default
-    except ValueError:
-        megabytes = default
+    megabytes = _number("ATTENTION_LAB_MEMORY_MB", "memory_mb", default)
     entries = MEMORY_ENTRIES_HOSTED if hosted() else MEMORY_ENTRIES_LOCAL
     return entries, max(64, megabytes) * 2**20
+
+
+def memory_ceiling(model_bytes: int) -> int | None:
+    """Resident bytes over which new work is refused: the explicit ceiling if the operator
+    set one (0: none), else the models + the budget + the margin."""
+    explicit = _number("ATTENTION_LAB_MEMORY_CEILING_MB", "memory_ceiling_mb", None)
+    if explicit is not None:
+        return explicit * 2**20 if explicit > 0 else None
+    margin = max(0, _number("ATTENTION_LAB_MEMORY_MARGIN_MB", "memory_margin_mb",
+                            MEMORY_MARGIN_MB))
+    return model_bytes + memory_budget()[1] + margin * 2**20
+
+
+def idle_seconds() -> int:
+    default = IDLE_SECONDS_HOSTED if hosted() else IDLE_SECONDS_LOCAL
+    return max(1, _number("ATTENTION_LAB_IDLE_SECONDS", "idle_seconds", default))
+
+
+def training_runs_per_client() -> int:
+    """At most this many training runs at once from one client address; 0: no such limit."""
+    return max(0, _number("ATTENTION_LAB_TRAINING_PER_CLIENT", "training_runs_per_client",
+                          TRAINING_RUNS_PER_CLIENT))
 
 
 def run_slots() -> int:

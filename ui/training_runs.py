@@ -30,7 +30,7 @@ MAX_CONCURRENT_RUNS = 2  # training runs at once in one app process, across all 
 STOP_WAIT_SECONDS = 5.0  # how long a new run waits for the browser's earlier run to end
 
 
-# Bounds for runs started from the app# Bounds for runs started from the app; the training page states them (the number of runs
+# Bounds for runs started from the app; the training page states them (the number of runs
 # at once is ui/training_runs.MAX_CONCURRENT_RUNS).
 MAX_LAYERS, MAX_HEADS, MAX_D_MODEL = 4, 8, 128
 MAX_STEPS, MAX_SECONDS = 3000, 180
@@ -218,21 +218,39 @@ class TrainingRun:
 
 # --------------------------------------------------------------------- one run per browser
 _BY_BROWSER: weakref.WeakValueDictionary[str, TrainingRun] = weakref.WeakValueDictionary()
+_BY_CLIENT: dict[str, weakref.WeakSet[TrainingRun]] = {}  # client address → its runs
 _BY_BROWSER_LOCK = threading.Lock()
 
 
-def start(run: TrainingRun, browser: str, wait: float = STOP_WAIT_SECONDS) -> None:
+def start(run: TrainingRun, browser: str, wait: float = STOP_WAIT_SECONDS,
+          client: str | None = None, per_client: int = 0) -> None:
     """Start `run` as this browser's one run. A run the browser started earlier that is still
-    going is discarded first, and given `wait` seconds to end and free its slot. Raises
-    ServerBusy when the server's slots are all taken (by other browsers)."""
+    going is discarded first, and given `wait` seconds to end and free its slot. With
+    `per_client` > 0, a client address (`client`) may have at most that many runs going, so
+    a second private window (a new cookie, the same address) does not take a second slot.
+    Raises ServerBusy when the server's slots are all taken (by other browsers), or this
+    address has its runs going."""
     with _BY_BROWSER_LOCK:
         earlier = _BY_BROWSER.get(browser)
-        if earlier is not None and earlier is not run and earlier.running:
+        replaced = earlier is not None and earlier is not run and earlier.running
+        if client and per_client > 0:
+            going = [r for r in _BY_CLIENT.get(client, ()) if r.running and not r.discarded
+                     and r is not earlier and r is not run]
+            if len(going) >= per_client:
+                raise ServerBusy(
+                    f"{len(going)} training run{'s' if len(going) > 1 else ''} from your "
+                    f"network address {'are' if len(going) > 1 else 'is'} already going (this "
+                    f"server allows {per_client} at a time per address, also across private "
+                    "windows). Stop it or wait until it has finished, then start again.")
+        if replaced:
             earlier.discard()
             earlier.join(wait)
         run.start()
         _BY_BROWSER[browser] = run
-
+        if client:
+            for address in [a for a, runs in _BY_CLIENT.items() if not runs]:
+                del _BY_CLIENT[address]  # addresses whose runs are all gone
+            _BY_CLIENT.setdefault(client, weakref.WeakSet()).add(run)
 
 
 # What the training page starts with; the induction lesson's prediction is computed from a run

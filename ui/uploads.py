@@ -12,7 +12,12 @@ sessions together over MAX_BYTES_ALL_SESSIONS. Nothing is counted separately: th
 read from the manager's own storage under its lock, so files freed by Streamlit
 (`remove_file` on DELETE, `remove_session_files` on session shutdown) are uncounted at once.
 
-Before it checks, the guard also frees the files of sessions the runtime no longer knows.
+So that a quota cannot starve other users: files over SMALL_FILE_BYTES may fill all sessions'
+room only up to MAX_BYTES_ALL_SESSIONS - RESERVED_FOR_SMALL_FILES (the rest stays for lesson
+files), and before it checks, the guard frees every file that no widget of its session refers
+to any more and that is older than UNUSED_GRACE_SECONDS (an upload no page still needs: the
+uploader is gone from the page, or a client sent the file without one). It also frees the
+files of sessions the runtime no longer knows.
 Streamlit 1.67 frees a session's uploads only in `AppSession.shutdown()`; a session whose
 browser went away is kept for reconnection (server.disconnectedSessionTTL, 2 minutes) and then
 dropped from that storage *without* a shutdown, so its files would stay for the life of the
@@ -32,6 +37,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -44,6 +50,15 @@ MAX_BYTES_PER_SESSION = 2 * 2**20  # 2 MB
 # All sessions together: a last bound on what uploads may hold in this process, even if
 # many sessions each fill their share.
 MAX_BYTES_ALL_SESSIONS = 64 * 2**20  # 64 MB
+# Of that, room kept for small files (a lesson file is at most 200 kB): larger files may fill
+# the server only up to MAX_BYTES_ALL_SESSIONS - RESERVED_FOR_SMALL_FILES, so a class whose
+# sessions each hold their 2 MB cannot keep a teacher's lesson file out.
+RESERVED_FOR_SMALL_FILES = 8 * 2**20  # 8 MB
+SMALL_FILE_BYTES = 256 * 2**10  # 256 kB
+# An uploaded file that no widget of its session refers to any more (its uploader is gone: the
+# page moved on, or a client PUT it without one) is freed once it is this old, when another
+# upload needs the room. The browser sends the uploader's new state right after the upload.
+UNUSED_GRACE_SECONDS = 30
 # "Content Too Large": the request is well formed, but storing it would exceed the quota.
 REFUSED_STATUS = 413
 
@@ -111,20 +126,114 @@ def _check_structure(mgr: Any) -> str | None:
     return None
 
 
+class _Guard:
+    """The quota around one manager's add_file (see guard_manager)."""
+
+    def __init__(self, mgr: Any, limits: dict, is_known_session, needed_files,
+                 clock: Callable[[], float]) -> None:
+        self.mgr, self.limits, self.clock = mgr, limits, clock
+        self.is_known_session, self.needed_files = is_known_session, needed_files
+        self.original_add_file = mgr.add_file  # the bound method of the class
+        self.check_lock = threading.Lock()  # one check-then-store at a time: two can't both fit
+        self.added: dict[tuple[str, str], float] = {}  # (session, file id) → when it came
+
+    def free_unknown_sessions(self, current: str) -> None:
+        if self.is_known_session is None:
+            return
+        with self.mgr._lock:
+            held = list(self.mgr.file_storage.keys())
+        for sid in held:
+            if sid == current:
+                continue
+            try:
+                known = self.is_known_session(sid)
+            except Exception:  # noqa: BLE001 - a lookup that fails frees nothing
+                _LOG.debug("session lookup failed for %s", sid, exc_info=True)
+                continue
+            if not known:
+                self.mgr.remove_session_files(sid)
+                _LOG.info("freed the uploads of ended session %s", sid)
+
+    def free_unused_files(self) -> None:
+        """Free the files no widget of their session refers to, once UNUSED_GRACE_SECONDS old."""
+        if self.needed_files is None:
+            return
+        cutoff = self.clock() - self.limits["unused_grace"]
+        with self.mgr._lock:
+            held = {sid: list(files) for sid, files in self.mgr.file_storage.items()}
+        for sid, file_ids in held.items():
+            old = [f for f in file_ids if self.added.get((sid, f), 0.0) <= cutoff]
+            if not old:
+                continue
+            try:
+                needed = self.needed_files(sid)
+            except Exception:  # noqa: BLE001 - when it cannot tell, nothing is freed
+                _LOG.debug("widget lookup failed for %s", sid, exc_info=True)
+                continue
+            for file_id in old if needed is not None else ():
+                if file_id not in needed:
+                    self.mgr.remove_file(sid, file_id)
+                    _LOG.info("freed an upload no page uses any more (session %s)", sid)
+        self.added = {k: t for k, t in self.added.items()
+                      if k[1] in (self.mgr.file_storage.get(k[0]) or {})}
+
+    def refusal(self, session_id: str, file: Any) -> str | None:
+        limits, mgr = self.limits, self.mgr
+        with mgr._lock:
+            files = mgr.file_storage.get(session_id) or {}
+            old = files.get(file.file_id)  # the same id again replaces that file
+            n_files = len(files) + (old is None)
+            delta = _size(file) - (_size(old) if old is not None else 0)
+            n_bytes = sum(_size(f) for f in files.values()) + delta
+            all_bytes = sum(_size(f) for s in mgr.file_storage.values()
+                            for f in s.values()) + delta
+        if n_files > limits["max_files"]:
+            return (f"Upload refused: this session already holds {len(files)} uploaded "
+                    f"files, the most allowed is {limits['max_files']}. Remove one first.")
+        if n_bytes > limits["max_bytes"]:
+            return (f"Upload refused: this session's uploaded files would take "
+                    f"{n_bytes / 2**20:.1f} MB, the most allowed is "
+                    f"{limits['max_bytes'] / 2**20:.1f} MB. Remove a file first.")
+        room = limits["max_total_bytes"]
+        if _size(file) > SMALL_FILE_BYTES:
+            room -= limits["reserve_bytes"]  # the rest is kept for lesson files
+        if all_bytes > room:
+            return ("Upload refused: the server holds too many uploaded files right now. "
+                    "Try again later.")
+        return None
+
+    def add_file(self, session_id: str, file: Any) -> None:
+        with self.check_lock:
+            self.free_unknown_sessions(session_id)
+            self.free_unused_files()
+            refusal = self.refusal(session_id, file)
+            if refusal:
+                raise UploadRefused(refusal)
+            self.original_add_file(session_id=session_id, file=file)
+            self.added[(session_id, file.file_id)] = self.clock()
+
+
 def guard_manager(
     mgr: Any,
     *,
     max_files: int = MAX_FILES_PER_SESSION,
     max_bytes: int = MAX_BYTES_PER_SESSION,
     max_total_bytes: int = MAX_BYTES_ALL_SESSIONS,
+    reserve_bytes: int = RESERVED_FOR_SMALL_FILES,
     is_known_session: Callable[[str], bool] | None = None,
+    needed_files: Callable[[str], set[str] | None] | None = None,
+    unused_grace: float = UNUSED_GRACE_SECONDS,
+    clock: Callable[[], float] = time.monotonic,
 ) -> bool:
     """Wrap `mgr.add_file` with the quota. True if the guard is in place (now or before).
 
     `is_known_session(session_id)` says whether the runtime still has that session (connected
     or kept for reconnection); the files of unknown sessions are freed before each check.
-    Without it nothing is freed. It is called on the thread that calls add_file, which in the
-    server is the event loop, the thread that owns the session manager.
+    `needed_files(session_id)` names the file ids its widgets still refer to (None: cannot
+    tell); its other files, once `unused_grace` seconds old, are freed before each check.
+    Without them nothing is freed. They are called on the thread that calls add_file, which in
+    the server is the event loop, the thread that owns the session manager. Files over
+    SMALL_FILE_BYTES may fill all sessions' room only up to max_total_bytes - reserve_bytes.
     """
     with _install_lock:
         if _guarded(mgr):
@@ -135,60 +244,51 @@ def guard_manager(
         if problem is not None:
             _warn_once(problem)
             return False
-
-        original_add_file = mgr.add_file  # the bound method of the class
-        check_lock = threading.Lock()  # one check-then-store at a time, so two can't both fit
-
-        def free_unknown_sessions(current: str) -> None:
-            if is_known_session is None:
-                return
-            with mgr._lock:
-                held = list(mgr.file_storage.keys())
-            for sid in held:
-                if sid == current:
-                    continue
-                try:
-                    known = is_known_session(sid)
-                except Exception:  # noqa: BLE001 - a lookup that fails frees nothing
-                    _LOG.debug("session lookup failed for %s", sid, exc_info=True)
-                    continue
-                if not known:
-                    mgr.remove_session_files(sid)
-                    _LOG.info("freed the uploads of ended session %s", sid)
-
-        def add_file(session_id: str, file: Any) -> None:
-            with check_lock:
-                free_unknown_sessions(session_id)
-                with mgr._lock:
-                    files = mgr.file_storage.get(session_id) or {}
-                    old = files.get(file.file_id)  # the same id again replaces that file
-                    n_files = len(files) + (old is None)
-                    delta = _size(file) - (_size(old) if old is not None else 0)
-                    n_bytes = sum(_size(f) for f in files.values()) + delta
-                    all_bytes = sum(_size(f) for s in mgr.file_storage.values()
-                                    for f in s.values()) + delta
-                if n_files > max_files:
-                    raise UploadRefused(
-                        f"Upload refused: this session already holds {len(files)} uploaded "
-                        f"files, the most allowed is {max_files}. Remove one first.")
-                if n_bytes > max_bytes:
-                    raise UploadRefused(
-                        f"Upload refused: this session's uploaded files would take "
-                        f"{n_bytes / 2**20:.1f} MB, the most allowed is "
-                        f"{max_bytes / 2**20:.1f} MB. Remove a file first.")
-                if all_bytes > max_total_bytes:
-                    raise UploadRefused(
-                        "Upload refused: the server holds too many uploaded files right now. "
-                        "Try again later.")
-                original_add_file(session_id=session_id, file=file)
-
-        add_file.__wrapped__ = original_add_file  # type: ignore[attr-defined]
+        limits = {"max_files": max_files, "max_bytes": max_bytes,
+                  "max_total_bytes": max_total_bytes, "reserve_bytes": reserve_bytes,
+                  "unused_grace": unused_grace}
+        guard = _Guard(mgr, limits, is_known_session, needed_files, clock)
+        add_file = guard.add_file
         # An instance attribute shadows the class's method: the upload route looks up
         # `upload_mgr.add_file` on every request, so it calls this one.
         mgr.add_file = add_file
-        setattr(mgr, _MARK, {"max_files": max_files, "max_bytes": max_bytes,
-                             "max_total_bytes": max_total_bytes})
+        setattr(mgr, _MARK, limits)
         return True
+
+
+def _file_ids(value: Any) -> set[str]:
+    """The ids of uploaded files in a widget's value: a file, a list of them, or its state."""
+    ids: set[str] = set()
+    if getattr(value, "WhichOneof", None) is not None:  # a serialized WidgetState
+        if value.WhichOneof("value") == "file_uploader_state_value":
+            ids |= {i.file_id for i in value.file_uploader_state_value.uploaded_file_info}
+        return ids
+    for item in value if isinstance(value, (list, tuple)) else [value]:
+        if isinstance(getattr(item, "file_id", None), str):
+            ids.add(item.file_id)
+    return ids
+
+
+def _widget_file_lookup(rt: Any) -> Callable[[str], set[str] | None] | None:
+    """needed_files for the runtime: the file ids in a session's widget states, or None."""
+    get_info = getattr(getattr(rt, "_session_mgr", None), "get_session_info", None)
+    if not callable(get_info):
+        return None
+
+    def needed(session_id: str) -> set[str] | None:
+        info = get_info(session_id)
+        state = getattr(getattr(info, "session", None), "session_state", None)
+        new, old = getattr(state, "_new_widget_state", None), getattr(state, "_old_state", None)
+        if info is None or not isinstance(getattr(new, "states", None), dict) or \
+                not isinstance(old, dict):
+            return None  # an ended session's files go by free_unknown_sessions
+        ids: set[str] = set()
+        for wstate in list(new.states.values()):  # a copy: the script thread may write
+            ids |= _file_ids(getattr(wstate, "value", None))
+        for value in list(old.values()):
+            ids |= _file_ids(value)
+        return ids
+    return needed
 
 
 def _session_lookup(rt: Any) -> Callable[[str], bool] | None:
@@ -220,7 +320,8 @@ def install() -> bool:
             return True
         if type(mgr).__module__.startswith("unittest.mock"):  # AppTest: no real server
             return False
-        return guard_manager(mgr, is_known_session=_session_lookup(rt))
+        return guard_manager(mgr, is_known_session=_session_lookup(rt),
+                             needed_files=_widget_file_lookup(rt))
     except Exception as e:  # noqa: BLE001 - an app must never fail because of this guard
         _warn_once(f"{type(e).__name__}: {e}")
         return False

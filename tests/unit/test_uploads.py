@@ -88,7 +88,8 @@ def test_same_file_id_again_replaces_instead_of_adding(mgr):
 
 def test_all_sessions_together_are_capped():
     m = MemoryUploadedFileManager("/x")
-    assert uploads.guard_manager(m, max_files=4, max_bytes=2 * MB, max_total_bytes=5 * MB)
+    assert uploads.guard_manager(m, max_files=4, max_bytes=2 * MB, max_total_bytes=5 * MB,
+                                 reserve_bytes=0)
     for s in "abcde":
         m.add_file(s, _rec("f", 1 * MB))
     assert "server" in _refused(m, "f", "f", 1)
@@ -140,3 +141,71 @@ def test_install_without_a_server_does_nothing():
     if runtime.exists():
         pytest.skip("a Streamlit runtime exists in this process")
     assert uploads.install() is False
+
+
+# ---- quotas that cannot starve other users --------------------------------------------------
+
+def test_sessions_holding_their_whole_quota_cannot_keep_a_lesson_file_out():
+    """32 sessions × 2 MB filled the 64 MB server cap, and then every upload was refused, a
+    teacher's lesson file too. Large files now leave room for small ones."""
+    m = MemoryUploadedFileManager("/x")
+    assert uploads.guard_manager(m)  # the server's own limits
+    full = 0
+    for i in range(32):
+        try:
+            m.add_file(f"student{i}", _rec("big", 2 * MB))
+            full += 1
+        except uploads.UploadRefused:
+            pass
+    assert 0 < full < 32  # the class filled what large files may take
+    for i in range(4):  # several teachers' lesson files still fit
+        m.add_file(f"teacher{i}", _rec("lesson", 150 * KB))
+    assert _usage(m, "teacher3") == (1, 150 * KB)
+    assert "server" in _refused(m, "late", "big", 2 * MB)
+
+
+def test_an_upload_no_page_still_needs_is_freed_when_room_is_needed():
+    now = {"t": 0.0}
+    needed = {"a": {"kept"}, "b": set()}  # a's uploader shows "kept"; b has no uploader
+    m = MemoryUploadedFileManager("/x")
+    assert uploads.guard_manager(m, max_total_bytes=4 * MB, reserve_bytes=0,
+                                 needed_files=lambda sid: needed.get(sid),
+                                 clock=lambda: now["t"])
+    m.add_file("a", _rec("kept", 1 * MB))
+    m.add_file("a", _rec("dropped", 1 * MB))  # its uploader went away
+    m.add_file("b", _rec("stray", 2 * MB))  # PUT without any uploader
+    _refused(m, "c", "new", 1 * MB)  # still within the grace: nothing freed yet
+    now["t"] = uploads.UNUSED_GRACE_SECONDS + 1
+    m.add_file("c", _rec("new", 1 * MB))
+    assert _usage(m, "a") == (1, 1 * MB) and m.get_files("a", ["kept"])
+    assert _usage(m, "b") == (0, 0) and _usage(m, "c") == (1, 1 * MB)
+    # the new file is young: it stays even though no widget names it yet
+    now["t"] += 1
+    m.add_file("d", _rec("x", 1))
+    assert _usage(m, "c") == (1, 1 * MB)
+
+
+def test_when_the_widgets_cannot_be_read_nothing_is_freed():
+    now = {"t": 0.0}
+    m = MemoryUploadedFileManager("/x")
+    assert uploads.guard_manager(m, max_total_bytes=2 * MB, reserve_bytes=0,
+                                 needed_files=lambda sid: None, clock=lambda: now["t"])
+    m.add_file("a", _rec("f", 2 * MB))
+    now["t"] = 10_000
+    _refused(m, "b", "g", 1 * MB)
+    assert _usage(m, "a") == (1, 2 * MB)
+
+
+def test_file_ids_are_read_from_widget_states_and_from_uploaded_files():
+    from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+    state = WidgetState(id="w")
+    info = state.file_uploader_state_value.uploaded_file_info.add()
+    info.file_id = "abc"
+    assert uploads._file_ids(state) == {"abc"}
+
+    class Uploaded:
+        file_id = "def"
+
+    assert uploads._file_ids([Uploaded(), None]) == {"def"}
+    assert uploads._file_ids(WidgetState(id="x", string_value="hi")) == set()

@@ -124,3 +124,25 @@ def test_figure_shows_the_marker_or_the_title(want: tuple, shown: bool) -> None:
     spec = json.dumps({"data": [{"x": ["0·[CLS]", "1·round", "2·12"]}],
                        "layout": {"title": {"text": "Layer 1, head 2"}}})
     assert figure_shows(spec, want) is shown
+
+
+def test_a_button_is_sent_only_in_the_rerun_that_presses_it_and_warnings_are_kept():
+    session = WsSession("http://127.0.0.1:1/effect?model=minilm", heatmap_key="eff_strip",
+                        keys=("sb_text", "eff_run"))
+    session.handle(_element([0, 3], button=lambda b: (setattr(b, "id", "$$ID-9-eff_run"),
+                                                      setattr(b, "label", "Measure"))))
+    assert session.widgets["eff_run"]["button"]
+    assert not session.widget_states()  # not pressed: the browser sends no trigger
+    session.clicking = "eff_run"
+    pressed = session.widget_states()
+    assert [(s.id, s.trigger_value) for s in pressed] == [("$$ID-9-eff_run", True)]
+    session.clicking = None
+
+    session.run = Run()
+    warning = _element([0, 4], alert=lambda a: (setattr(a, "body", "short of memory"),
+                                                setattr(a, "format", 2)))
+    info = _element([0, 5], alert=lambda a: (setattr(a, "body", "an info box"),
+                                             setattr(a, "format", 3)))
+    session.handle(warning)
+    session.handle(info)
+    assert session.run.note_text == "short of memory" and session.run.errors == 0
