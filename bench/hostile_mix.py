@@ -159,15 +159,15 @@ async def lesson_upload(base: str, args, out: list[dict], all_open, clock: dict,
 
 async def _lesson_outcome(page, timeout_s: float) -> dict:
     """After the upload: "Start it" (then the lesson's page), or a message about the file."""
-    alert = page.locator("[data-testid='stAlert'], [data-testid='stException']")
+    error = page.locator("[data-testid='stAlertContentError']")  # the message about the file
     start = page.get_by_role("button", name="Start it")
     deadline = time.perf_counter() + timeout_s
     while time.perf_counter() < deadline:
         if await start.count():
             await start.click()
             break
-        if await page.locator("[data-testid='stAlertContentError']").count():
-            return {"ok": True, "note_text": (await alert.first.inner_text())[:300]}
+        if await error.count():
+            return {"ok": True, "note_text": (await error.first.inner_text())[:300]}
         await asyncio.sleep(0.3)
     else:
         return {"error": "neither the lesson nor a message"}
@@ -176,8 +176,8 @@ async def _lesson_outcome(page, timeout_s: float) -> dict:
             return {"error": "exception", "error_boxes": 1}
         if await page.get_by_text("Share:").count():  # its explanation, facts filled in
             return {"ok": True, "note_text": "the lesson opened"}
-        if await page.locator("[data-testid='stAlertContentError']").count():
-            return {"ok": True, "note_text": (await alert.first.inner_text())[:300]}
+        if await error.count():
+            return {"ok": True, "note_text": (await error.first.inner_text())[:300]}
         await asyncio.sleep(0.3)
     return {"error": "the lesson did not open within the timeout"}
 
