@@ -3,13 +3,7 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-import socket
-import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -17,50 +11,19 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from server_log import warnings_in  # noqa: E402
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+sys.path.insert(0, str(ROOT / "tests" / "browser"))
+
+from app_server import CHROMIUM, running_app  # noqa: E402
 CHROME_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                "--disable-component-update", "--disable-sync", "--no-first-run"]
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """The app on 127.0.0.1; at the end, its log must hold no Streamlit warning."""
-    if not Path(CHROMIUM).exists():
-        if os.environ.get("CI"):
-            pytest.fail("chromium is not installed; .ci/run should have installed it")
-        pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)")
-    port = _free_port()
-    env = dict(os.environ, HF_HUB_OFFLINE="1")
-    log = tmp_path_factory.mktemp("server") / "server.log"
-    with open(log, "w", encoding="utf-8") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address",
-             "127.0.0.1", "--server.port", str(port), "--server.headless", "true",
-             "--browser.gatherUsageStats", "false"],
-            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
-        )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            urllib.request.urlopen(url + "/_stcore/health", timeout=2)
-            break
-        except OSError:
-            time.sleep(0.5)
-    else:
-        proc.kill()
-        pytest.fail("the app did not start within 60 s")
-    yield url
-    proc.terminate()
-    proc.wait(timeout=10)
-    assert warnings_in(log) == []
+    with running_app(tmp_path_factory.mktemp("server") / "server.log") as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

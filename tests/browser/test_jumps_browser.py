@@ -5,12 +5,8 @@ The server's log is kept, and holds no Streamlit warning at the end."""
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -18,40 +14,20 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "browser")]
 
-from test_browser import CHROMIUM, _click_head, _free_port, _settle, _wait_title  # noqa: E402
+from app_server import running_app  # noqa: E402
+from server_log import warnings_in  # noqa: E402
+from test_browser import _click_head, _settle, _wait_title  # noqa: E402
 from test_browser import browser  # noqa: E402,F401 - the Chromium fixture
 
-WARNING = re.compile(r"WARNING|Warning:|was created with a default value")
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
-    """The app on 127.0.0.1, its output in a log file: (url, log path)."""
-    if not Path(CHROMIUM).exists():
-        pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)")
+    """The app on 127.0.0.1, its output in a log file: (url, log path); at the end the log
+    must hold no Streamlit warning."""
     log = tmp_path_factory.mktemp("server") / "server.log"
-    port = _free_port()
-    with open(log, "w", encoding="utf-8") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address",
-             "127.0.0.1", "--server.port", str(port), "--server.headless", "true",
-             "--browser.gatherUsageStats", "false"],
-            cwd=ROOT, env=dict(os.environ, HF_HUB_OFFLINE="1"), stdout=out,
-            stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            urllib.request.urlopen(url + "/_stcore/health", timeout=2)
-            break
-        except OSError:
-            time.sleep(0.5)
-    else:
-        proc.kill()
-        pytest.fail("the app did not start within 60 s")
-    yield url, log
-    proc.terminate()
-    proc.wait(timeout=10)
+    with running_app(log) as url:
+        yield url, log
 
 
 def _open(browser, url: str):  # noqa: F811
@@ -115,6 +91,4 @@ def test_a_lesson_walked_with_next_and_previous(served, browser):  # noqa: F811
 
 def test_the_server_log_holds_no_warning(served):
     _, log = served
-    lines = [line for line in log.read_text(encoding="utf-8").splitlines()
-             if WARNING.search(line)]
-    assert lines == []
+    assert warnings_in(log) == []

@@ -13,11 +13,7 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import socket
-import subprocess
 import sys
-import time
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -29,8 +25,9 @@ pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from server_log import warnings_in  # noqa: E402
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+sys.path.insert(0, str(ROOT / "tests" / "browser"))
+
+from app_server import CHROMIUM, running_app  # noqa: E402
 CHROME_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                "--disable-component-update", "--disable-sync", "--no-first-run"]
 SHORT = "The cat sat on the mat because it was warm."
@@ -118,43 +115,13 @@ def _page_paths() -> list[str]:
 PATHS = _page_paths()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """The app on 127.0.0.1; at the end, its log must hold no Streamlit warning."""
-    if not Path(CHROMIUM).exists():
-        if os.environ.get("CI"):
-            pytest.fail("chromium is not installed; .ci/run should have installed it")
-        pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)")
-    port = int(os.environ.get("TEST_APP_PORT") or _free_port())  # a fixed one on a shared machine
-    log = tmp_path_factory.mktemp("server") / "server.log"
-    with open(log, "w", encoding="utf-8") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address",
-             "127.0.0.1", "--server.port", str(port), "--server.headless", "true",
-             "--browser.gatherUsageStats", "false"],
-            cwd=ROOT, env=dict(os.environ, HF_HUB_OFFLINE="1"), stdout=out,
-            stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 90
-    while time.time() < deadline:
-        try:
-            urllib.request.urlopen(url + "/_stcore/health", timeout=2)
-            break
-        except OSError:
-            time.sleep(0.5)
-    else:
-        proc.kill()
-        pytest.fail("the app did not start within 90 s")
-    yield url
-    proc.terminate()
-    proc.wait(timeout=20)
-    assert warnings_in(log) == []
+    port = int(os.environ.get("TEST_APP_PORT") or 0) or None  # a fixed one on a shared machine
+    with running_app(tmp_path_factory.mktemp("server") / "server.log", port) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
