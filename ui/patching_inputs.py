@@ -16,6 +16,7 @@ import torch
 from analysis.patching import pick_corruption, pick_flip
 from viz.heads import picked_head
 
+from . import view_state
 from .callbacks import _clicked_points, open_on_attention
 
 # Word swaps that keep a sentence sensible; tried first, then the fallbacks below.
@@ -54,7 +55,7 @@ def first_words(loaded, text: str, limit: int) -> str:
 
 
 def _set_text(text: str) -> None:
-    st.session_state["sb_text"] = text
+    view_state.set_texts(text, keep_example=True)
 
 
 def use_text(text: str):
@@ -205,8 +206,8 @@ def open_chosen(box_key: str, text_key: str | None = None):
 
 
 def _switch(model: str, values: dict) -> None:
-    st.session_state["sb_model_choice"] = model
-    st.session_state["sb_pair"] = ""
+    view_state.choose_model(model)
+    st.session_state[view_state.PAIR_KEY] = ""
     st.session_state.update(values)
 
 

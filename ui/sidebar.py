@@ -11,7 +11,7 @@ from model import BUNDLED, LoadedModel, ModelLoadError, Trace
 from model.hub import HubUnreachable
 from model.registry import HubOffline
 
-from . import charts, settings
+from . import charts, settings, view_state
 from .cache import get_model, get_trace
 from .examples import EXAMPLES, LEARNED_FROM, SHORT, known_sentence
 from .model_names import about_loaded, description, in_groups, short_label
@@ -44,22 +44,19 @@ class Selection:
 
 def _use_model(name: str) -> None:
     """on_click: choose this model in the picker before it is drawn again."""
-    st.session_state["sb_model_choice"] = name
+    view_state.choose_model(name)
 
 
 def _apply_example() -> None:
-    text, pair = EXAMPLES[st.session_state["sb_example"]]
-    st.session_state["sb_text"] = text
-    st.session_state["sb_pair"] = pair
+    text, pair = EXAMPLES[view_state.chosen_example()]
+    view_state.set_texts(text, pair, keep_example=True)
 
 
 def use_known_sentence(name: str) -> None:
     """on_click: put a sentence of the kind `name` was trained on in the text box."""
     sentence = known_sentence(name)
     if sentence:
-        st.session_state["sb_text"] = sentence
-        st.session_state["sb_pair"] = ""
-        st.session_state.pop("sb_example", None)
+        view_state.set_texts(sentence, "")
 
 
 def _known_text_note(name: str) -> None:
@@ -69,7 +66,7 @@ def _known_text_note(name: str) -> None:
     if not line:
         return
     st.caption(line)
-    if sentence and st.session_state.get("sb_text") != sentence:
+    if sentence and st.session_state.get(view_state.TEXT_KEY) != sentence:
         st.button("Use a sentence it knows", key="sb_known_text", on_click=use_known_sentence,
                   args=(name,), help=f"Puts “{md_escape(sentence)}” in the text box.")
 
@@ -88,18 +85,18 @@ def _model_choice() -> tuple[str, str]:
     options += [OTHER] if allowed is None else []
     by_label = {model_label(n): n for n in options if n != OTHER and n not in trained}
     wanted = url_default("sb_model", None)
-    if wanted is not None and "sb_model_choice" not in st.session_state:
+    if wanted is not None and view_state.MODEL_KEY not in st.session_state:
         wanted = by_label.get(wanted, wanted)
         if wanted in options:
-            st.session_state["sb_model_choice"] = wanted
+            st.session_state[view_state.MODEL_KEY] = wanted
         elif allowed is None:
-            st.session_state["sb_model_choice"] = OTHER
-            st.session_state["sb_model_other"] = wanted
+            st.session_state[view_state.MODEL_KEY] = OTHER
+            st.session_state[view_state.OTHER_KEY] = wanted
         else:
             st.sidebar.warning("The link asked for a model this server does not offer; "
                                "showing the default model instead.")
     choice = st.selectbox(
-        "Model", options, key="sb_model_choice",
+        "Model", options, key=view_state.MODEL_KEY,
         format_func=lambda n: n if n == OTHER or n in trained else
         short_label(n) if n in BUNDLED else model_label(n),
     )
@@ -112,7 +109,7 @@ def _model_choice() -> tuple[str, str]:
     if choice != OTHER:
         return choice, model_label(choice)
     other = st.text_input(
-        "Model directory or hub id", key="sb_model_other",
+        "Model directory or hub id", key=view_state.OTHER_KEY,
         placeholder="/path/to/model or gpt2", help="A local Hugging Face model directory "
         "(config.json, model.safetensors, tokenizer files), or a hub id such as gpt2, "
         "downloaded into the Hugging Face cache on first use.",
@@ -162,15 +159,15 @@ def render() -> Selection:
     sb = st.sidebar
     with sb:
         name, label = _model_choice()
-        st.session_state.setdefault("sb_text", url_default("sb_text", SHORT))
-        st.session_state.setdefault("sb_pair", url_default("sb_pair", ""))
-        st.selectbox("Examples", list(EXAMPLES), key="sb_example", index=None,
+        st.session_state.setdefault(view_state.TEXT_KEY, url_default("sb_text", SHORT))
+        st.session_state.setdefault(view_state.PAIR_KEY, url_default("sb_pair", ""))
+        st.selectbox("Examples", list(EXAMPLES), key=view_state.EXAMPLE_KEY, index=None,
                      placeholder="Pick a ready example…", on_change=_apply_example)
-        text = st.text_area("Text", key="sb_text", height=140,
+        text = st.text_area("Text", key=view_state.TEXT_KEY, height=140,
                             help=f"Up to {settings.max_chars():,} characters. Beyond the "
                             "model's context the extra tokens are cut, and the page says how "
                             "many.")
-        pair = st.text_input("Second sentence (optional)", key="sb_pair",
+        pair = st.text_input("Second sentence (optional)", key=view_state.PAIR_KEY,
                              help="For a sentence pair: BERT marks it with token type 1.")
         selection = _selection(name, text, pair)
         _link(label, selection)
@@ -210,7 +207,8 @@ def render() -> Selection:
     return selection
 
 
-_INPUT_KEYS = ("sb_model_choice", "sb_model_other", "sb_text", "sb_pair")
+_INPUT_KEYS = (view_state.MODEL_KEY, view_state.OTHER_KEY, view_state.TEXT_KEY,
+               view_state.PAIR_KEY)
 
 
 def brings_new_input() -> bool:

@@ -114,7 +114,8 @@ def selected_model() -> str:
     return str(state.get(OTHER_KEY, "")).strip() if choice == OTHER else str(choice)
 
 
-def _set_model(name: str) -> None:
+def choose_model(name: str) -> None:
+    """Pick `name` in the sidebar's model picker (before the picker is drawn again)."""
     from model import BUNDLED  # here: the start page draws before torch loads
 
     allowed = app_settings.allowed_models()
@@ -126,13 +127,28 @@ def _set_model(name: str) -> None:
         st.session_state[OTHER_KEY] = name
 
 
+def set_texts(text: str, pair: str | None = None, keep_example: bool = False) -> None:
+    """Put `text` (and `pair`, when given) in the sidebar's text boxes; unless the example
+    picker put them there (keep_example), it lets go of the example it showed."""
+    st.session_state[TEXT_KEY] = text
+    if pair is not None:
+        st.session_state[PAIR_KEY] = pair
+    if not keep_example:
+        st.session_state.pop(EXAMPLE_KEY, None)
+
+
+def chosen_example() -> str | None:
+    """The example picked in the sidebar, if any."""
+    return st.session_state.get(EXAMPLE_KEY)
+
+
 def apply(view: ViewState) -> None:
     """Put the session in this view: the sidebar's model and texts, and the page's settings
     (the ones the view does not name go back to the page's defaults). For callbacks and for
     app.py before the sidebar is drawn."""
     view = view.normal()
     state = st.session_state
-    _set_model(view.model)
+    choose_model(view.model)
     state[TEXT_KEY], state[PAIR_KEY] = view.text, view.pair
     state.pop(EXAMPLE_KEY, None)
     spec = view.spec
