@@ -14,7 +14,7 @@ from analysis.ablation import (
 from analysis.cost import sweep_plan
 from ui import settings
 from ui.heavy import allowance, cost_words, refusal, room_for
-from ui.cache import get_model
+from ui.cache import get_model, shared
 from ui.charts import chart_config
 from ui.callbacks import add_layer_heads, set_state, toggle_head
 from ui.examples import known_sentence
@@ -64,51 +64,18 @@ def _shared_sweeps() -> dict:
     return {}
 
 
-@st.cache_data(max_entries=32, show_spinner="Re-running the model without those heads…")
+@shared("ablation")
 def _ablate(model_name: str, text: str, pair: str, heads: tuple, mode: str) -> dict:
-    loaded = get_model(model_name)
-    return ablation_report(loaded, Inputs.encode(loaded, text, pair or None), heads, mode,
-                           sentence_pooling(model_directory(model_name)))
+    with st.spinner("Re-running the model without those heads…"):
+        loaded = get_model(model_name)
+        return ablation_report(loaded, Inputs.encode(loaded, text, pair or None), heads, mode,
+                               sentence_pooling(model_directory(model_name)))
 
 
-selection = st.session_state["selection"]
-st.title("Head ablation", anchor=False)
-trace = require_trace(selection)
-cfg = trace.cfg
-loaded = selection.model
-tokens = trace.tokens
-labels = axis_labels(tokens)
-st.caption(
-    "Remove heads and run the model again. What a removed head passes on (the mix of "
-    "tokens it attended to) is replaced by zeros, or by its own average over the positions "
-    "of this text, which keeps its typical contribution but drops what it says about any "
-    "one token.", help="The head's output is replaced before the output projection W_O. "
-    "The shared model is never changed: the replacement is a temporary hook that is gone "
-    "when the run ends.")
-
-heads_all = [(lay, h) for lay in range(cfg.n_layers) for h in range(cfg.n_heads)]
-st.session_state["_abl_n_heads"] = cfg.n_heads
-VIEW["heads"] = [tuple(h) for h in VIEW.setdefault("heads") if tuple(h) in heads_all]
-if st.session_state.get("abl_layer") not in range(cfg.n_layers):
-    st.session_state["abl_layer"] = 0
-top = st.columns([4, 3])
-chosen = top[0].multiselect("Heads to remove", heads_all, key=VIEW.key("heads"),
-                            format_func=lambda lh: f"L{lh[0]} H{lh[1]}",
-                            placeholder="Pick heads to remove")
-VIEW.setdefault("mode")
-mode = top[1].radio("Replace each removed head by", list(MODES), key=VIEW.key("mode"),
-                    format_func=MODES.get)
-row = st.columns([2, 2, 1, 3], vertical_alignment="bottom")
-row[0].selectbox("Layer", list(range(cfg.n_layers)), key="abl_layer")
-row[1].button("Remove every head of this layer", key="abl_add_layer",
-              on_click=add_layer_heads("abl_layer", VIEW.key("heads"), cfg.n_heads))
-row[2].button("Clear", key="abl_clear", on_click=set_state(**{VIEW.key("heads"): []}))
-
-pooling = sentence_pooling(model_directory(selection.model_name))
-if not chosen:
-    st.info("No head removed yet: pick heads above, or measure every head below and click "
-            "one in its grid, and the model re-runs without them.")
-else:
+def _without_heads(selection, trace, chosen: list, mode: str) -> None:
+    """The model re-run without the chosen heads: what changed, token by token."""
+    loaded, tokens = selection.model, trace.tokens
+    labels = axis_labels(tokens)
     result = _ablate(selection.model_name, selection.text, selection.pair,
                      tuple(sorted(tuple(h) for h in chosen)), mode)
     names = ", ".join(f"L{lay} H{h}" for lay, h in sorted(chosen))
@@ -165,38 +132,10 @@ else:
                                "heads mattered more for this token"),
                     key="abl_cos", config=chart_config("token_cosine"))
 
-st.divider()
-st.subheader("Importance of every head")
-st.caption("Each head removed on its own (one run per head, all with the same replacement), "
-           "and the effect measured. The grid answers: which single heads does this text "
-           "depend on? Click a head to add it to (or drop it from) the heads removed above.")
-sweeps = _shared_sweeps()
-skey = (selection.model_name, selection.text, selection.pair, mode)
-n_heads_total = cfg.n_layers * cfg.n_heads
-plan = sweep_plan(cfg, trace.n_tokens, allowance())  # its memory and time, before the click
-if skey not in sweeps and settings.hosted() and trace.n_tokens > HOSTED_SWEEP_TOKENS:
-    st.info(f"On this shared server the sweep is limited to texts of up to "
-            f"{HOSTED_SWEEP_TOKENS} tokens (this one has {trace.n_tokens}): it runs the model "
-            f"{n_heads_total} times. Shorten the text to measure every head.")
-elif skey not in sweeps and refusal(plan):
-    st.info(refusal(plan))
-elif skey not in sweeps:
-    small = n_heads_total * trace.n_tokens <= AUTO_SWEEP
-    if not small:
-        st.caption(f"Measuring every head takes {cost_words(plan)}.")
-    if small or st.button(f"Measure all {n_heads_total} heads ({n_heads_total} runs of "
-                          f"{trace.n_tokens} tokens)", key="abl_sweep_btn"):
-        bar = st.progress(0.0, text="Removing one head at a time…")
-        inputs = Inputs.encode(loaded, selection.text, selection.pair or None)
-        with room_for(plan) as held:
-            sweeps[skey] = importance_sweep(
-                loaded, inputs, mode, pooling, allowance=held, progress=lambda done, total:
-                bar.progress(done / total, text=f"{done}/{total} heads"))
-        bar.empty()
-        for old in list(sweeps)[:-KEPT_SWEEPS]:
-            sweeps.pop(old, None)
-if skey in sweeps:
-    sweep = sweeps[skey]
+
+def _importance(sweep: dict, selection, chosen: list, mode: str, heads_all: list) -> None:
+    """Every head's effect when removed alone: a grid to click and the largest ones in a table."""
+    n_heads = selection.model.cfg.n_heads
     metrics = [m for m in ("loss", "sentence", "tokens") if m in sweep]
     metric = st.radio("Effect", metrics, key="abl_metric", horizontal=True,
                       format_func=EFFECT_NAMES.get, help=EFFECT_HELP)
@@ -206,7 +145,7 @@ if skey in sweeps:
                   value_name="Δ loss" if metric == "loss" else "1 − cosine",
                   fmt=".3f", diverging=metric == "loss", marked=[tuple(h) for h in chosen],
                   subtitle=METRICS[metric] + "; outlined: heads removed above"),
-        key="abl_grid", on_select=toggle_head("abl_grid", cfg.n_heads, VIEW.key("heads")),
+        key="abl_grid", on_select=toggle_head("abl_grid", n_heads, VIEW.key("heads")),
         selection_mode="points", config=chart_config("head_importance"))
     if metric == "loss":
         _helped_note(values, selection.model_name)
@@ -221,3 +160,78 @@ if skey in sweeps:
     order = ranking["effect"].abs().sort_values(ascending=False, kind="stable").index
     st.dataframe(ranking.loc[order].head(shown), hide_index=True, width="content",
                  key="abl_ranking", column_config={"effect": effect})
+
+
+def render() -> None:
+    selection = st.session_state["selection"]
+    st.title("Head ablation", anchor=False)
+    trace = require_trace(selection)
+    cfg = trace.cfg
+    loaded = selection.model
+    tokens = trace.tokens
+    labels = axis_labels(tokens)
+    st.caption(
+        "Remove heads and run the model again. What a removed head passes on (the mix of "
+        "tokens it attended to) is replaced by zeros, or by its own average over the positions "
+        "of this text, which keeps its typical contribution but drops what it says about any "
+        "one token.", help="The head's output is replaced before the output projection W_O. "
+        "The shared model is never changed: the replacement is a temporary hook that is gone "
+        "when the run ends.")
+
+    heads_all = [(lay, h) for lay in range(cfg.n_layers) for h in range(cfg.n_heads)]
+    st.session_state["_abl_n_heads"] = cfg.n_heads
+    VIEW["heads"] = [tuple(h) for h in VIEW.setdefault("heads") if tuple(h) in heads_all]
+    if st.session_state.get("abl_layer") not in range(cfg.n_layers):
+        st.session_state["abl_layer"] = 0
+    top = st.columns([4, 3])
+    chosen = top[0].multiselect("Heads to remove", heads_all, key=VIEW.key("heads"),
+                                format_func=lambda lh: f"L{lh[0]} H{lh[1]}",
+                                placeholder="Pick heads to remove")
+    VIEW.setdefault("mode")
+    mode = top[1].radio("Replace each removed head by", list(MODES), key=VIEW.key("mode"),
+                        format_func=MODES.get)
+    row = st.columns([2, 2, 1, 3], vertical_alignment="bottom")
+    row[0].selectbox("Layer", list(range(cfg.n_layers)), key="abl_layer")
+    row[1].button("Remove every head of this layer", key="abl_add_layer",
+                  on_click=add_layer_heads("abl_layer", VIEW.key("heads"), cfg.n_heads))
+    row[2].button("Clear", key="abl_clear", on_click=set_state(**{VIEW.key("heads"): []}))
+
+    pooling = sentence_pooling(model_directory(selection.model_name))
+    if not chosen:
+        st.info("No head removed yet: pick heads above, or measure every head below and click "
+                "one in its grid, and the model re-runs without them.")
+    else:
+        _without_heads(selection, trace, chosen, mode)
+
+    st.divider()
+    st.subheader("Importance of every head")
+    st.caption("Each head removed on its own (one run per head, all with the same replacement), "
+               "and the effect measured. The grid answers: which single heads does this text "
+               "depend on? Click a head to add it to (or drop it from) the heads removed above.")
+    sweeps = _shared_sweeps()
+    skey = (selection.model_name, selection.text, selection.pair, mode)
+    n_heads_total = cfg.n_layers * cfg.n_heads
+    plan = sweep_plan(cfg, trace.n_tokens, allowance())  # its memory and time, before the click
+    if skey not in sweeps and settings.hosted() and trace.n_tokens > HOSTED_SWEEP_TOKENS:
+        st.info(f"On this shared server the sweep is limited to texts of up to "
+                f"{HOSTED_SWEEP_TOKENS} tokens (this one has {trace.n_tokens}): it runs the model "
+                f"{n_heads_total} times. Shorten the text to measure every head.")
+    elif skey not in sweeps and refusal(plan):
+        st.info(refusal(plan))
+    elif skey not in sweeps:
+        small = n_heads_total * trace.n_tokens <= AUTO_SWEEP
+        if not small:
+            st.caption(f"Measuring every head takes {cost_words(plan)}.")
+        if small or st.button(f"Measure all {n_heads_total} heads ({n_heads_total} runs of "
+                              f"{trace.n_tokens} tokens)", key="abl_sweep_btn"):
+            bar = st.progress(0.0, text="Removing one head at a time…")
+            inputs = Inputs.encode(loaded, selection.text, selection.pair or None)
+            with room_for(plan) as held:
+                sweeps[skey] = importance_sweep(
+                    loaded, inputs, mode, pooling, allowance=held, progress=lambda done, total:
+                    bar.progress(done / total, text=f"{done}/{total} heads"))
+            bar.empty()
+            for old in list(sweeps)[:-KEPT_SWEEPS]:
+                sweeps.pop(old, None)
+    if skey in sweeps:
+        _importance(sweeps[skey], selection, chosen, mode, heads_all)

@@ -13,6 +13,7 @@ from ui.cache import shared
 from ui.charts import chart_config
 from ui.callbacks import pick_head
 from ui.text import md_escape
+from ui.page_registry import page_link
 from ui.reference import check_numbers
 from ui.sidebar import require_trace
 from ui.view_state import page_view
@@ -111,8 +112,7 @@ def explorer(selection) -> None:
     if trace is None:
         return
     key = (selection.model_name, selection.text, selection.pair)
-    cfg, tokens = trace.cfg, trace.tokens
-    labels = axis_labels(tokens)
+    cfg, tokens, labels = trace.cfg, trace.tokens, axis_labels(trace.tokens)
     controls = st.columns([3, 3, 2, 2])
     layer = index_slider(controls[0], "Layer", cfg.n_layers, key=VIEW.key("layer"))
     mode = controls[2].radio("Show", MODES, key=VIEW.key("mode"),
@@ -226,9 +226,9 @@ def _detail_view(view: str, selection, trace, layer: int, head: int, matrix,
                    "as chosen under “Figure downloads” in the sidebar.")
 
 
-def page() -> None:
-    """The page body. A function, so its run (trace, figures) lives in locals that end with the
-    run: Streamlit keeps this script's globals alive through the fragment above."""
+def render() -> None:
+    """The page body: its run (trace, figures) lives in locals that end with the run; the
+    fragment above gets what it needs as arguments."""
     selection = st.session_state["selection"]
     st.title("Attention", anchor=False)
     trace = require_trace(selection)
@@ -245,10 +245,10 @@ def page() -> None:
     if trace.kind == "foreign":  # Hugging Face's own code: attention only (model/foreign.py)
         st.info(md_escape(selection.model.pages_note))
     else:  # the effect page needs the engine's own code
-        st.page_link("app_pages/effect.py", label="Does attention explain the answer? See its "
-                     "effect ▸", help="A head can look hard at a token and pass on very little "
-                     "of it: this page puts attention beside what really changes the model's "
-                     "answer.")
+        page_link(st, "effect", label="Does attention explain the answer? See its effect ▸",
+                  icon="", help="A head can look hard at a token and pass on very little "
+                  "of it: this page puts attention beside what really changes the model's "
+                  "answer.")
 
     opening = None  # a long text opens on a head with a clear pattern, unless a link names one
     if VIEW.given("layer") is None and VIEW.given("head") is None:
@@ -270,5 +270,3 @@ def page() -> None:
                         width="content")
     check_numbers(selection, "attn")
 
-
-page()

@@ -103,63 +103,65 @@ def _sum_check(a, what: str) -> None:
                    "computer's arithmetic.")
 
 
-selection = st.session_state["selection"]
-st.title("Which parts made the logit", anchor=False)
-st.caption(
-    "A model that writes text gives every possible next token a score, its *logit*: the "
-    "higher, the likelier. Inside the model, every part writes into one running sum (the "
-    "residual stream): the embeddings, then every head and every MLP (the small network "
-    "after each attention layer). The score is read off "
-    "that sum at the end, so it can be taken apart: this page shows how much each part added "
-    "to it directly.")
-trace = require_trace(selection)
-reason = decoder_reason(selection, "Taking the score apart", attribution=True)
-if reason is not None:
-    offer_decoder(reason, key="attr_switch")
-    st.stop()
+def render() -> None:
+    selection = st.session_state["selection"]
+    st.title("Which parts made the logit", anchor=False)
+    st.caption(
+        "A model that writes text gives every possible next token a score, its *logit*: the "
+        "higher, the likelier. Inside the model, every part writes into one running sum (the "
+        "residual stream): the embeddings, then every head and every MLP (the small network "
+        "after each attention layer). The score is read off "
+        "that sum at the end, so it can be taken apart: this page shows how much each part added "
+        "to it directly.")
+    trace = require_trace(selection)
+    reason = decoder_reason(selection, "Taking the score apart", attribution=True)
+    if reason is not None:
+        offer_decoder(reason, key="attr_switch")
+        st.stop()
 
-loaded, cfg = selection.model, trace.cfg
-labels = axis_labels(trace.tokens)
-pos, target, base, names = _pickers(loaded, trace, labels)
-a = attribution(selection.model_name, selection.text, selection.pair, pos, target, base,
-                trace.token_ids.reshape(-1)[:trace.n_tokens])
-word = names[target].split("  ")[0]
-what = "logit" if base is None else "logit difference"
-if base is not None:
-    word = f"{word} minus {names[base].split('  ')[0]}"
-norm = "its root mean square" if not getattr(loaded.model.ln_final, "centred", True) else \
-    "its spread (standard deviation) after taking away its mean"
-st.info(f"**Frozen scale.** Just before the scores, the final norm divides the running sum by "
-        f"{norm}. Here that divisor is held at the value it had in this run (it divides "
-        f"by {plain(1 / a.norm_scale, 3)}), so every part's share is a plain number and the shares add up "
-        "exactly to the score; each share is the part's *direct* effect, not what it changes "
-        "in later layers.")
-_sum_check(a, what)
-fig = logit_waterfall(*_parts(a), total_name=f"= the {what}",
-                      title=f"How the {what} of {word} is built, part by part",
-                      subtitle=f"after position {pos} ({plain_text(labels[pos])}); red adds, "
-                      "blue takes away; the last bar is the sum; “attention”: all heads of that "
-                      "layer together", value_name=what)
-st.plotly_chart(fig, key="attr_layers", config=chart_config("attribution-layers", fig,
-                                                             position=pos))
+    loaded, cfg = selection.model, trace.cfg
+    labels = axis_labels(trace.tokens)
+    pos, target, base, names = _pickers(loaded, trace, labels)
+    a = attribution(selection.model_name, selection.text, selection.pair, pos, target, base,
+                    trace.token_ids.reshape(-1)[:trace.n_tokens])
+    word = names[target].split("  ")[0]
+    what = "logit" if base is None else "logit difference"
+    if base is not None:
+        word = f"{word} minus {names[base].split('  ')[0]}"
+    norm = "its root mean square" if not getattr(loaded.model.ln_final, "centred", True) else \
+        "its spread (standard deviation) after taking away its mean"
+    st.info(f"**Frozen scale.** Just before the scores, the final norm divides the running sum by "
+            f"{norm}. Here that divisor is held at the value it had in this run (it divides "
+            f"by {plain(1 / a.norm_scale, 3)}), so every part's share is a plain number and the "
+            "shares add up "
+            "exactly to the score; each share is the part's *direct* effect, not what it changes "
+            "in later layers.")
+    _sum_check(a, what)
+    fig = logit_waterfall(*_parts(a), total_name=f"= the {what}",
+                          title=f"How the {what} of {word} is built, part by part",
+                          subtitle=f"after position {pos} ({plain_text(labels[pos])}); red adds, "
+                          "blue takes away; the last bar is the sum; “attention”: all heads of "
+                          "that layer together", value_name=what)
+    st.plotly_chart(fig, key="attr_layers", config=chart_config("attribution-layers", fig,
+                                                                 position=pos))
 
-st.subheader("Every head")
-grid = head_attribution_grid(a.heads, title="Each head's direct part of the " + what,
-                             subtitle="red pushes the target up, blue down; click a head to "
-                             "open its attention", value_name=what)
-st.plotly_chart(grid, key="attr_grid", selection_mode="points",
-                on_select=pick_head("attr_grid", cfg.n_heads),
-                config=chart_config("attribution-heads", grid, position=pos))
-box, button = st.columns([3, 1], vertical_alignment="bottom")
-order = np.argsort(-np.abs(a.heads).reshape(-1))
-heads = [divmod(int(i), cfg.n_heads) for i in order]
-box.selectbox("Or pick a head (largest parts first)", heads, key="attr_open_head",
-              format_func=lambda lh: f"layer {lh[0]}, head {lh[1]}: "
-              f"{a.heads[lh[0], lh[1]]:+.3f}")
-button.button("Open its attention", key="attr_open_btn",
-              on_click=open_chosen_head("attr_open_head"))
+    st.subheader("Every head")
+    grid = head_attribution_grid(a.heads, title="Each head's direct part of the " + what,
+                                 subtitle="red pushes the target up, blue down; click a head to "
+                                 "open its attention", value_name=what)
+    st.plotly_chart(grid, key="attr_grid", selection_mode="points",
+                    on_select=pick_head("attr_grid", cfg.n_heads),
+                    config=chart_config("attribution-heads", grid, position=pos))
+    box, button = st.columns([3, 1], vertical_alignment="bottom")
+    order = np.argsort(-np.abs(a.heads).reshape(-1))
+    heads = [divmod(int(i), cfg.n_heads) for i in order]
+    box.selectbox("Or pick a head (largest parts first)", heads, key="attr_open_head",
+                  format_func=lambda lh: f"layer {lh[0]}, head {lh[1]}: "
+                  f"{a.heads[lh[0], lh[1]]:+.3f}")
+    button.button("Open its attention", key="attr_open_btn",
+                  on_click=open_chosen_head("attr_open_head"))
 
-with st.expander("Every part as a table"):
-    table = pd.DataFrame(a.components(), columns=["part", what])
-    st.dataframe(table, hide_index=True, width="stretch", key="attr_table",
-                 column_config={what: st.column_config.NumberColumn(format="%+.4f")})
+    with st.expander("Every part as a table"):
+        table = pd.DataFrame(a.components(), columns=["part", what])
+        st.dataframe(table, hide_index=True, width="stretch", key="attr_table",
+                     column_config={what: st.column_config.NumberColumn(format="%+.4f")})

@@ -103,115 +103,128 @@ def _stats(trace):
     return head_statistics(trace.attentions, trace.tokens, trace.special_mask[0])
 
 
-selection = st.session_state["selection"]
-st.title("Compare two inputs", anchor=False)
-trace_a = require_trace(selection)
-cfg = trace_a.cfg
-st.caption("Text A is the sidebar text; type text B here. Both run through the same model and "
-           "are shown with the same layer and head. Change one word to see which heads "
-           "notice." + (" B uses the same second sentence as A." if selection.pair else ""))
+def _difference(trace_a, trace_b, per_head, layer: int, head: int) -> None:
+    """The difference map and which heads changed most (texts of one length only)."""
+    cfg, tokens_a, tokens_b = trace_a.cfg, trace_a.tokens, trace_b.tokens
+    st.subheader("Difference map")
+    if len(tokens_a) != len(tokens_b):
+        st.info(
+            f"No difference map: A has {len(tokens_a)} tokens and B has {len(tokens_b)}. A "
+            "difference needs the same grid on both sides, cell (query i, key j) in A against "
+            "the same cell in B; with different lengths the positions no longer line up, so "
+            "subtracting them would compare unrelated token pairs. Edit B so that it tokenizes "
+            "to the same length (swap one word for another word of one token), or compare the "
+            "head statistics below, which do not need aligned tokens.")
+    else:
+        changed = sum(a != b for a, b in zip(tokens_a, tokens_b))
+        st.caption(f"Same length ({len(tokens_a)} tokens), {changed} position"
+                   f"{'' if changed == 1 else 's'} with a different token "
+                   f"({md_escape(describe_changes(tokens_a, tokens_b))}); labels show "
+                   "“A-token|B-token” where they differ.")
+        st.plotly_chart(
+            difference_heatmap(trace_a.attentions[layer, head].numpy(),
+                               trace_b.attentions[layer, head].numpy(), tokens_a, tokens_b,
+                               title=f"B − A, layer {layer}, head {head}", causal=cfg.causal),
+            key="cmp_diff", config=chart_config("compare_difference"), width="content")
+        grid = head_grid(per_head, title="Which heads changed most",
+                         value_name="mean |B − A| per row", fmt=".2f", marked=[(layer, head)],
+                         subtitle="sum over keys of |B − A|, averaged over queries (0 = identical, "
+                         "2 = no overlap); click a head to show it above")
+        # never below 0: the scale starts there, not at a made-up negative end
+        grid.update_traces(zmin=0, zmax=float(per_head.max()) or 1.0, selector=dict(type="heatmap"))
+        st.plotly_chart(
+            grid,
+            key="cmp_heads", on_select=pick_head("cmp_heads", cfg.n_heads, *PICKED),
+            selection_mode="points", config=chart_config("compare_heads"))
 
-made = _default_b(selection.model, selection.text)
-VIEW.setdefault("text_b", made)  # from a link or a lesson step, else text A with a word swapped
-follow_default(VIEW.key("text_b"), "_cmp_default", made)  # text A's, until the user edits B
-left, right = st.columns([5, 1], vertical_alignment="bottom")
-text_b = left.text_area("Text B", key=VIEW.key("text_b"), height=90)
-right.button("Start from text A", key="cmp_copy",
-             on_click=copy_state("sb_text", VIEW.key("text_b")),
-             help="Copy the sidebar text here, then edit a word.")
-note = st.empty()  # under text B and its button: what B is, once B has run
 
-limit = settings.max_chars()
-if len(text_b) > limit:
-    st.warning(f"Text B was cut to {limit:,} characters.")
-    text_b = text_b[:limit]
-if not text_b.strip():
-    note.info("Type text B above to compare it with the sidebar text.")
-    st.stop()
-try:
-    trace_b = get_trace(selection.model_name, text_b, selection.pair)
-except ValueError as exc:
-    st.error(md_escape(str(exc)))
-    st.stop()
-_describe_b(note, trace_a, trace_b, swapped=text_b == made != selection.text,
-            same_text=text_b == selection.text)
-
-tokens_a, tokens_b = trace_a.tokens, trace_b.tokens
-per_head = None  # how much each head's attention moved: mean over rows of sum |B − A|
-if len(tokens_a) == len(tokens_b):
-    diff_heads = np.abs(trace_b.attentions.numpy() - trace_a.attentions.numpy())  # [L, H, q, k]
-    per_head = diff_heads.sum(-1).mean(-1)  # [n_layers, head], in [0, 2]
-# Start on the head open on the attention page, else on the head that changed most.
-moved = (0, 0) if per_head is None else np.unravel_index(int(per_head.argmax()), per_head.shape)
-attention = page_view("attention")
-for name, first in (("layer", moved[0]), ("head", moved[1])):
-    opened = attention.given(name)
-    VIEW.setdefault(name, int(first) if opened is None else opened)
-controls = st.columns(2)
-layer = index_slider(controls[0], "Layer", cfg.n_layers, key=VIEW.key("layer"))
-head = index_slider(controls[1], "Head", cfg.n_heads, key=VIEW.key("head"))
-
-with st.container(key="wide_cmp_pair"):  # side by side; one under the other when narrow
-    cols = st.columns(2)
-shared_max = max(float(t.attentions[layer, head].max()) for t in (trace_a, trace_b))
-aligned = len(tokens_a) == len(tokens_b)
-window = zoom_window(tokens_a, tokens_b) if aligned else None  # a long text: on the change
-changed = [i for first, last in (changed_runs(tokens_a, tokens_b) if window else [])
-           for i in range(first, last + 1)]  # always labelled in the zoomed maps
-for col, trace, name, tokens in ((cols[0], trace_a, "A", tokens_a),
-                                 (cols[1], trace_b, "B", tokens_b)):
-    fig = attention_heatmap(trace.attentions[layer, head].numpy(), tokens, tokens,
-                            title=f"{name}: layer {layer}, head {head} ({len(tokens)} tokens)",
-                            causal=cfg.causal, max_width=HALF_PAGE_PX,  # one scale for both
-                            zmax=shared_max if aligned else None, window=window,
-                            changed=changed)
-    col.plotly_chart(fig, key=f"cmp_{name.lower()}", config=chart_config("compare", fig),
-                     width="content")
-
-st.subheader("Difference map")
-if len(tokens_a) != len(tokens_b):
-    st.info(
-        f"No difference map: A has {len(tokens_a)} tokens and B has {len(tokens_b)}. A "
-        "difference needs the same grid on both sides, cell (query i, key j) in A against "
-        "the same cell in B; with different lengths the positions no longer line up, so "
-        "subtracting them would compare unrelated token pairs. Edit B so that it tokenizes "
-        "to the same length (swap one word for another word of one token), or compare the "
-        "head statistics below, which do not need aligned tokens.")
-else:
-    changed = sum(a != b for a, b in zip(tokens_a, tokens_b))
-    st.caption(f"Same length ({len(tokens_a)} tokens), {changed} position"
-               f"{'' if changed == 1 else 's'} with a different token "
-               f"({md_escape(describe_changes(tokens_a, tokens_b))}); labels show "
-               "“A-token|B-token” where they differ.")
+def _statistics_difference(trace_a, trace_b, layer: int, head: int) -> None:
+    """One statistic of every head, B minus A."""
+    cfg, tokens_a, tokens_b = trace_a.cfg, trace_a.tokens, trace_b.tokens
+    st.subheader("Head statistics, B − A")
+    stat = st.selectbox("Statistic", [n for n in STATISTICS if not (cfg.causal and n == "next")],
+                        key="cmp_stat", format_func=lambda n: STATISTICS[n][0])
+    label, definition = STATISTICS[stat]
+    st.markdown(f"**{label}**: {definition}")
+    if len(tokens_a) != len(tokens_b) and stat in ("entropy", "distance"):
+        st.caption("Entropy and distance grow with the number of tokens, so between texts of "
+                   "different lengths much of this difference is just length; the shares "
+                   "(special tokens, previous token...) compare more fairly.")
+    delta = _stats(trace_b)[stat] - _stats(trace_a)[stat]  # [n_layers, head]
     st.plotly_chart(
-        difference_heatmap(trace_a.attentions[layer, head].numpy(),
-                           trace_b.attentions[layer, head].numpy(), tokens_a, tokens_b,
-                           title=f"B − A, layer {layer}, head {head}", causal=cfg.causal),
-        key="cmp_diff", config=chart_config("compare_difference"), width="content")
-    grid = head_grid(per_head, title="Which heads changed most",
-                     value_name="mean |B − A| per row", fmt=".2f", marked=[(layer, head)],
-                     subtitle="sum over keys of |B − A|, averaged over queries (0 = identical, "
-                     "2 = no overlap); click a head to show it above")
-    # never below 0: the scale starts there, not at a made-up negative end
-    grid.update_traces(zmin=0, zmax=float(per_head.max()) or 1.0, selector=dict(type="heatmap"))
-    st.plotly_chart(
-        grid,
-        key="cmp_heads", on_select=pick_head("cmp_heads", cfg.n_heads, *PICKED),
-        selection_mode="points", config=chart_config("compare_heads"))
+        head_grid(delta, title=f"{label}: B − A", value_name=f"Δ {label}", fmt=".2f",
+                  diverging=True, marked=[(layer, head)],
+                  subtitle="red: higher on B, blue: higher on A; click a head to show it above"),
+        key="cmp_stats", on_select=pick_head("cmp_stats", cfg.n_heads, *PICKED),
+        selection_mode="points", config=chart_config("compare_statistics"))
 
-st.subheader("Head statistics, B − A")
-stat = st.selectbox("Statistic", [n for n in STATISTICS if not (cfg.causal and n == "next")],
-                    key="cmp_stat", format_func=lambda n: STATISTICS[n][0])
-label, definition = STATISTICS[stat]
-st.markdown(f"**{label}**: {definition}")
-if len(tokens_a) != len(tokens_b) and stat in ("entropy", "distance"):
-    st.caption("Entropy and distance grow with the number of tokens, so between texts of "
-               "different lengths much of this difference is just length; the shares "
-               "(special tokens, previous token...) compare more fairly.")
-delta = _stats(trace_b)[stat] - _stats(trace_a)[stat]  # [n_layers, head]
-st.plotly_chart(
-    head_grid(delta, title=f"{label}: B − A", value_name=f"Δ {label}", fmt=".2f",
-              diverging=True, marked=[(layer, head)],
-              subtitle="red: higher on B, blue: higher on A; click a head to show it above"),
-    key="cmp_stats", on_select=pick_head("cmp_stats", cfg.n_heads, *PICKED),
-    selection_mode="points", config=chart_config("compare_statistics"))
+
+def render() -> None:
+    selection = st.session_state["selection"]
+    st.title("Compare two inputs", anchor=False)
+    trace_a = require_trace(selection)
+    cfg = trace_a.cfg
+    st.caption("Text A is the sidebar text; type text B here. Both run through the same model and "
+               "are shown with the same layer and head. Change one word to see which heads "
+               "notice." + (" B uses the same second sentence as A." if selection.pair else ""))
+
+    made = _default_b(selection.model, selection.text)
+    VIEW.setdefault("text_b", made)  # from a link or a lesson step, else text A with a word swapped
+    follow_default(VIEW.key("text_b"), "_cmp_default", made)  # text A's, until the user edits B
+    left, right = st.columns([5, 1], vertical_alignment="bottom")
+    text_b = left.text_area("Text B", key=VIEW.key("text_b"), height=90)
+    right.button("Start from text A", key="cmp_copy",
+                 on_click=copy_state("sb_text", VIEW.key("text_b")),
+                 help="Copy the sidebar text here, then edit a word.")
+    note = st.empty()  # under text B and its button: what B is, once B has run
+
+    limit = settings.max_chars()
+    if len(text_b) > limit:
+        st.warning(f"Text B was cut to {limit:,} characters.")
+        text_b = text_b[:limit]
+    if not text_b.strip():
+        note.info("Type text B above to compare it with the sidebar text.")
+        st.stop()
+    try:
+        trace_b = get_trace(selection.model_name, text_b, selection.pair)
+    except ValueError as exc:
+        st.error(md_escape(str(exc)))
+        st.stop()
+    _describe_b(note, trace_a, trace_b, swapped=text_b == made != selection.text,
+                same_text=text_b == selection.text)
+
+    tokens_a, tokens_b = trace_a.tokens, trace_b.tokens
+    per_head = None  # how much each head's attention moved: mean over rows of sum |B − A|
+    if len(tokens_a) == len(tokens_b):
+        diff_heads = np.abs(trace_b.attentions.numpy() - trace_a.attentions.numpy())  # [L, H, q, k]
+        per_head = diff_heads.sum(-1).mean(-1)  # [n_layers, head], in [0, 2]
+    # Start on the head open on the attention page, else on the head that changed most.
+    moved = (0, 0) if per_head is None else np.unravel_index(int(per_head.argmax()), per_head.shape)
+    attention = page_view("attention")
+    for name, first in (("layer", moved[0]), ("head", moved[1])):
+        opened = attention.given(name)
+        VIEW.setdefault(name, int(first) if opened is None else opened)
+    controls = st.columns(2)
+    layer = index_slider(controls[0], "Layer", cfg.n_layers, key=VIEW.key("layer"))
+    head = index_slider(controls[1], "Head", cfg.n_heads, key=VIEW.key("head"))
+
+    with st.container(key="wide_cmp_pair"):  # side by side; one under the other when narrow
+        cols = st.columns(2)
+    shared_max = max(float(t.attentions[layer, head].max()) for t in (trace_a, trace_b))
+    aligned = len(tokens_a) == len(tokens_b)
+    window = zoom_window(tokens_a, tokens_b) if aligned else None  # a long text: on the change
+    changed = [i for first, last in (changed_runs(tokens_a, tokens_b) if window else [])
+               for i in range(first, last + 1)]  # always labelled in the zoomed maps
+    for col, trace, name, tokens in ((cols[0], trace_a, "A", tokens_a),
+                                     (cols[1], trace_b, "B", tokens_b)):
+        fig = attention_heatmap(trace.attentions[layer, head].numpy(), tokens, tokens,
+                                title=f"{name}: layer {layer}, head {head} ({len(tokens)} tokens)",
+                                causal=cfg.causal, max_width=HALF_PAGE_PX,  # one scale for both
+                                zmax=shared_max if aligned else None, window=window,
+                                changed=changed)
+        col.plotly_chart(fig, key=f"cmp_{name.lower()}", config=chart_config("compare", fig),
+                         width="content")
+
+    _difference(trace_a, trace_b, per_head, layer, head)
+
+    _statistics_difference(trace_a, trace_b, layer, head)

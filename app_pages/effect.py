@@ -254,7 +254,7 @@ def _affordable(plan, selection, k: int) -> bool:
     return True
 
 
-def page() -> None:
+def render() -> None:
     selection = st.session_state["selection"]
     st.title("Attention beside its effect", anchor=False)
     trace = require_trace(selection)
@@ -301,5 +301,3 @@ def page() -> None:
     _results(every, layer, None if average else head, labels, cfg.n_heads)
     check_numbers(selection, "eff")
 
-
-page()

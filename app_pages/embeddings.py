@@ -31,8 +31,12 @@ EXAMPLE_SENTENCES = (
     "She sat on the bank of the river.\nThe bank raised its interest rates.\n"
     "He fished from the muddy river bank.\nI paid the cheque into my bank account.\n"
     "The cat sat on the mat.\nA dog chased the ball across the park.")
-CONFIG = chart_config("embeddings")
 SOURCES = ("The text in the sidebar", "Several sentences (one per line)")
+
+
+def _config() -> dict:
+    """The figures' toolbar: it saves the format chosen in the sidebar now."""
+    return chart_config("embeddings")
 
 
 def _resid(name: str) -> bool:
@@ -46,7 +50,7 @@ def _sentences_trace(model_name: str, lines: tuple[str, ...]):
         return get_model(model_name).run(list(lines), keep=_resid)
 
 
-@st.cache_data(max_entries=24, show_spinner=False)
+@shared("projection")
 def _projection(_states: np.ndarray, key: tuple, method: str, k: int, layer: int | None):
     """(coords, PCA's explained shares or None); `key` names the texts behind `_states`."""
     return project_layers(_states, method, k, layer=layer)
@@ -93,187 +97,219 @@ def _sum_words(parts, cfg, name: str) -> str:
     return " ".join(words) + " With your text:"
 
 
-selection = st.session_state["selection"]
-st.title("Embeddings", anchor=False)
-trace = require_trace(selection)
-lm, cfg = selection.model, trace.cfg
-labels = axis_labels(trace.tokens)
-model_name = md_escape(NAMES.get(selection.model_name, shown_model_name(selection.model_name)))
+def _embedding_sum(selection, trace, model_name: str) -> None:
+    """1. The embedding sum, taken apart: its parts, their lengths, and the ids behind them."""
+    lm, cfg = selection.model, trace.cfg
+    labels = axis_labels(trace.tokens)
+    st.header("The embedding sum, taken apart")
+    parts = embedding_parts(trace)
+    st.markdown(_sum_words(parts, cfg, model_name))
+    st.markdown(_shapes_line(parts))
+    if len(parts.parts) > 1:
+        recomputed = sum(parts.parts.values())  # [pos, d_model], in the model's order
+        gap = float(np.abs(recomputed - parts.total).max())
+        st.caption("Adding the parts again gives the sum the model itself computed "
+                   + ("exactly." if gap == 0 else f"to within {gap:.1e}."))
+        with st.expander("For the curious: where these vectors are read"):
+            st.markdown("Read inside the model with hooks: "
+                        + ", ".join(f"{part} `{hook}`" for part, hook in parts.hooks.items()) + ".")
+    _clamp("emb_token", len(labels) - 1, 1 if len(labels) > 1 else 0)
+    i = st.selectbox("Token", range(len(labels)), key="emb_token",
+                     format_func=lambda j: plain_text(labels[j]))
+    rows = dict(parts.parts, sum=parts.total)
+    if parts.normed is not None:
+        rows["after LayerNorm"] = parts.normed
+    st.plotly_chart(parts_figure(
+        np.stack([v[i] for v in rows.values()]), list(rows),  # [part, d_model]
+        f"Token {plain_text(labels[i])}: every vector, dimension by dimension",
+        "each column of 'sum' adds up the column above it"
+        + ("; the LayerNorm row's larger values are clipped to the same colours"
+           if parts.normed is not None else ""),
+        scale_rows=len(parts.parts) + 1),
+        key="emb_parts", config=_config())
+    norms = parts.norms()
+    st.plotly_chart(norms_figure(norms, labels, "Lengths of the vectors, token by token",
+                                 "a vector's length: the square root of the sum of its "
+                                 "squared numbers"
+                                 + ("; LayerNorm scales each sum to spread 1, then applies a "
+                                    "learned gain and bias" if parts.normed is not None else "")),
+                    key="emb_norms", config=_config())
+    embed = lm.model.embed
+    pos_ids = (embed.position_ids(trace.input_ids)[0] if hasattr(embed, "position_ids")
+               else np.arange(trace.n_tokens))
+    byte_level = looks_byte_level(trace.tokens)
+    columns = {"token": [visible_text(t, byte_level) for t in trace.tokens],
+               "token id": trace.input_ids[0].tolist()}
+    if cfg.n_token_types:  # only models with sentence A / B rows have a type id
+        columns["token type id"] = trace.token_type_ids[0].tolist()
+    if cfg.positions != "rotary":  # a rotary model adds no position row
+        columns["position id"] = [int(p) for p in pos_ids]
+    table = pd.DataFrame(columns)
+    for name, values in norms.items():
+        table[length_of(name)] = np.round(values, 3)
+    # every length with 3 decimals ("7.190" under "8.703", not "7.19"), so a column reads as one
+    st.dataframe(table, hide_index=True, key="emb_table", column_config={
+        length_of(name): st.column_config.NumberColumn(format="%.3f") for name in norms})
 
-# ------------------------------------------------------------------ 1. the embedding sum
-st.header("The embedding sum, taken apart")
-parts = embedding_parts(trace)
-st.markdown(_sum_words(parts, cfg, model_name))
-st.markdown(_shapes_line(parts))
-if len(parts.parts) > 1:
-    recomputed = sum(parts.parts.values())  # [pos, d_model], in the model's order
-    gap = float(np.abs(recomputed - parts.total).max())
-    st.caption("Adding the parts again gives the sum the model itself computed "
-               + ("exactly." if gap == 0 else f"to within {gap:.1e}."))
-    with st.expander("For the curious: where these vectors are read"):
-        st.markdown("Read inside the model with hooks: "
-                    + ", ".join(f"{part} `{hook}`" for part, hook in parts.hooks.items()) + ".")
-_clamp("emb_token", len(labels) - 1, 1 if len(labels) > 1 else 0)
-i = st.selectbox("Token", range(len(labels)), key="emb_token",
-                 format_func=lambda j: plain_text(labels[j]))
-rows = dict(parts.parts, sum=parts.total)
-if parts.normed is not None:
-    rows["after LayerNorm"] = parts.normed
-st.plotly_chart(parts_figure(
-    np.stack([v[i] for v in rows.values()]), list(rows),  # [part, d_model]
-    f"Token {plain_text(labels[i])}: every vector, dimension by dimension",
-    "each column of 'sum' adds up the column above it"
-    + ("; the LayerNorm row's larger values are clipped to the same colours"
-       if parts.normed is not None else ""),
-    scale_rows=len(parts.parts) + 1),
-    key="emb_parts", config=CONFIG)
-norms = parts.norms()
-st.plotly_chart(norms_figure(norms, labels, "Lengths of the vectors, token by token",
-                             "a vector's length: the square root of the sum of its "
-                             "squared numbers"
-                             + ("; LayerNorm scales each sum to spread 1, then applies a "
-                                "learned gain and bias" if parts.normed is not None else "")),
-                key="emb_norms", config=CONFIG)
-embed = lm.model.embed
-pos_ids = (embed.position_ids(trace.input_ids)[0] if hasattr(embed, "position_ids")
-           else np.arange(trace.n_tokens))
-byte_level = looks_byte_level(trace.tokens)
-columns = {"token": [visible_text(t, byte_level) for t in trace.tokens],
-           "token id": trace.input_ids[0].tolist()}
-if cfg.n_token_types:  # only models with sentence A / B rows have a type id
-    columns["token type id"] = trace.token_type_ids[0].tolist()
-if cfg.positions != "rotary":  # a rotary model adds no position row
-    columns["position id"] = [int(p) for p in pos_ids]
-table = pd.DataFrame(columns)
-for name, values in norms.items():
-    table[length_of(name)] = np.round(values, 3)
-# every length with 3 decimals ("7.190" under "8.703", not "7.19"), so a column reads as one
-st.dataframe(table, hide_index=True, key="emb_table", column_config={
-    length_of(name): st.column_config.NumberColumn(format="%.3f") for name in norms})
 
-# -------------------------------------------------------------------- 2. projections
-st.header("Where tokens live: projections layer by layer")
-st.caption(f"Each token's vector ({cfg.d_model} numbers for {model_name}) after the "
-           "embedding (layer 0) and after each block, squeezed to 2 or 3 numbers so it can be "
-           "drawn. PCA keeps the directions in which the tokens differ most (PC1 first; the "
-           "% says how much of the differences each direction shows) and is exact and "
-           "repeatable; t-SNE and UMAP keep neighbours together but bend distances, and "
-           "depend on a random seed (fixed here). Points too close to name on the plot are "
-           "named on hover.")
-cols = st.columns([3, 2, 2, 3])
-source = cols[0].radio("Tokens of", SOURCES, key="emb_source")
-for name in ("method", "dims"):
-    VIEW.setdefault(name)
-method = cols[1].radio("Method", ["PCA", "t-SNE", "UMAP"], key=VIEW.key("method"))
-dims = cols[2].radio("Dimensions", ["2D", "3D"], key=VIEW.key("dims"), horizontal=True)
-fit_all = cols[3].radio("Fit", ["all layers in one space", "each layer alone"],
-                        key="emb_fit", help="One space for all layers lets you follow a token "
-                        "from layer to layer.") == "all layers in one space"
-if source == SOURCES[1]:
-    st.session_state.setdefault("emb_sentences", EXAMPLE_SENTENCES)
-    raw = st.text_area(f"Sentences, one per line (up to {MAX_SENTENCES} lines of "
-                       f"{MAX_LINE_CHARS} characters)", key="emb_sentences", height=160)
-    lines = [line.strip()[:MAX_LINE_CHARS] for line in raw.splitlines() if line.strip()]
-    if len(lines) > MAX_SENTENCES:
-        st.warning(f"Only the first {MAX_SENTENCES} of {len(lines)} lines are used.")
-        lines = lines[:MAX_SENTENCES]
-    if not lines:
-        st.info("Type at least one sentence; meanwhile this shows the text in the sidebar.")
-if source == SOURCES[1] and lines:
-    points = token_points(_sentences_trace(selection.model_name, tuple(lines)))
-    data_key = (selection.model_name, "lines", tuple(lines))
-else:
-    lines = []
-    points = token_points(trace)
-    data_key = (selection.model_name, "text", selection.text, selection.pair)
-n_layers, n_points = points.states.shape[:2]
-VIEW.setdefault("layer")
-layer = index_slider(st, "Layer: 0 is the embeddings, 1 the output of the first block, 2 of "
-                     "the second, and so on", n_layers, key=VIEW.key("layer"))
-color_modes = ["position", "token"] + (["sentence"] if lines else [])
-if st.session_state.get("emb_color") not in color_modes:
-    st.session_state["emb_color"] = "position"
-color_mode = st.radio("Colour by", color_modes, key="emb_color", horizontal=True)
-point_labels = []
-for s in sorted(set(points.sentence.tolist())):
-    mask = points.sentence == s
-    sent_labels = axis_labels([t for t, m in zip(points.tokens, mask) if m])
-    point_labels += [f"s{s + 1} {lab}" if lines else lab for lab in sent_labels]
-path_point = None
-if not fit_all:
-    st.caption("To follow one token from layer to layer, fit all layers in one space.")
-else:
-    options = [None] + list(range(n_points))
-    if st.session_state.get("emb_path") not in options:
-        st.session_state["emb_path"] = None
-    path_point = st.selectbox("Follow one token through the layers", options, key="emb_path",
-                              format_func=lambda j: "(none)" if j is None
-                              else plain_text(point_labels[j]))
-
-k = 3 if dims == "3D" else 2
-n_fit = n_points * (n_layers if fit_all else 1)
-coords = explained = None
-try:
-    check_size(method, n_fit)
-    with st.spinner(f"Running {method} on {n_fit:,} points…"):
-        coords, explained = _projection(points.states, data_key, method, k,
-                                        None if fit_all else layer)
-except ProjectionRefused as exc:
-    st.warning(str(exc))
-st.caption(f"Bounds: t-SNE up to {MAX_POINTS['t-SNE']:,} points, UMAP up to "
-           f"{MAX_POINTS['UMAP']:,} points (this view: {n_points:,} tokens × "
-           f"{plural(n_layers if fit_all else 1, 'layer')} = {n_fit:,}); several sentences up to "
-           f"{MAX_SENTENCES} lines. PCA has no bound.")
-if coords is not None:
-    shown = coords[layer] if fit_all else coords  # [point, k]
-    if explained is not None:
-        axes = [f"PC{j + 1} ({100 * explained[j]:.1f}%)" for j in range(k)]
+def _points(selection, trace, source: str) -> tuple[list, object, tuple]:
+    """The tokens to place: the sidebar text's, or several sentences' (typed here); the key
+    names them."""
+    if source == SOURCES[1]:
+        st.session_state.setdefault("emb_sentences", EXAMPLE_SENTENCES)
+        raw = st.text_area(f"Sentences, one per line (up to {MAX_SENTENCES} lines of "
+                           f"{MAX_LINE_CHARS} characters)", key="emb_sentences", height=160)
+        lines = [line.strip()[:MAX_LINE_CHARS] for line in raw.splitlines() if line.strip()]
+        if len(lines) > MAX_SENTENCES:
+            st.warning(f"Only the first {MAX_SENTENCES} of {len(lines)} lines are used.")
+            lines = lines[:MAX_SENTENCES]
+        if not lines:
+            st.info("Type at least one sentence; meanwhile this shows the text in the sidebar.")
+    if source == SOURCES[1] and lines:
+        points = token_points(_sentences_trace(selection.model_name, tuple(lines)))
+        data_key = (selection.model_name, "lines", tuple(lines))
     else:
-        axes = [f"{method} {j + 1}" for j in range(k)]
-    bytes_ = looks_byte_level(points.tokens)
-    color = {"position": points.positions,
-             "token": [visible_text(t, bytes_) for t in points.tokens],
-             "sentence": [f"sentence {s + 1}" for s in points.sentence]}[color_mode]
-    path = names = None
-    if path_point is not None:
-        path = coords[:, path_point]  # [layer, k]
-        names = [f"L{j}" for j in range(n_layers)]
-    where = "embeddings" if layer == 0 else f"after block {layer}"
-    st.plotly_chart(projection_figure(
-        shown, point_labels, color, color_mode, f"{method} of {n_points:,} tokens, layer "
-        f"{layer} ({where})", "one space fitted on all layers" if fit_all
-        else "fitted on this layer alone", categorical=color_mode != "position",
-        axis_titles=axes, path=path, path_names=names,
-        path_title="path of " + plain_text(point_labels[path_point]) if path is not None
-        else ""), key="emb_projection", config=CONFIG)
+        lines = []
+        points = token_points(trace)
+        data_key = (selection.model_name, "text", selection.text, selection.pair)
+    return lines, points, data_key
 
-# ------------------------------------------------------------ 3. queries and keys together
-st.header("Queries and keys in one space")
-st.caption(
-    f"Each layer of {model_name} has {plural(cfg.n_heads, 'head')}: small units that each "
-    "decide, for every token, which other tokens to look at. In a head, every token makes a "
-    f"query (what it looks for) and a key (what it offers), {cfg.d_head} numbers each. "
-    "Here one head's queries (red circles) and keys (blue diamonds) are squeezed into one "
-    "picture, and a grey line joins each query to the key it looks at most."
-    + (" The queries and keys are drawn after the turn by an angle that tells them their "
-       "position, as the model uses them." if cfg.positions == "rotary" else ""))
-cols = st.columns([3, 3, 3])
-qk_layer = index_slider(cols[0], "Layer", cfg.n_layers, key="emb_qk_layer")
-qk_head = index_slider(cols[1], "Head", cfg.n_heads, key="emb_qk_head")
-balance = cols[2].toggle("Balance queries and keys", key="emb_qk_balance",
-                         help="Shift the keys onto the queries' centre and give both the same "
-                         "mean length. What each token looks at stays exactly the same.")
-q, kk, pattern = query_key_vectors(trace, qk_layer, qk_head)
-joint = joint_qk(q, kk, pattern, balance=balance)
-st.plotly_chart(joint_qk_figure(
-    joint.q, joint.k, joint.top_key, labels, f"Layer {qk_layer}, head {qk_head}: "
-    f"{len(labels)} queries and {len(labels)} keys",
-    "balanced: keys moved onto the queries, what each token looks at unchanged" if balance
-    else f"each token's query and key ({cfg.d_head} numbers each), as the model made them",
-    axis_titles=[f"PC{j + 1} ({100 * joint.explained[j]:.1f}%)" for j in range(2)]),
-    key="emb_qk", config=CONFIG)
-if balance:
-    st.caption("Moving every key by the same amount adds the same number to all of a "
-               "query's scores, and making the queries longer and the keys shorter by the same "
-               "factor changes no score at all: what each token looks at stays exactly the "
-               "same, but queries and keys now share one cloud.")
+
+def _point_labels(points, lines: list) -> list[str]:
+    """A label per token; with several sentences, which one it is from (s1, s2...)."""
+    point_labels = []
+    for s in sorted(set(points.sentence.tolist())):
+        mask = points.sentence == s
+        sent_labels = axis_labels([t for t, m in zip(points.tokens, mask) if m])
+        point_labels += [f"s{s + 1} {lab}" if lines else lab for lab in sent_labels]
+    return point_labels
+
+
+def _projections(selection, trace, model_name: str) -> None:
+    """2. Every token's vector after each block, squeezed to 2 or 3 numbers."""
+    cfg = trace.cfg
+    st.header("Where tokens live: projections layer by layer")
+    st.caption(f"Each token's vector ({cfg.d_model} numbers for {model_name}) after the "
+               "embedding (layer 0) and after each block, squeezed to 2 or 3 numbers so it can be "
+               "drawn. PCA keeps the directions in which the tokens differ most (PC1 first; the "
+               "% says how much of the differences each direction shows) and is exact and "
+               "repeatable; t-SNE and UMAP keep neighbours together but bend distances, and "
+               "depend on a random seed (fixed here). Points too close to name on the plot are "
+               "named on hover.")
+    cols = st.columns([3, 2, 2, 3])
+    source = cols[0].radio("Tokens of", SOURCES, key="emb_source")
+    for name in ("method", "dims"):
+        VIEW.setdefault(name)
+    method = cols[1].radio("Method", ["PCA", "t-SNE", "UMAP"], key=VIEW.key("method"))
+    dims = cols[2].radio("Dimensions", ["2D", "3D"], key=VIEW.key("dims"), horizontal=True)
+    fit_all = cols[3].radio("Fit", ["all layers in one space", "each layer alone"],
+                            key="emb_fit", help="One space for all layers lets you follow a token "
+                            "from layer to layer.") == "all layers in one space"
+    lines, points, data_key = _points(selection, trace, source)
+    n_layers, n_points = points.states.shape[:2]
+    VIEW.setdefault("layer")
+    layer = index_slider(st, "Layer: 0 is the embeddings, 1 the output of the first block, 2 of "
+                         "the second, and so on", n_layers, key=VIEW.key("layer"))
+    color_modes = ["position", "token"] + (["sentence"] if lines else [])
+    if st.session_state.get("emb_color") not in color_modes:
+        st.session_state["emb_color"] = "position"
+    color_mode = st.radio("Colour by", color_modes, key="emb_color", horizontal=True)
+    point_labels = _point_labels(points, lines)
+    path_point = None
+    if not fit_all:
+        st.caption("To follow one token from layer to layer, fit all layers in one space.")
+    else:
+        options = [None] + list(range(n_points))
+        if st.session_state.get("emb_path") not in options:
+            st.session_state["emb_path"] = None
+        path_point = st.selectbox("Follow one token through the layers", options, key="emb_path",
+                                  format_func=lambda j: "(none)" if j is None
+                                  else plain_text(point_labels[j]))
+
+    k = 3 if dims == "3D" else 2
+    n_fit = n_points * (n_layers if fit_all else 1)
+    coords = explained = None
+    try:
+        check_size(method, n_fit)
+        with st.spinner(f"Running {method} on {n_fit:,} points…"):
+            coords, explained = _projection(points.states, data_key, method, k,
+                                            None if fit_all else layer)
+    except ProjectionRefused as exc:
+        st.warning(str(exc))
+    st.caption(f"Bounds: t-SNE up to {MAX_POINTS['t-SNE']:,} points, UMAP up to "
+               f"{MAX_POINTS['UMAP']:,} points (this view: {n_points:,} tokens × "
+               f"{plural(n_layers if fit_all else 1, 'layer')} = {n_fit:,}); several sentences "
+               f"up to {MAX_SENTENCES} lines. PCA has no bound.")
+    if coords is not None:
+        shown = coords[layer] if fit_all else coords  # [point, k]
+        if explained is not None:
+            axes = [f"PC{j + 1} ({100 * explained[j]:.1f}%)" for j in range(k)]
+        else:
+            axes = [f"{method} {j + 1}" for j in range(k)]
+        bytes_ = looks_byte_level(points.tokens)
+        color = {"position": points.positions,
+                 "token": [visible_text(t, bytes_) for t in points.tokens],
+                 "sentence": [f"sentence {s + 1}" for s in points.sentence]}[color_mode]
+        path = names = None
+        if path_point is not None:
+            path = coords[:, path_point]  # [layer, k]
+            names = [f"L{j}" for j in range(n_layers)]
+        where = "embeddings" if layer == 0 else f"after block {layer}"
+        st.plotly_chart(projection_figure(
+            shown, point_labels, color, color_mode, f"{method} of {n_points:,} tokens, layer "
+            f"{layer} ({where})", "one space fitted on all layers" if fit_all
+            else "fitted on this layer alone", categorical=color_mode != "position",
+            axis_titles=axes, path=path, path_names=names,
+            path_title="path of " + plain_text(point_labels[path_point]) if path is not None
+            else ""), key="emb_projection", config=_config())
+
+
+def _queries_and_keys(trace, model_name: str) -> None:
+    """3. One head's queries and keys in one picture."""
+    cfg = trace.cfg
+    labels = axis_labels(trace.tokens)
+    st.header("Queries and keys in one space")
+    st.caption(
+        f"Each layer of {model_name} has {plural(cfg.n_heads, 'head')}: small units that each "
+        "decide, for every token, which other tokens to look at. In a head, every token makes a "
+        f"query (what it looks for) and a key (what it offers), {cfg.d_head} numbers each. "
+        "Here one head's queries (red circles) and keys (blue diamonds) are squeezed into one "
+        "picture, and a grey line joins each query to the key it looks at most."
+        + (" The queries and keys are drawn after the turn by an angle that tells them their "
+           "position, as the model uses them." if cfg.positions == "rotary" else ""))
+    cols = st.columns([3, 3, 3])
+    qk_layer = index_slider(cols[0], "Layer", cfg.n_layers, key="emb_qk_layer")
+    qk_head = index_slider(cols[1], "Head", cfg.n_heads, key="emb_qk_head")
+    balance = cols[2].toggle("Balance queries and keys", key="emb_qk_balance",
+                             help="Shift the keys onto the queries' centre and give both the same "
+                             "mean length. What each token looks at stays exactly the same.")
+    q, kk, pattern = query_key_vectors(trace, qk_layer, qk_head)
+    joint = joint_qk(q, kk, pattern, balance=balance)
+    st.plotly_chart(joint_qk_figure(
+        joint.q, joint.k, joint.top_key, labels, f"Layer {qk_layer}, head {qk_head}: "
+        f"{len(labels)} queries and {len(labels)} keys",
+        "balanced: keys moved onto the queries, what each token looks at unchanged" if balance
+        else f"each token's query and key ({cfg.d_head} numbers each), as the model made them",
+        axis_titles=[f"PC{j + 1} ({100 * joint.explained[j]:.1f}%)" for j in range(2)]),
+        key="emb_qk", config=_config())
+    if balance:
+        st.caption("Moving every key by the same amount adds the same number to all of a "
+                   "query's scores, and making the queries longer and the keys shorter by the same "
+                   "factor changes no score at all: what each token looks at stays exactly the "
+                   "same, but queries and keys now share one cloud.")
+
+
+def render() -> None:
+    selection = st.session_state["selection"]
+    st.title("Embeddings", anchor=False)
+    trace = require_trace(selection)
+    model_name = md_escape(NAMES.get(selection.model_name, shown_model_name(selection.model_name)))
+
+    # ------------------------------------------------------------------ 1. the embedding sum
+    _embedding_sum(selection, trace, model_name)
+
+    # -------------------------------------------------------------------- 2. projections
+    _projections(selection, trace, model_name)
+
+    # ------------------------------------------------------------ 3. queries and keys together
+    _queries_and_keys(trace, model_name)

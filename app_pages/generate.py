@@ -156,61 +156,63 @@ def _attention(loaded, gen: Generation, step_index: int, cfg) -> None:
                    "a repeated text and watch it look back.")
 
 
-selection = st.session_state["selection"]
-st.title("Generate, step by step", anchor=False)
-reason = None if selection.model is None else decoder_reason(selection, "Generation")
-# Generation reads a long prompt's LAST tokens (said below), so not the sidebar's note that
-# the run read the FIRST ones; a model that cannot generate keeps that note.
-trace = require_trace(selection, context_note=reason is not None)
-window_note = st.empty()  # where generation starts in a long prompt, beside the other notes
-if reason is not None:
-    offer_decoder(reason, key="gen_switch")
-    st.stop()
+def render() -> None:
+    selection = st.session_state["selection"]
+    st.title("Generate, step by step", anchor=False)
+    reason = None if selection.model is None else decoder_reason(selection, "Generation")
+    # Generation reads a long prompt's LAST tokens (said below), so not the sidebar's note that
+    # the run read the FIRST ones; a model that cannot generate keeps that note.
+    trace = require_trace(selection, context_note=reason is not None)
+    window_note = st.empty()  # where generation starts in a long prompt, beside the other notes
+    if reason is not None:
+        offer_decoder(reason, key="gen_switch")
+        st.stop()
 
-loaded, cfg = selection.model, trace.cfg
-limit = min(MAX_PROMPT_TOKENS, cfg.n_ctx)
-st.caption(
-    "The model writes one token at a time: it reads the text so far, gives every token of its "
-    "vocabulary a probability of coming next, picks one, adds it to the text and reads again. "
-    "The prompt is the text in the sidebar; change it there.")
-n_new, sampling = _controls(cfg.d_vocab)
-st.caption(f"Bounds: up to {MAX_NEW_TOKENS} new tokens. Generation starts from the last "
-           f"{limit} tokens of a longer prompt. This model reads {cfg.n_ctx} tokens at a time: "
-           f"once the text is longer, each step reads only the last {cfg.n_ctx}.")
-prompt_ids, left_out = prompt_window(loaded, selection.text, limit)
-if left_out:
-    window_note.warning(
-        f"The prompt is {len(prompt_ids) + left_out:,} tokens long and this model reads {limit} "
-        f"at a time, so generation continues from the prompt's last {limit} tokens (the first "
-        f"{left_out:,} are left out), and each new step again reads only the last {limit}.")
-gen = generation(selection.model_name, tuple(prompt_ids), n_new, sampling)
-for note in [] if left_out else gen.notes:  # with a cut prompt, the note above says it
-    st.info(note)
+    loaded, cfg = selection.model, trace.cfg
+    limit = min(MAX_PROMPT_TOKENS, cfg.n_ctx)
+    st.caption(
+        "The model writes one token at a time: it reads the text so far, gives every token of its "
+        "vocabulary a probability of coming next, picks one, adds it to the text and reads again. "
+        "The prompt is the text in the sidebar; change it there.")
+    n_new, sampling = _controls(cfg.d_vocab)
+    st.caption(f"Bounds: up to {MAX_NEW_TOKENS} new tokens. Generation starts from the last "
+               f"{limit} tokens of a longer prompt. This model reads {cfg.n_ctx} tokens at a time: "
+               f"once the text is longer, each step reads only the last {cfg.n_ctx}.")
+    prompt_ids, left_out = prompt_window(loaded, selection.text, limit)
+    if left_out:
+        window_note.warning(
+            f"The prompt is {len(prompt_ids) + left_out:,} tokens long and this model reads "
+            f"{limit} "
+            f"at a time, so generation continues from the prompt's last {limit} tokens (the first "
+            f"{left_out:,} are left out), and each new step again reads only the last {limit}.")
+    gen = generation(selection.model_name, tuple(prompt_ids), n_new, sampling)
+    for note in [] if left_out else gen.notes:  # with a cut prompt, the note above says it
+        st.info(note)
 
-prompt_text, pieces = _pieces(loaded, gen)
-n_steps = len(gen.steps)
-step = _step_slider(n_steps)
-if not left_out and not trace.dropped[0] and "?" in prompt_text and "?" not in selection.text:
-    st.caption("“?” marks characters of your text that this model has no token for.")
-st.caption("The text so far, with this step's new token marked:")
-st.markdown(("…" if left_out else "") + _text_so_far(prompt_text, pieces, step))
-row = st.container(horizontal=True, gap="small")  # side by side, or one under the other
-left, right = row.container(width=CHART_PX[0]), row.container(width=CHART_PX[1])
-with left:
-    _distribution(loaded, gen, step - 1)
-with right:
-    _attention(loaded, gen, step - 1, cfg)
+    prompt_text, pieces = _pieces(loaded, gen)
+    n_steps = len(gen.steps)
+    step = _step_slider(n_steps)
+    if not left_out and not trace.dropped[0] and "?" in prompt_text and "?" not in selection.text:
+        st.caption("“?” marks characters of your text that this model has no token for.")
+    st.caption("The text so far, with this step's new token marked:")
+    st.markdown(("…" if left_out else "") + _text_so_far(prompt_text, pieces, step))
+    row = st.container(horizontal=True, gap="small")  # side by side, or one under the other
+    left, right = row.container(width=CHART_PX[0]), row.container(width=CHART_PX[1])
+    with left:
+        _distribution(loaded, gen, step - 1)
+    with right:
+        _attention(loaded, gen, step - 1, cfg)
 
-if left_out:  # not the whole text: say so, and mark where it starts
-    st.subheader(f"The last {len(prompt_ids):,} tokens of the prompt, then the new text")
-    st.code("…" + prompt_text + "".join(pieces), language=None, wrap_lines=True)
-else:
-    st.subheader("The whole text")
-    st.code(prompt_text + "".join(pieces), language=None, wrap_lines=True)
-more = not gen.stopped_at_end and n_new < MAX_NEW_TOKENS
-st.caption(gen.why_stopped + (" Raise “New tokens” above for more." if more else ""))
-if not selection.pair:  # the sidebar's own text (all of it) and the new tokens
-    st.button("Put the whole text in the sidebar", key="gen_to_sidebar",
-              on_click=set_state(sb_text=selection.text + "".join(pieces)),
-              help="Then generate on from there, or open “Which parts made the logit” to see "
-              "why the model wrote what it wrote.")
+    if left_out:  # not the whole text: say so, and mark where it starts
+        st.subheader(f"The last {len(prompt_ids):,} tokens of the prompt, then the new text")
+        st.code("…" + prompt_text + "".join(pieces), language=None, wrap_lines=True)
+    else:
+        st.subheader("The whole text")
+        st.code(prompt_text + "".join(pieces), language=None, wrap_lines=True)
+    more = not gen.stopped_at_end and n_new < MAX_NEW_TOKENS
+    st.caption(gen.why_stopped + (" Raise “New tokens” above for more." if more else ""))
+    if not selection.pair:  # the sidebar's own text (all of it) and the new tokens
+        st.button("Put the whole text in the sidebar", key="gen_to_sidebar",
+                  on_click=set_state(sb_text=selection.text + "".join(pieces)),
+                  help="Then generate on from there, or open “Which parts made the logit” to see "
+                  "why the model wrote what it wrote.")

@@ -55,100 +55,109 @@ def _text_totals(model_name: str, text: str) -> StatTotals:
         return trace_totals(trace)
 
 
+def _pick_and_define(cfg, names: list) -> None:
+    """Open any head; what every statistic means."""
+    box, button = st.columns([3, 1], vertical_alignment="bottom")
+    heads = [(lay, h) for lay in range(cfg.n_layers) for h in range(cfg.n_heads)]
+    box.selectbox("Or pick a head", heads, key="hs_open_head",
+                  format_func=lambda lh: f"layer {lh[0]}, head {lh[1]}")
+    button.button("Open on the attention page", key="hs_open_btn",
+                  on_click=open_chosen_head("hs_open_head"))
+
+    with st.expander("Definitions of every statistic"):
+        for name in names:
+            st.markdown(f"- **{STATISTICS[name][0]}**: {unbroken(STATISTICS[name][1])}")
+        st.markdown("Rows that count: every real token (padding never does). $A_{ij}$ is the "
+                    "attention of query $i$ on key $j$; each row sums to 1.")
 
 
-selection = st.session_state["selection"]
-st.title("Head statistics", anchor=False)
-trace = require_trace(selection)
-cfg = trace.cfg
-key = (selection.model_name, selection.text, selection.pair)
-specials = special_tokens_in(trace)
-# No "next" for a model that cannot look ahead; no "special" for a text with no special token
-# (a character model, GPT-2): that column would be all zeros.
-names = [n for n in STATISTICS if not (cfg.causal and n == "next")
-         and not (n == "special" and not specials)]
-sink = (" or ".join(md_escape(t) for t in specials[:3]) if specials
-        else "the first token")
+def _table(cfg, names: list, stats: dict, stat: str, label: str) -> None:
+    """Every statistic of every head, sortable, the chosen one first."""
+    st.subheader("All statistics, sortable")
+    shares = [n for n in TABLE_ORDER if n in names and n not in ("entropy", "distance")]
+    targets = ", ".join(STATISTICS[n][0].removeprefix("To ") for n in shares)
+    last_layer, last_head = cfg.n_layers - 1, cfg.n_heads - 1  # an example the model has
+    st.caption(f"Head “L{last_layer} H{last_head}”: layer {last_layer}, head {last_head}. "
+               + ", ".join(HEADERS[n][0] for n in shares)
+               + f": the share (in %) of each row's attention that goes to, in order: {targets}. "
+               "Dist: the mean distance in tokens. Entropy: in bits. Click a column header to "
+               "sort; pick a head below to open it.")
+    table = pd.DataFrame({"head": [f"L{lay} H{h}" for lay in range(cfg.n_layers)
+                                   for h in range(cfg.n_heads)]})
+    # The chosen statistic first; shares in percent ("26%" is narrower than "0.256").
+    for name in [stat] + [n for n in TABLE_ORDER if n in names and n != stat]:
+        table[STATISTICS[name][0]] = stats[name].reshape(-1) * (100 if name in shares else 1)
+    table = table.sort_values(label, ascending=False, kind="stable").reset_index(drop=True)
+    # No row selection: its checkbox column would push the last columns off a narrow screen;
+    # "Or pick a head" below opens any head.
+    st.dataframe(
+        table, key="hs_table", hide_index=True, width="stretch",
+        column_config={
+            "head": st.column_config.TextColumn("head", width=HEAD_PX,
+                                                help="L = layer, H = head"),
+            **{STATISTICS[n][0]: st.column_config.NumberColumn(
+                HEADERS[n][0], help=STATISTICS[n][0], width=HEADERS[n][1],
+                format=TABLE_FORMATS.get(n, "%.0f%%")) for n in names}},
+    )
 
-st.caption(
-    "One number per head, so you can scan all "
-    f"{cfg.n_layers} × {cfg.n_heads} = {cfg.n_layers * cfg.n_heads} heads at once and find the "
-    "ones worth opening: heads that look at the previous token, heads that park their "
-    f"attention on {sink}, heads that spread it evenly. Each statistic is computed per query "
-    "token (row) and averaged over the rows.")
 
-if VIEW.setdefault("stat") not in names:  # e.g. "special" on a model with none
-    VIEW["stat"] = names[0]
-left, right = st.columns([2, 3])
-stat = left.selectbox("Statistic (the table is sorted by it)", names, key=VIEW.key("stat"),
-                      format_func=lambda n: STATISTICS[n][0])
-with right.expander("Pool several texts", expanded=False):
-    extra_raw = st.text_area(
-        "More texts, one per line (optional)", key="hs_more", height=110,
-        help=f"Up to {MAX_EXTRA_TEXTS} more lines of up to {settings.max_chars():,} characters "
-        "each. Every row (query token) of every text counts once, so longer texts weigh more.")
-extra = [line.strip() for line in extra_raw.splitlines() if line.strip()][:MAX_EXTRA_TEXTS]
-limit = settings.max_chars()
-if any(len(line) > limit for line in extra):
-    st.warning(f"Each extra text is cut to {limit:,} characters, like the sidebar text.")
-    extra = [line[:limit] for line in extra]
+def render() -> None:
+    selection = st.session_state["selection"]
+    st.title("Head statistics", anchor=False)
+    trace = require_trace(selection)
+    cfg = trace.cfg
+    key = (selection.model_name, selection.text, selection.pair)
+    specials = special_tokens_in(trace)
+    # No "next" for a model that cannot look ahead; no "special" for a text with no special token
+    # (a character model, GPT-2): that column would be all zeros.
+    names = [n for n in STATISTICS if not (cfg.causal and n == "next")
+             and not (n == "special" and not specials)]
+    sink = (" or ".join(md_escape(t) for t in specials[:3]) if specials
+            else "the first token")
 
-totals = [_main_totals(trace, key)]
-for line in extra:
-    try:
-        totals.append(_text_totals(selection.model_name, line))
-    except ValueError as exc:
-        st.warning(f"Skipped “{md_escape(shorten(line, 40))}”: {md_escape(str(exc))}")
-stats = pooled_statistics(totals)
-label, definition = STATISTICS[stat]
-where = ("the sidebar text" if len(totals) == 1
-         else f"the sidebar text and {len(totals) - 1} more")
-st.markdown(f"**{label}**, over {where}. {unbroken(definition)}")
+    st.caption(
+        "One number per head, so you can scan all "
+        f"{cfg.n_layers} × {cfg.n_heads} = {cfg.n_layers * cfg.n_heads} heads at once and find the "
+        "ones worth opening: heads that look at the previous token, heads that park their "
+        f"attention on {sink}, heads that spread it evenly. Each statistic is computed per query "
+        "token (row) and averaged over the rows.")
 
-fig = head_grid(stats[stat], title=f"{label}, every head", value_name=label,
-                fmt=FORMATS.get(stat, ".2f"),
-                subtitle="rows = layers, columns = heads; click a head to open it on the "
-                "attention page")
-st.plotly_chart(fig, key="hs_grid",
-                on_select=pick_head("hs_grid", cfg.n_heads),
-                selection_mode="points", config=chart_config("head-statistics", fig))
+    if VIEW.setdefault("stat") not in names:  # e.g. "special" on a model with none
+        VIEW["stat"] = names[0]
+    left, right = st.columns([2, 3])
+    stat = left.selectbox("Statistic (the table is sorted by it)", names, key=VIEW.key("stat"),
+                          format_func=lambda n: STATISTICS[n][0])
+    with right.expander("Pool several texts", expanded=False):
+        extra_raw = st.text_area(
+            "More texts, one per line (optional)", key="hs_more", height=110,
+            help=f"Up to {MAX_EXTRA_TEXTS} more lines of up to {settings.max_chars():,} characters "
+            "each. Every row (query token) of every text counts once, so longer texts weigh more.")
+    extra = [line.strip() for line in extra_raw.splitlines() if line.strip()][:MAX_EXTRA_TEXTS]
+    limit = settings.max_chars()
+    if any(len(line) > limit for line in extra):
+        st.warning(f"Each extra text is cut to {limit:,} characters, like the sidebar text.")
+        extra = [line[:limit] for line in extra]
 
-st.subheader("All statistics, sortable")
-shares = [n for n in TABLE_ORDER if n in names and n not in ("entropy", "distance")]
-targets = ", ".join(STATISTICS[n][0].removeprefix("To ") for n in shares)
-last_layer, last_head = cfg.n_layers - 1, cfg.n_heads - 1  # an example the model has
-st.caption(f"Head “L{last_layer} H{last_head}”: layer {last_layer}, head {last_head}. "
-           + ", ".join(HEADERS[n][0] for n in shares)
-           + f": the share (in %) of each row's attention that goes to, in order: {targets}. "
-           "Dist: the mean distance in tokens. Entropy: in bits. Click a column header to "
-           "sort; pick a head below to open it.")
-table = pd.DataFrame({"head": [f"L{lay} H{h}" for lay in range(cfg.n_layers)
-                               for h in range(cfg.n_heads)]})
-# The chosen statistic first; shares in percent ("26%" is narrower than "0.256").
-for name in [stat] + [n for n in TABLE_ORDER if n in names and n != stat]:
-    table[STATISTICS[name][0]] = stats[name].reshape(-1) * (100 if name in shares else 1)
-table = table.sort_values(label, ascending=False, kind="stable").reset_index(drop=True)
-# No row selection: its checkbox column would push the last columns off a narrow screen;
-# "Or pick a head" below opens any head.
-st.dataframe(
-    table, key="hs_table", hide_index=True, width="stretch",
-    column_config={
-        "head": st.column_config.TextColumn("head", width=HEAD_PX,
-                                            help="L = layer, H = head"),
-        **{STATISTICS[n][0]: st.column_config.NumberColumn(
-            HEADERS[n][0], help=STATISTICS[n][0], width=HEADERS[n][1],
-            format=TABLE_FORMATS.get(n, "%.0f%%")) for n in names}},
-)
+    totals = [_main_totals(trace, key)]
+    for line in extra:
+        try:
+            totals.append(_text_totals(selection.model_name, line))
+        except ValueError as exc:
+            st.warning(f"Skipped “{md_escape(shorten(line, 40))}”: {md_escape(str(exc))}")
+    stats = pooled_statistics(totals)
+    label, definition = STATISTICS[stat]
+    where = ("the sidebar text" if len(totals) == 1
+             else f"the sidebar text and {len(totals) - 1} more")
+    st.markdown(f"**{label}**, over {where}. {unbroken(definition)}")
 
-box, button = st.columns([3, 1], vertical_alignment="bottom")
-heads = [(lay, h) for lay in range(cfg.n_layers) for h in range(cfg.n_heads)]
-box.selectbox("Or pick a head", heads, key="hs_open_head",
-              format_func=lambda lh: f"layer {lh[0]}, head {lh[1]}")
-button.button("Open on the attention page", key="hs_open_btn",
-              on_click=open_chosen_head("hs_open_head"))
+    fig = head_grid(stats[stat], title=f"{label}, every head", value_name=label,
+                    fmt=FORMATS.get(stat, ".2f"),
+                    subtitle="rows = layers, columns = heads; click a head to open it on the "
+                    "attention page")
+    st.plotly_chart(fig, key="hs_grid",
+                    on_select=pick_head("hs_grid", cfg.n_heads),
+                    selection_mode="points", config=chart_config("head-statistics", fig))
 
-with st.expander("Definitions of every statistic"):
-    for name in names:
-        st.markdown(f"- **{STATISTICS[name][0]}**: {unbroken(STATISTICS[name][1])}")
-    st.markdown("Rows that count: every real token (padding never does). $A_{ij}$ is the "
-                "attention of query $i$ on key $j$; each row sums to 1.")
+    _table(cfg, names, stats, stat, label)
+
+    _pick_and_define(cfg, names)

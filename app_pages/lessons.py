@@ -20,6 +20,7 @@ from ui.lesson_step import (
     AT_KEY, go_to, keep_settings, lesson_from_url, run_page, step_texts, step_view,
 )
 from ui.model_names import short_label
+from ui.page_registry import page_link
 from ui.text import md_escape
 
 
@@ -44,8 +45,8 @@ def _lesson_list() -> None:
     for item in broken:
         st.error(f"The lesson file {md_escape(item.name)} could not be opened: "
                  f"{md_escape(item.problem)}")
-    st.page_link("app_pages/teach.py", label="Write your own lesson, or open a lesson file",
-                 icon=":material/school:")
+    page_link(st, "teach", label="Write your own lesson, or open a lesson file",
+              icon=":material/school:")
 
 
 def _navigation(lesson: Lesson, number: int, where: str) -> None:
@@ -128,7 +129,7 @@ def _step(lesson: Lesson, number: int) -> None:
     _class_link(lesson, number, step_view(step, settings))
 
 
-def page() -> None:
+def render() -> None:
     wanted, number = lesson_from_url()
     if wanted is None:
         _lesson_list()
@@ -150,5 +151,3 @@ def page() -> None:
         st.warning(md_escape(st.session_state["_lesson_problem"]))
     _step(lesson, number)
 
-
-page()

@@ -52,85 +52,94 @@ def _guesses_note(lens: Lens, n: int, model_name: str) -> None:
                   args=(model_name,))
 
 
-selection = st.session_state["selection"]
-st.title("Logit lens", anchor=False)
-trace = require_trace(selection)
-cfg = trace.cfg
-reason = needs_lm_head(selection, "The logit lens")
-if reason is not None:
-    offer_decoder(reason, key="lens_switch")
-    st.stop()
+def _one_position(selection, trace, lens, labels: list, end: int) -> None:
+    """One position: what every layer ranks there, and the true next token."""
+    tokens = trace.tokens
+    n = len(tokens)
+    st.subheader("One position in detail")
+    if VIEW.setdefault("pos", min(max(end, 0), n - 1)) not in range(n):
+        VIEW["pos"] = min(max(end, 0), n - 1)
+    pos = st.select_slider("Position", list(range(n)), key=VIEW.key("pos"),
+                           format_func=lambda i: plain_text(labels[i])) if n > 1 else 0
+    byte_level = looks_byte_level(tokens)
+    words = get_model(selection.model_name).tokenizer.tokens(lens.top_ids[:, pos].reshape(-1)
+                                                             .tolist())
+    truth = visible_text(tokens[pos + 1], byte_level) if pos + 1 < n else None
+    st.caption(f"Reading position {pos} (“{md_escape(visible_text(tokens[pos], byte_level))}”). "
+               + (f"The true next token is “{md_escape(truth)}”: rank 1 means the layer already "
+                  "puts it first." if truth is not None else
+                  ("This is the last token the model read (the rest of the text was cut), so "
+                   "there is nothing to rank it against."
+                   if trace.dropped[0] or selection.cut_chars else
+                   "This is the last token, so there is no true next token to rank.")))
+    ranked = [[visible_text(words[r * TOP_K + i], byte_level) for i in range(TOP_K)]
+              for r in range(lens.n_rows)]
+    columns = (detail_columns(lens.row_names, ranked, lens.top_probs[:, pos])
+               if truth is None else
+               detail_columns(lens.row_names, ranked, lens.top_probs[:, pos],
+                              lens.next_rank[:, pos], lens.next_prob[:, pos]))
+    # A static table: its cells wrap, so it fits a narrow screen with no sideways scroll. Its
+    # cells are Markdown, so every token is escaped.
+    st.table(pd.DataFrame({name: [md_escape(c) for c in cells] for name, cells in columns.items()}),
+             hide_index=True)
+    st.caption("Each cell: the token the layer ranks there and its probability."
+               + (" True next: the rank and probability the layer gives the token that really "
+                  "comes next." if truth is not None else ""))
 
-key = (selection.model_name, selection.text, selection.pair)
-tokens = trace.tokens
-n = len(tokens)
-labels = axis_labels(tokens)
-lens = _lens(trace, key)
-st.caption(
-    "After every layer, the running sum that carries each token through the model is read "
-    "out the same way the model reads its last layer, as if it stopped there: turned into a "
-    "probability for every token it knows. That shows which next token it leans to at that "
-    "depth. The last row is exactly the model's real output. Read each column top-down to "
-    "watch a prediction form.",
-    help="For the curious: each row is the residual stream after that layer, passed through "
-    "the model's own final norm and unembedding, then a softmax over the vocabulary.")
 
-window = st.session_state.get("lens_window")
-if not (isinstance(window, tuple) and 0 <= window[0] <= window[1] < n):
-    st.session_state["lens_window"] = (max(0, n - DEFAULT_WIDTH), n - 1)
-cols = st.columns([4, 2])
-if n > 1:
-    start, end = cols[0].slider("Positions", 0, n - 1, key="lens_window",
-                                help=f"Up to {CELL_TEXT_LIMIT} positions show their top token "
-                                "in the cell; wider windows show colours only (hover for "
-                                "details).")
-else:
-    start, end = 0, 0
-    cols[0].caption("One token: a single column.")
-colour = cols[1].radio("Colour by", ["top", "next"], key="lens_colour", horizontal=True,
-                       format_func={"top": "p(top token)", "next": "p(true next token)"}.get)
+def render() -> None:
+    selection = st.session_state["selection"]
+    st.title("Logit lens", anchor=False)
+    trace = require_trace(selection)
+    cfg = trace.cfg
+    reason = needs_lm_head(selection, "The logit lens")
+    if reason is not None:
+        offer_decoder(reason, key="lens_switch")
+        st.stop()
 
-span = range(start, end + 1)
-ids = lens.top_ids[:, start:end + 1]  # [row, span, k]
-flat = get_model(selection.model_name).tokenizer.tokens(ids.reshape(-1).tolist())
-top_tokens = [[flat[(r * len(span) + p) * TOP_K:(r * len(span) + p + 1) * TOP_K]
-               for p in range(len(span))] for r in range(lens.n_rows)]
-next_tokens = [tokens[p + 1] if p + 1 < n else "" for p in span]
-fig = lens_table(lens.row_names, [tokens[p] for p in span], top_tokens,
-                 lens.top_probs[:, start:end + 1], next_tokens, lens.next_rank[:, start:end + 1],
-                 lens.next_prob[:, start:end + 1], colour=colour,
-                 title=f"Top token after each layer, positions {start}–{end}",
-                 first_position=start)
-st.plotly_chart(fig, key="lens_table",
-                config=chart_config("logit-lens", fig, positions=f"{start}-{end}"))
-_guesses_note(lens, n, selection.model_name)
+    key = (selection.model_name, selection.text, selection.pair)
+    tokens = trace.tokens
+    n = len(tokens)
+    labels = axis_labels(tokens)
+    lens = _lens(trace, key)
+    st.caption(
+        "After every layer, the running sum that carries each token through the model is read "
+        "out the same way the model reads its last layer, as if it stopped there: turned into a "
+        "probability for every token it knows. That shows which next token it leans to at that "
+        "depth. The last row is exactly the model's real output. Read each column top-down to "
+        "watch a prediction form.",
+        help="For the curious: each row is the residual stream after that layer, passed through "
+        "the model's own final norm and unembedding, then a softmax over the vocabulary.")
 
-st.subheader("One position in detail")
-if VIEW.setdefault("pos", min(max(end, 0), n - 1)) not in range(n):
-    VIEW["pos"] = min(max(end, 0), n - 1)
-pos = st.select_slider("Position", list(range(n)), key=VIEW.key("pos"),
-                       format_func=lambda i: plain_text(labels[i])) if n > 1 else 0
-byte_level = looks_byte_level(tokens)
-words = get_model(selection.model_name).tokenizer.tokens(lens.top_ids[:, pos].reshape(-1)
-                                                         .tolist())
-truth = visible_text(tokens[pos + 1], byte_level) if pos + 1 < n else None
-st.caption(f"Reading position {pos} (“{md_escape(visible_text(tokens[pos], byte_level))}”). "
-           + (f"The true next token is “{md_escape(truth)}”: rank 1 means the layer already "
-              "puts it first." if truth is not None else
-              ("This is the last token the model read (the rest of the text was cut), so "
-               "there is nothing to rank it against."
-               if trace.dropped[0] or selection.cut_chars else
-               "This is the last token, so there is no true next token to rank.")))
-ranked = [[visible_text(words[r * TOP_K + i], byte_level) for i in range(TOP_K)]
-          for r in range(lens.n_rows)]
-columns = (detail_columns(lens.row_names, ranked, lens.top_probs[:, pos])
-           if truth is None else
-           detail_columns(lens.row_names, ranked, lens.top_probs[:, pos],
-                          lens.next_rank[:, pos], lens.next_prob[:, pos]))
-# A static table: its cells wrap, so it fits a narrow screen with no sideways scroll. Its
-# cells are Markdown, so every token is escaped.
-st.table(pd.DataFrame({name: [md_escape(c) for c in cells] for name, cells in columns.items()}),
-         hide_index=True)
-st.caption("Each cell: the token the layer ranks there and its probability."
-           + (" True next: the rank and probability the layer gives the token that really "
-              "comes next." if truth is not None else ""))
+    window = st.session_state.get("lens_window")
+    if not (isinstance(window, tuple) and 0 <= window[0] <= window[1] < n):
+        st.session_state["lens_window"] = (max(0, n - DEFAULT_WIDTH), n - 1)
+    cols = st.columns([4, 2])
+    if n > 1:
+        start, end = cols[0].slider("Positions", 0, n - 1, key="lens_window",
+                                    help=f"Up to {CELL_TEXT_LIMIT} positions show their top token "
+                                    "in the cell; wider windows show colours only (hover for "
+                                    "details).")
+    else:
+        start, end = 0, 0
+        cols[0].caption("One token: a single column.")
+    colour = cols[1].radio("Colour by", ["top", "next"], key="lens_colour", horizontal=True,
+                           format_func={"top": "p(top token)", "next": "p(true next token)"}.get)
+
+    span = range(start, end + 1)
+    ids = lens.top_ids[:, start:end + 1]  # [row, span, k]
+    flat = get_model(selection.model_name).tokenizer.tokens(ids.reshape(-1).tolist())
+    top_tokens = [[flat[(r * len(span) + p) * TOP_K:(r * len(span) + p + 1) * TOP_K]
+                   for p in range(len(span))] for r in range(lens.n_rows)]
+    next_tokens = [tokens[p + 1] if p + 1 < n else "" for p in span]
+    fig = lens_table(lens.row_names, [tokens[p] for p in span], top_tokens,
+                     lens.top_probs[:, start:end + 1], next_tokens,
+                     lens.next_rank[:, start:end + 1],
+                     lens.next_prob[:, start:end + 1], colour=colour,
+                     title=f"Top token after each layer, positions {start}–{end}",
+                     first_position=start)
+    st.plotly_chart(fig, key="lens_table",
+                    config=chart_config("logit-lens", fig, positions=f"{start}-{end}"))
+    _guesses_note(lens, n, selection.model_name)
+
+    _one_position(selection, trace, lens, labels, end)

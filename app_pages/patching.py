@@ -346,37 +346,39 @@ INTRO = (
 HOW = ("Nothing in the model is changed for good: each piece is swapped in during one run "
        "only, and the next run starts from the model as it was.")
 
-selection = st.session_state["selection"]
-st.title("Patching: find the circuit", anchor=False)
-st.caption(INTRO, help=HOW)
-trace = require_trace(selection, context_note=False)  # a long text: one message, below
-model = selection.model
-if trace.kind == "encoder_decoder":
-    offer_decoder(needs_lm_head(selection, "Patching") or "", key="pt_switch")
-    st.stop()
-on_preset = selection.model_name == PRESET_MODEL
-_init_state(on_preset)
-mode = st.radio("What to patch", list(MODES), key=VIEW.key("mode"), horizontal=True,
-                format_func=MODES.get)
-if not on_preset and settings.model_refusal(PRESET_MODEL) is not None:
-    if mode == "preset":
-        st.info("The induction preset runs on tiny-induction, which this server does not "
-                "offer. Use your own two prompts instead.")
+
+def render() -> None:
+    selection = st.session_state["selection"]
+    st.title("Patching: find the circuit", anchor=False)
+    st.caption(INTRO, help=HOW)
+    trace = require_trace(selection, context_note=False)  # a long text: one message, below
+    model = selection.model
+    if trace.kind == "encoder_decoder":
+        offer_decoder(needs_lm_head(selection, "Patching") or "", key="pt_switch")
         st.stop()
-elif not on_preset:
-    label = ("Switch to tiny-induction and run the preset" if mode == "preset" else
-             "See a ready-made example: a tiny model that copies repeated patterns")
-    st.button(label, key="pt_to_preset", type="primary" if mode == "preset" else "secondary",
-              on_click=switch_model(PRESET_MODEL, **{VIEW.key("mode"): "preset"}),
-              help="tiny-induction, a 2-layer model that continues repeated sequences, comes "
-              "with the app. Two of its heads work as a team (a circuit): one marks each "
-              "token with the token before it, the other finds the earlier copy and copies "
-              "what came next (an induction head).")
+    on_preset = selection.model_name == PRESET_MODEL
+    _init_state(on_preset)
+    mode = st.radio("What to patch", list(MODES), key=VIEW.key("mode"), horizontal=True,
+                    format_func=MODES.get)
+    if not on_preset and settings.model_refusal(PRESET_MODEL) is not None:
+        if mode == "preset":
+            st.info("The induction preset runs on tiny-induction, which this server does not "
+                    "offer. Use your own two prompts instead.")
+            st.stop()
+    elif not on_preset:
+        label = ("Switch to tiny-induction and run the preset" if mode == "preset" else
+                 "See a ready-made example: a tiny model that copies repeated patterns")
+        st.button(label, key="pt_to_preset", type="primary" if mode == "preset" else "secondary",
+                  on_click=switch_model(PRESET_MODEL, **{VIEW.key("mode"): "preset"}),
+                  help="tiny-induction, a 2-layer model that continues repeated sequences, comes "
+                  "with the app. Two of its heads work as a team (a circuit): one marks each "
+                  "token with the token before it, the other finds the earlier copy and copies "
+                  "what came next (an induction head).")
+        if mode == "preset":
+            st.info("The preset runs on tiny-induction, a small model trained to continue "
+                    "repeated sequences: one click above switches to it.")
+            st.stop()
     if mode == "preset":
-        st.info("The preset runs on tiny-induction, a small model trained to continue "
-                "repeated sequences: one click above switches to it.")
-        st.stop()
-if mode == "preset":
-    _preset_section(selection, model)
-else:
-    _prompts(selection, model)
+        _preset_section(selection, model)
+    else:
+        _prompts(selection, model)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from ui.page_registry import page_link
 from ui.start_example import EXAMPLE_MODEL, example, stored
 from ui.view_state import ViewState, open_view
 from viz.attention_spec import attention_heatmap_spec, chart_width
@@ -75,20 +76,20 @@ def _share(share: float) -> str:
 
 
 WAYS_IN = (
-    ("app_pages/lessons.py", "Take a lesson", "Short guided tours. Guess first, then see."),
-    ("app_pages/attention.py", "Explore freely", "Your own text, every head of every layer."),
-    ("app_pages/teach.py", "Teach with it", "Write a lesson; send a class one link."),
+    ("lessons", "Take a lesson", "Short guided tours. Guess first, then see."),
+    ("attention", "Explore freely", "Your own text, every head of every layer."),
+    ("teach", "Teach with it", "Write a lesson; send a class one link."),
 )
 
 
 def _ways_in() -> None:
     for column, (target, label, line) in zip(st.columns(len(WAYS_IN)), WAYS_IN):
         with column.container(border=True):
-            st.page_link(target, label=f"**{label}** ▸")
+            page_link(st, target, label=f"**{label}** ▸", icon="")
             st.caption(line)
 
 
-def page() -> None:
+def render() -> None:
     st.title("Attention Lab", anchor=False)
     st.markdown("See what happens inside a transformer, the kind of model behind chatbots and "
                 "translators. See how each word of a sentence gathers information from the "
@@ -100,8 +101,6 @@ def page() -> None:
         _ways_in()
     st.caption("Attention shows where a head looks, not why the model answers as it does: a "
                "head can look hard at a token and still pass on very little of it.")
-    st.page_link("app_pages/effect.py", label="Put attention beside what really changes the "
-                 "answer ▸")
+    page_link(st, "effect", label="Put attention beside what really changes the answer ▸",
+              icon="")
 
-
-page()

@@ -18,6 +18,7 @@ from teaching.pages import PAGES
 from ui import settings
 from ui.lesson_library import EXAMPLE_FILE, FOLDER_KEY, add_upload
 from ui.lesson_step import go_to
+from ui.page_registry import switch_to
 from ui.teacher_tools import draft
 from ui.text import md_escape
 
@@ -200,9 +201,9 @@ def _reference() -> None:
         st.dataframe(pd.DataFrame(facts), hide_index=True, width="stretch")
 
 
-def page() -> None:
+def render() -> None:
     if st.session_state.pop("_teach_open", False):
-        st.switch_page("app_pages/lessons.py", query_params=dict(st.query_params))
+        switch_to("lessons", query_params=dict(st.query_params))
     st.title("Teach with it", anchor=False)
     st.markdown("Lead a class through the app with a lesson of your own. Every lesson step has "
                 "its own link, so you can send a whole room to the same view. **Projector "
@@ -215,5 +216,3 @@ def page() -> None:
                 "address. Put your lesson files in a folder and set `ATTENTION_LAB_LESSONS` to "
                 "it: they appear on the Lessons page for everyone. The README says more.")
 
-
-page()

@@ -256,60 +256,61 @@ def _reverse(model, task, word: str) -> str:
     return "".join(task.chars[i] for i in out[0, 1:].tolist()).split(EOS)[0]
 
 
-st.title("Train a tiny transformer", anchor=False)  # no link icon: it wrapped to a blank line
-st.caption(
-    "Pick a task and press Start training. A small model learns it on this server while the "
-    "page updates every second: watch its loss fall and its attention patterns form.",
-    help=f"Limits: at most {runs.MAX_LAYERS} layers, {runs.MAX_HEADS} heads, vectors of "
-    f"{runs.MAX_D_MODEL} numbers, {runs.MAX_STEPS:,} steps and {runs.MAX_SECONDS} seconds per "
-    f"run. One run at a time per browser (a new one ends the one still going) and "
-    f"{runs.MAX_CONCURRENT_RUNS} on the server at once; other users are not blocked. If you "
-    f"close the tab, its run stops and is deleted within {sessions.FREED_WITHIN_SECONDS} "
-    "seconds.")
+def render() -> None:
+    st.title("Train a tiny transformer", anchor=False)  # no link icon: it wrapped to a blank line
+    st.caption(
+        "Pick a task and press Start training. A small model learns it on this server while the "
+        "page updates every second: watch its loss fall and its attention patterns form.",
+        help=f"Limits: at most {runs.MAX_LAYERS} layers, {runs.MAX_HEADS} heads, vectors of "
+        f"{runs.MAX_D_MODEL} numbers, {runs.MAX_STEPS:,} steps and {runs.MAX_SECONDS} seconds per "
+        f"run. One run at a time per browser (a new one ends the one still going) and "
+        f"{runs.MAX_CONCURRENT_RUNS} on the server at once; other users are not blocked. If you "
+        f"close the tab, its run stops and is deleted within {sessions.FREED_WITHIN_SECONDS} "
+        "seconds.")
 
-run = st.session_state.get("train_run")
-if run is not None and run.discarded:  # a run started in another tab of this browser ended it
-    for key in ("train_run", "train_snap", "train_sample", "train_was_running"):
-        st.session_state.pop(key, None)
-    sessions.forget(sessions.current_session_id(), "train_run")
-    st.warning("This run was stopped and discarded: a newer run was started from this "
-               "browser, or this tab was disconnected for too long.")
-    run = None
-busy = run is not None and run.view()[0] == "running"
-VIEW.setdefault("task")
-if "train_layers" not in st.session_state:
-    _defaults()
-choice = st.selectbox("Task", list(TASKS), key=VIEW.key("task"), format_func=LABELS.get,
-                      on_change=_defaults, disabled=busy)
-st.caption(TASKS[choice][1])
-if choice == "own":
-    st.text_area("Your text", key="train_text", height=160, disabled=busy,
-                 max_chars=runs.MAX_TEXT_CHARS, placeholder="Paste a few paragraphs…")
-c = st.columns(5)
-c[0].slider("Layers", MIN_LAYERS, runs.MAX_LAYERS, key="train_layers", disabled=busy)
-c[1].select_slider("Heads", HEADS, key="train_heads", disabled=busy)
-c[2].select_slider("Width", D_MODELS, key="train_d_model", disabled=busy,
-                   help="How many numbers each token's vector holds inside the model (its "
-                   "d_model). Each head works on width ÷ heads of them.")
-c[3].slider("Steps", 50, runs.MAX_STEPS, step=50, key="train_steps", disabled=busy)
-c[4].select_slider("Snapshot every", [10, 25, 50, 100], value=runs.DEFAULT_SNAPSHOT_EVERY,
-                   key="train_every",
-                   disabled=busy, help=f"Steps between attention snapshots (at most "
-                   f"{runs.MAX_SNAPSHOTS} per run).")
-b = st.columns([1, 1, 4])
-b[0].button("Start training", key="train_start", type="primary", disabled=busy,
-            on_click=_start, args=(choice,))
-b[1].button("Reset", key="train_reset", on_click=_reset)
-if "train_error" in st.session_state:
-    st.error(md_escape(st.session_state.pop("train_error")))
+    run = st.session_state.get("train_run")
+    if run is not None and run.discarded:  # a run started in another tab of this browser ended it
+        for key in ("train_run", "train_snap", "train_sample", "train_was_running"):
+            st.session_state.pop(key, None)
+        sessions.forget(sessions.current_session_id(), "train_run")
+        st.warning("This run was stopped and discarded: a newer run was started from this "
+                   "browser, or this tab was disconnected for too long.")
+        run = None
+    busy = run is not None and run.view()[0] == "running"
+    VIEW.setdefault("task")
+    if "train_layers" not in st.session_state:
+        _defaults()
+    choice = st.selectbox("Task", list(TASKS), key=VIEW.key("task"), format_func=LABELS.get,
+                          on_change=_defaults, disabled=busy)
+    st.caption(TASKS[choice][1])
+    if choice == "own":
+        st.text_area("Your text", key="train_text", height=160, disabled=busy,
+                     max_chars=runs.MAX_TEXT_CHARS, placeholder="Paste a few paragraphs…")
+    c = st.columns(5)
+    c[0].slider("Layers", MIN_LAYERS, runs.MAX_LAYERS, key="train_layers", disabled=busy)
+    c[1].select_slider("Heads", HEADS, key="train_heads", disabled=busy)
+    c[2].select_slider("Width", D_MODELS, key="train_d_model", disabled=busy,
+                       help="How many numbers each token's vector holds inside the model (its "
+                       "d_model). Each head works on width ÷ heads of them.")
+    c[3].slider("Steps", 50, runs.MAX_STEPS, step=50, key="train_steps", disabled=busy)
+    c[4].select_slider("Snapshot every", [10, 25, 50, 100], value=runs.DEFAULT_SNAPSHOT_EVERY,
+                       key="train_every",
+                       disabled=busy, help=f"Steps between attention snapshots (at most "
+                       f"{runs.MAX_SNAPSHOTS} per run).")
+    b = st.columns([1, 1, 4])
+    b[0].button("Start training", key="train_start", type="primary", disabled=busy,
+                on_click=_start, args=(choice,))
+    b[1].button("Reset", key="train_reset", on_click=_reset)
+    if "train_error" in st.session_state:
+        st.error(md_escape(st.session_state.pop("train_error")))
 
-run = st.session_state.get("train_run")
-if run is not None:
-    if run.view()[0] == "running":
-        # Every second, outside the run queue: it only draws the snapshots the training
-        # thread made (bounded by the training slots) and computes nothing; a cache miss in it
-        # would wait its turn anyway (ui/cache.turn_to_compute).
-        st.fragment(run_every=1.0)(_live)()
-    else:
-        _live()
-        _finished(run)
+    run = st.session_state.get("train_run")
+    if run is not None:
+        if run.view()[0] == "running":
+            # Every second, outside the run queue: it only draws the snapshots the training
+            # thread made (bounded by the training slots) and computes nothing; a cache miss in it
+            # would wait its turn anyway (ui/cache.turn_to_compute).
+            st.fragment(run_every=1.0)(_live)()
+        else:
+            _live()
+            _finished(run)

@@ -256,103 +256,117 @@ def _figure(step: Step, trace: Trace, pick: dict, labels: list[str], model) -> N
         st.caption(note)
 
 
-selection = st.session_state["selection"]
-st.title("Forward pass, step by step", anchor=False)
-require_trace(selection)
-_init_state()
-has_pair = bool(selection.pair.strip())
-has_types = selection.model.cfg.n_token_types > 0  # sentence A / B: only then is a pair
-if has_pair and has_types:
-    VIEW.setdefault("batch")
-    st.toggle("Run the two texts as a padded batch of two", key=VIEW.key("batch"),
-              help="Off: one sentence-pair sequence. On: two sequences padded to one length.")
-    with st.expander("Sentence pair or padded batch?"):
-        st.markdown(PAIR_VS_BATCH)
-elif has_pair:
-    st.caption(BATCH_ONLY)
-elif has_types:
-    st.caption("Type a second sentence in the sidebar to compare a sentence pair with a padded "
-               "batch of two texts (where padding and its mask appear).")
-elif _reads_two_texts(selection.model):
-    st.caption("Type a second text in the sidebar to see a padded batch of two texts (where "
-               "padding and its mask appear).")
-as_batch = has_pair and (bool(VIEW.peek("batch")) or not has_types)
-try:
-    trace = _full_trace(selection.model_name, selection.text, selection.pair, as_batch)
-except ValueError as exc:  # e.g. a character model given two texts to pad together
-    st.error(f"Could not run the walkthrough: {exc}")
-    st.stop()
-cfg = trace.cfg
-batch, n_pos = trace.input_ids.shape
-kind = "decoder (it writes text, one token after another)" if cfg.causal else \
-    "encoder (it reads the whole text at once)"
-family = {"own": "This project's own", "bert": "A BERT-style", "roberta": "A RoBERTa-style",
-          "gpt2": "A GPT-2-style", "llama": "A Llama-style", "neox": "A GPT-NeoX (Pythia)",
-          "opt": "An OPT", "gpt_neo": "A GPT-Neo", "phi3": "A Phi-3"}.get(cfg.family, "A")
-mlp = f"; the feed-forward part widens them to {cfg.d_mlp}" if cfg.d_mlp else ""
-st.caption(f"{family} {kind}: {plural(cfg.n_layers, 'layer')} of "
-           f"{plural(cfg.n_heads, 'head')} each. Each token is a list of {cfg.d_model} "
-           f"numbers; each head works on {cfg.d_head} of them{mlp}. This input: "
-           f"{plural(batch, 'text')} × {plural(n_pos, 'position')}. Every shape and number "
-           "below is read from this run.")
-if any(name.startswith("decoder.") for name in trace.cache):
-    st.info("An encoder-decoder: these steps follow its encoder, which reads your text. The "
-            "decoder's own layers and its cross-attention are not part of this walkthrough.")
+def _run_input(selection):
+    """The run to walk through: one text, a sentence pair, or two texts as a padded batch."""
+    has_pair = bool(selection.pair.strip())
+    has_types = selection.model.cfg.n_token_types > 0  # sentence A / B: only then is a pair
+    if has_pair and has_types:
+        VIEW.setdefault("batch")
+        st.toggle("Run the two texts as a padded batch of two", key=VIEW.key("batch"),
+                  help="Off: one sentence-pair sequence. On: two sequences padded to one length.")
+        with st.expander("Sentence pair or padded batch?"):
+            st.markdown(PAIR_VS_BATCH)
+    elif has_pair:
+        st.caption(BATCH_ONLY)
+    elif has_types:
+        st.caption("Type a second sentence in the sidebar to compare a sentence pair with a padded "
+                   "batch of two texts (where padding and its mask appear).")
+    elif _reads_two_texts(selection.model):
+        st.caption("Type a second text in the sidebar to see a padded batch of two texts (where "
+                   "padding and its mask appear).")
+    as_batch = has_pair and (bool(VIEW.peek("batch")) or not has_types)
+    try:
+        trace = _full_trace(selection.model_name, selection.text, selection.pair, as_batch)
+    except ValueError as exc:  # e.g. a character model given two texts to pad together
+        st.error(f"Could not run the walkthrough: {exc}")
+        st.stop()
+    return trace
 
-controls = st.columns([3, 3, 2, 2])
-layer = index_slider(controls[0], "Layer", cfg.n_layers, key=VIEW.key("layer"),
-                           help="Which layer the layer steps show.")
-head = index_slider(controls[1], "Head", cfg.n_heads, key=VIEW.key("head"),
-                          help="Which head the per-head previews and figures show.")
-item = 0
-if batch > 1:
-    item = controls[2].radio("Text", list(range(batch)), key="wk_item",
-                             format_func=lambda i: f"text {i + 1}", horizontal=True)
-teacher = controls[3].toggle("Teacher's notes", key=VIEW.key("teacher"),
-                             help="Add the longer explanation to every step.")
 
-steps = walkthrough(trace, layer)
-n_steps = len(steps)
-_clamp(VIEW.key("step"), 1, n_steps)
-labels = axis_labels(trace.batch_tokens[item])
-pick = {"batch": item, "heads": head, "kv_heads": head // (cfg.n_heads // cfg.n_kv_heads),
-        "layer": layer + 1}
+def _describe(trace) -> None:
+    """What kind of model this is and the shape of this input, in one line."""
+    cfg = trace.cfg
+    batch, n_pos = trace.input_ids.shape
+    kind = "decoder (it writes text, one token after another)" if cfg.causal else \
+        "encoder (it reads the whole text at once)"
+    family = {"own": "This project's own", "bert": "A BERT-style", "roberta": "A RoBERTa-style",
+              "gpt2": "A GPT-2-style", "llama": "A Llama-style", "neox": "A GPT-NeoX (Pythia)",
+              "opt": "An OPT", "gpt_neo": "A GPT-Neo", "phi3": "A Phi-3"}.get(cfg.family, "A")
+    mlp = f"; the feed-forward part widens them to {cfg.d_mlp}" if cfg.d_mlp else ""
+    st.caption(f"{family} {kind}: {plural(cfg.n_layers, 'layer')} of "
+               f"{plural(cfg.n_heads, 'head')} each. Each token is a list of {cfg.d_model} "
+               f"numbers; each head works on {cfg.d_head} of them{mlp}. This input: "
+               f"{plural(batch, 'text')} × {plural(n_pos, 'position')}. Every shape and number "
+               "below is read from this run.")
+    if any(name.startswith("decoder.") for name in trace.cache):
+        st.info("An encoder-decoder: these steps follow its encoder, which reads your text. The "
+                "decoder's own layers and its cross-attention are not part of this walkthrough.")
 
-# The contents beside the step; on a narrow screen above it, in as many columns as fit
-# (ui/page_style.py: containers keyed "sidenav_" and "contents_").
-nav, body = st.container(key="sidenav_wk").columns([1, 3], gap="large")
-with nav:
-    number = st.container(key="contents_wk").radio(
-        "Contents", list(range(1, n_steps + 1)), key=VIEW.key("step"),
-        format_func=lambda i: f"{i}. {steps[i - 1].title}")
-step = steps[number - 1]
-with body:
-    bar = st.container(horizontal=True, vertical_alignment="center", gap="medium")
-    bar.button("◀ Previous", key="wk_prev", on_click=step_state(VIEW.key("step"), -1, 1, n_steps),
-               disabled=number == 1)
-    bar.button("Next ▶", key="wk_next", on_click=step_state(VIEW.key("step"), 1, 1, n_steps),
-               disabled=number == n_steps)
-    bar.caption(f"Step {number} of {n_steps} · {step.group}")
-    st.subheader(f"{number}. {step.title}")
-    st.markdown(step.summary)
-    if teacher:
-        st.info(step.teacher)
-    st.latex(step.formula)
-    # two tensors side by side where both fit (else one under the other: "wide_" rows stack);
-    # one, or three (Q, K, V), one under the other at full width
-    pair = len(step.shown) == 2
-    columns = st.container(key="wide_wk_tables").columns(2) if pair else \
-        [st.container() for _ in step.shown]
-    for column, shown in zip(columns, step.shown):
-        with column:
-            _show_tensor(shown, pick, labels, cfg.n_layers, selection.model.tokenizer.tokens,
-                         PAIR_PX if pair else FULL_PX)
-    _figure(step, trace, pick, labels, selection.model)
-    _curious(step)
-    if step.key == "stack" and layer + 1 < cfg.n_layers:
-        first = next(i for i, s in enumerate(steps, 1) if s.layer is not None)
-        st.button(f"Walk through layer {layer + 1} ▶", key="wk_next_layer",
-                  on_click=step_state(VIEW.key("layer"), 1, 0, cfg.n_layers - 1,
-                                      **{VIEW.key("step"): first}))
-    if number == n_steps:
-        _where_next(decoder_reason(selection, "Generation") is None)
+
+def render() -> None:
+    selection = st.session_state["selection"]
+    st.title("Forward pass, step by step", anchor=False)
+    require_trace(selection)
+    _init_state()
+    trace = _run_input(selection)
+    cfg = trace.cfg
+    batch = trace.input_ids.shape[0]
+    _describe(trace)
+
+    controls = st.columns([3, 3, 2, 2])
+    layer = index_slider(controls[0], "Layer", cfg.n_layers, key=VIEW.key("layer"),
+                               help="Which layer the layer steps show.")
+    head = index_slider(controls[1], "Head", cfg.n_heads, key=VIEW.key("head"),
+                              help="Which head the per-head previews and figures show.")
+    item = 0
+    if batch > 1:
+        item = controls[2].radio("Text", list(range(batch)), key="wk_item",
+                                 format_func=lambda i: f"text {i + 1}", horizontal=True)
+    teacher = controls[3].toggle("Teacher's notes", key=VIEW.key("teacher"),
+                                 help="Add the longer explanation to every step.")
+
+    steps = walkthrough(trace, layer)
+    n_steps = len(steps)
+    _clamp(VIEW.key("step"), 1, n_steps)
+    labels = axis_labels(trace.batch_tokens[item])
+    pick = {"batch": item, "heads": head, "kv_heads": head // (cfg.n_heads // cfg.n_kv_heads),
+            "layer": layer + 1}
+
+    # The contents beside the step; on a narrow screen above it, in as many columns as fit
+    # (ui/page_style.py: containers keyed "sidenav_" and "contents_").
+    nav, body = st.container(key="sidenav_wk").columns([1, 3], gap="large")
+    with nav:
+        number = st.container(key="contents_wk").radio(
+            "Contents", list(range(1, n_steps + 1)), key=VIEW.key("step"),
+            format_func=lambda i: f"{i}. {steps[i - 1].title}")
+    step = steps[number - 1]
+    with body:
+        bar = st.container(horizontal=True, vertical_alignment="center", gap="medium")
+        bar.button("◀ Previous", key="wk_prev",
+                   on_click=step_state(VIEW.key("step"), -1, 1, n_steps), disabled=number == 1)
+        bar.button("Next ▶", key="wk_next", on_click=step_state(VIEW.key("step"), 1, 1, n_steps),
+                   disabled=number == n_steps)
+        bar.caption(f"Step {number} of {n_steps} · {step.group}")
+        st.subheader(f"{number}. {step.title}")
+        st.markdown(step.summary)
+        if teacher:
+            st.info(step.teacher)
+        st.latex(step.formula)
+        # two tensors side by side where both fit (else one under the other: "wide_" rows stack);
+        # one, or three (Q, K, V), one under the other at full width
+        pair = len(step.shown) == 2
+        columns = st.container(key="wide_wk_tables").columns(2) if pair else \
+            [st.container() for _ in step.shown]
+        for column, shown in zip(columns, step.shown):
+            with column:
+                _show_tensor(shown, pick, labels, cfg.n_layers, selection.model.tokenizer.tokens,
+                             PAIR_PX if pair else FULL_PX)
+        _figure(step, trace, pick, labels, selection.model)
+        _curious(step)
+        if step.key == "stack" and layer + 1 < cfg.n_layers:
+            first = next(i for i, s in enumerate(steps, 1) if s.layer is not None)
+            st.button(f"Walk through layer {layer + 1} ▶", key="wk_next_layer",
+                      on_click=step_state(VIEW.key("layer"), 1, 0, cfg.n_layers - 1,
+                                          **{VIEW.key("step"): first}))
+        if number == n_steps:
+            _where_next(decoder_reason(selection, "Generation") is None)

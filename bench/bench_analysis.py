@@ -153,9 +153,12 @@ def app_button(text: str) -> float:
     """Seconds from clicking the ablation page's sweep button to the end of that rerun."""
     from streamlit.testing.v1 import AppTest
 
+    sys.path.insert(0, str(ROOT / "tests"))
+    from page_links import switch
+
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=600)
     at.session_state["sb_text"] = text
-    at.switch_page("app_pages/ablation.py").run()
+    switch(at, "ablation").run()
     button = at.button(key="abl_sweep_btn")
     start = time.perf_counter()
     button.click().run()

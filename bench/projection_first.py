@@ -86,10 +86,13 @@ def _page_child(out_file: str) -> None:
 
     from ui.examples import LONG
 
+    sys.path.insert(0, str(ROOT / "tests"))
+    from page_links import switch
+
     logging.disable(logging.WARNING)
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=600)
     at.session_state["sb_text"] = LONG + " " + MORE
-    at.switch_page("app_pages/embeddings.py").run()
+    switch(at, "embeddings").run()
     at.radio(key="emb_fit").set_value(at.radio(key="emb_fit").options[0]).run()
     t0, c0 = time.perf_counter(), time.process_time()
     at.radio(key="emb_method").set_value("UMAP").run()

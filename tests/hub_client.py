@@ -47,8 +47,10 @@ def load(name: str) -> dict:
 def app(name: str) -> dict:
     from streamlit.testing.v1 import AppTest
 
+    from page_links import switch
+
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    at.switch_page("app_pages/attention.py")
+    switch(at, "attention")
     at.run()
     if name != "minilm":
         at.selectbox(key="sb_model_choice").set_value("Other: local directory or hub id").run()
@@ -62,9 +64,11 @@ def app(name: str) -> dict:
 def link(name: str) -> dict:
     from streamlit.testing.v1 import AppTest
 
+    from page_links import switch
+
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.query_params["model"] = name
-    at.switch_page("app_pages/attention.py")
+    switch(at, "attention")
     at.run()
     return {"exception": [str(e.value) for e in at.exception],
             "charts": [el.key for el in at.get("plotly_chart")],

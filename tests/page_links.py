@@ -8,8 +8,24 @@ from __future__ import annotations
 from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
+from streamlit.util import calc_hash
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
+
+
+def switch(at: AppTest, page: str) -> AppTest:
+    """Open the page declared as `page` (its path, "logit-lens", or its module, "logit_lens")
+    on the next run, as its link in the sidebar does. The app's pages are functions
+    (st.Page(render), ui/page_registry.py) and AppTest.switch_page finds only pages that are
+    files, so this asks for the page the way Streamlit names it: the hash of its path."""
+    from teaching.pages import BY_PATH, PAGE_SPECS
+
+    path = page if page in BY_PATH else next(
+        (spec.path for spec in PAGE_SPECS if spec.module == page), None)
+    if path is None:
+        raise ValueError(f"no page is declared as {page!r}")
+    at._page_hash = calc_hash(path)  # what AppTest.switch_page sets for a page that is a file
+    return at
 
 
 def open_page(page: str, model: str, text: str | None = None, **params) -> AppTest:
@@ -20,7 +36,7 @@ def open_page(page: str, model: str, text: str | None = None, **params) -> AppTe
     for key, value in params.items():
         at.query_params[key] = str(value)
     at.run()
-    at.switch_page(page).run()
+    switch(at, page).run()
     assert not at.exception, [e.value for e in at.exception]
     return at
 
@@ -46,7 +62,7 @@ def open_with_sidebar(page: str, model: str | None = None, text: str | None = No
         at.selectbox(key="sb_model_choice").set_value(model).run()
     if text is not None:
         at.text_area(key="sb_text").input(text).run()
-    at.switch_page(page).run()
+    switch(at, page).run()
     assert not at.exception
     return at
 
@@ -65,20 +81,18 @@ def open_lesson(lesson_id: str | None = None, step: int = 1) -> AppTest:
     if lesson_id is not None:
         at.query_params["lesson"] = lesson_id
         at.query_params["step"] = str(step)
-    at.switch_page("app_pages/lessons.py")
+    switch(at, "lessons")
     return at.run()
 
 
 def open_view(view) -> AppTest:
     """A ViewState (ui/view_state.py) opened as its link opens it: its parameters in the
     query, then its page."""
-    from ui.page_registry import page_file
-
     at = AppTest.from_file(APP, default_timeout=300)
     for key, value in view.params().items():
         at.query_params[key] = value
     at.run()
-    at.switch_page(str(page_file(view.page))).run()
+    switch(at, view.page).run()
     assert not at.exception, [e.value for e in at.exception]
     return at
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from .page_registry import page_link
 from .text import md_escape
 
 # Pages that work with such a model: the attention page, and those that do not run the
@@ -26,5 +27,5 @@ def gate(selection, url_path: str) -> None:
     st.sidebar.info(note)
     if url_path not in WORKS_WITHOUT_ENGINE:
         st.info(note)
-        st.page_link("app_pages/attention.py", label="Open the Attention page ▸")
+        page_link(st, "attention", label="Open the Attention page ▸", icon="")
         st.stop()

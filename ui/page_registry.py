@@ -1,11 +1,14 @@
 """The app's pages as Streamlit pages, built from their declarations (teaching/pages.py):
 navigation, running the page on screen (and writing its link), and running a page inside a
-lesson step."""
+lesson step.
+
+Each page is a module in app_pages/ whose `render()` draws it; importing the module draws
+nothing. The module is imported when its page first runs, not when navigation is built, so
+the start page still draws before torch and the models load (app.py)."""
 
 from __future__ import annotations
 
-import runpy
-from pathlib import Path
+import importlib
 
 import streamlit as st
 from streamlit.runtime.scriptrunner_utils.exceptions import StopException
@@ -14,19 +17,39 @@ from teaching.pages import BY_PATH, PAGE_SPECS
 
 from .view_state import page_view
 
-APP_PAGES = Path(__file__).resolve().parent.parent / "app_pages"
+PACKAGE = "app_pages"  # where the declared page modules live
 START = PAGE_SPECS[0].path  # the first page is the start page, at "/"
 
 
-def page_file(path: str) -> Path:
-    return APP_PAGES / f"{BY_PATH[path].module}.py"
+def module_name(path: str) -> str:
+    """The importable name of the module that draws the page declared at `path`."""
+    return f"{PACKAGE}.{BY_PATH[path].module}"
+
+
+def render(path: str) -> None:
+    """Draw the page declared at `path` here (its module is imported on first use)."""
+    importlib.import_module(module_name(path)).render()
+
+
+def _renderer(path: str):
+    def draw() -> None:
+        render(path)
+
+    draw.__name__ = BY_PATH[path].module
+    return draw
+
+
+def page(path: str):
+    """The st.Page of one declared page: what st.navigation, st.switch_page and
+    st.page_link are given (built here only, from the declaration)."""
+    spec = BY_PATH[path]
+    return st.Page(_renderer(path), title=spec.title, icon=spec.icon, url_path=spec.path,
+                   default=spec.path == START)
 
 
 def pages() -> dict:
     """Page path -> st.Page, in the declared order."""
-    return {spec.path: st.Page(str(page_file(spec.path)), title=spec.title, icon=spec.icon,
-                               url_path=spec.path, default=spec.path == START)
-            for spec in PAGE_SPECS}
+    return {spec.path: page(spec.path) for spec in PAGE_SPECS}
 
 
 def sections(objects: dict) -> dict[str, list]:
@@ -60,14 +83,19 @@ def _write_link(path: str) -> None:
 
 
 def run_in_lesson(path: str) -> None:
-    """Run one page inside a lesson step, as st.navigation runs it (its widgets keep their
-    own keys); the file comes from the page's declaration."""
-    runpy.run_path(str(page_file(path)), run_name="__main__")
+    """Draw one page inside a lesson step, as st.navigation runs it (its widgets keep their
+    own keys): the page module's own `render()`."""
+    render(path)
+
+
+def switch_to(path: str, **kwargs) -> None:
+    """st.switch_page to the page declared at `path` (keyword arguments: st.switch_page's)."""
+    st.switch_page(page(path), **kwargs)
 
 
 def page_link(container, path: str, label: str | None = None, **kwargs) -> None:
     """A link to a page (its title and icon by default), in `container`: the model, the
     texts and every setting stay as they are in this session."""
     spec = BY_PATH[path]
-    container.page_link(f"app_pages/{spec.module}.py", label=label or f"{spec.title} ▸",
+    container.page_link(page(path), label=label or f"{spec.title} ▸",
                         icon=kwargs.pop("icon", spec.icon), **kwargs)

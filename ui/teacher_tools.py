@@ -8,6 +8,7 @@ import streamlit as st
 from teaching.pages import BY_PATH
 
 from . import drafts, projector, sessions, view_state
+from .page_registry import page_link
 from .urlstate import write_to_url
 
 DRAFT_KEY = "lesson_draft"  # this browser's draft: {"title", "summary", "steps": [dict, ...]}
@@ -62,4 +63,4 @@ def render(url_path: str) -> None:
         n = len(draft()["steps"])
         if note or n:
             st.caption(f"{note or ''} Draft lesson: {n} step{'s' * (n != 1)}.".strip())
-            st.page_link("app_pages/teach.py", label="Edit the draft", icon=":material/edit:")
+            page_link(st, "teach", label="Edit the draft", icon=":material/edit:")

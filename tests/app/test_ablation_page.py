@@ -13,7 +13,7 @@ import numpy as np
 os.environ["HF_HUB_OFFLINE"] = "1"
 
 from chart_data import chart_specs, plotly_array  # noqa: E402
-from page_links import start_app  # noqa: E402
+from page_links import start_app, switch  # noqa: E402
 from ui.examples import known_sentence  # noqa: E402
 
 
@@ -25,7 +25,7 @@ def _ranking(at):
 
 def test_ablation_ranking_is_short_headed_sorted_by_size_and_names_its_count():
     at = start_app()
-    at.switch_page("app_pages/ablation.py").run()
+    switch(at, "ablation").run()
     assert not at.exception
     info = " ".join(i.value for i in at.info)
     assert "measure every head below" in info and "importance grid below" not in info
@@ -42,7 +42,7 @@ def test_ablation_ranking_on_a_decoder_sorts_by_absolute_change(tiny_dirs):
     at = start_app()
     at.selectbox(key="sb_model_choice").set_value("Other: local directory or hub id").run()
     at.text_input(key="sb_model_other").input(str(tiny_dirs["gpt2"])).run()
-    at.switch_page("app_pages/ablation.py").run()
+    switch(at, "ablation").run()
     assert not at.exception
     table, column = _ranking(at)
     effects = table["effect"].to_numpy()
@@ -59,7 +59,7 @@ def test_ablation_says_plainly_when_removing_a_head_helps():
     grid must not leave a learner thinking those heads are broken."""
     at = start_app("The cat sat on the mat.")
     at.selectbox(key="sb_model_choice").set_value("tiny-chars").run()
-    at.switch_page("app_pages/ablation.py").run()
+    switch(at, "ablation").run()
     assert not at.exception
     z = plotly_array(chart_specs(at)["abl_grid"]["data"][0]["z"]).astype(float)
     better = int((z < 0).sum())

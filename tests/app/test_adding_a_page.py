@@ -11,6 +11,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
+import app_pages  # noqa: E402
 from page_links import open_view, shown_view  # noqa: E402
 
 from teaching import pages  # noqa: E402
@@ -29,18 +30,25 @@ from ui.view_state import page_view
 VIEW = page_view("glossary")
 WORDS = {"head": "One of the attention units of a layer.", "layer": "One block of the model."}
 
-st.title("Glossary", anchor=False)
-VIEW.setdefault("word")
-word = st.radio("Word", list(WORDS), key=VIEW.key("word"))
-st.markdown(f"**{word}**: {WORDS[word]}")
+
+def render() -> None:
+    st.title("Glossary", anchor=False)
+    VIEW.setdefault("word")
+    word = st.radio("Word", list(WORDS), key=VIEW.key("word"))
+    st.markdown(f"**{word}**: {WORDS[word]}")
 '''
 
 
-def test_a_new_page_is_one_file_and_one_declaration(tmp_path, monkeypatch):
+def test_a_new_page_is_one_file_and_one_declaration(tmp_path, monkeypatch, request):
     (tmp_path / "glossary.py").write_text(PAGE, encoding="utf-8")  # the one new file
-    spec = PageSpec("glossary", str(tmp_path / "glossary"), "Glossary", "Learn",  # one line
+    spec = PageSpec("glossary", "glossary", "Glossary", "Learn",  # the one line
                     ":material/menu_book:", "gl",
                     (Setting("word", "choice", "head", ("head", "layer"), url="word"),))
+    # The new file is app_pages/glossary.py; for this test it lives in a temporary folder
+    # that the app_pages package also searches, and it is forgotten afterwards.
+    monkeypatch.setattr(app_pages, "__path__", [*app_pages.__path__, str(tmp_path)])
+    monkeypatch.delitem(sys.modules, "app_pages.glossary", raising=False)
+    request.addfinalizer(lambda: sys.modules.pop("app_pages.glossary", None))
     # What importing teaching/pages.py derives from PAGE_SPECS, done again for this test:
     monkeypatch.setattr(page_registry, "PAGE_SPECS", pages.PAGE_SPECS + (spec,))
     monkeypatch.setitem(pages.BY_PATH, spec.path, spec)
@@ -60,4 +68,5 @@ def test_a_new_page_is_one_file_and_one_declaration(tmp_path, monkeypatch):
                                                                "tiny-chars")
     lesson = parse_lesson(to_toml("Words", "", [step]).encode(), "words", "upload")
     assert lesson.steps[0].page == "glossary" and lesson.steps[0].settings == {"word": "layer"}
-    assert page_registry.page_file("glossary") == tmp_path / "glossary.py"
+    assert page_registry.module_name("glossary") == "app_pages.glossary"
+    assert Path(sys.modules["app_pages.glossary"].__file__) == tmp_path / "glossary.py"

@@ -11,17 +11,19 @@ import pytest
 os.environ["HF_HUB_OFFLINE"] = "1"
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from page_links import switch  # noqa: E402
+
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 TIMEOUT = 120
-ATTENTION = "app_pages/attention.py"
+ATTENTION = "attention"
 
 
-DECODER_ONLY = ("logit_lens.py", "generate.py", "attribution.py")
+DECODER_ONLY = ("logit_lens", "generate", "attribution")
 
 
 def _app() -> AppTest:
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
-    at.switch_page(ATTENTION)  # the start page is the default
+    switch(at, ATTENTION)  # the start page is the default
     return at.run()
 
 
@@ -147,29 +149,29 @@ def test_each_detail_view_draws_its_own_figure_for_the_selected_head():
 
 
 @pytest.mark.parametrize("page", sorted(
-    p.name for p in (Path(APP).parent / "app_pages").glob("*.py") if p.name != "__init__.py"))
+    p.stem for p in (Path(APP).parent / "app_pages").glob("*.py") if p.name != "__init__.py"))
 def test_every_page_figure_saves_the_format_chosen_in_the_sidebar(page):
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
-    at.switch_page(ATTENTION)
+    switch(at, ATTENTION)
     if page in DECODER_ONLY:  # an encoder gets a line and a switch there: draw with a decoder
         at.query_params["model"] = "tiny-chars"
     at.run()
     at.radio(key="sb_image_format").set_value("SVG").run()
-    at.switch_page(f"app_pages/{page}").run()
+    switch(at, page).run()
     assert not at.exception
     formats = [json.loads(el.proto.config).get("toImageButtonOptions", {}).get("format")
                for el in at.get("plotly_chart")]
     assert all(f == "svg" for f in formats), (page, formats)
     # training draws once a run starts; the lessons list and the teach page are words and
     # buttons; the start page draws its one small heatmap with Vega-Lite, not plotly
-    assert formats or page in ("training.py", "lessons.py", "teach.py", "start.py"), page
+    assert formats or page in ("training", "lessons", "teach", "start"), page
 
 
 def test_encoder_decoder_shows_its_cross_attention():
     from model import load_model
 
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
-    at.switch_page(ATTENTION)
+    switch(at, ATTENTION)
     at.query_params["model"] = "tiny-reverse"
     at.query_params["text"] = "softmax"
     at.run()

@@ -14,13 +14,15 @@ import pytest
 os.environ["HF_HUB_OFFLINE"] = "1"
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from page_links import switch  # noqa: E402
+
 from analysis.head_stats import head_statistics, pooled_statistics, trace_totals  # noqa: E402
 from ui.examples import SHORT, known_sentence  # noqa: E402
 from chart_data import chart_specs as _charts, plotly_array as _array  # noqa: E402
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
-PAGES = ("app_pages/heads.py", "app_pages/ablation.py", "app_pages/logit_lens.py",
-         "app_pages/compare.py")
+PAGES = ("heads", "ablation", "logit-lens",
+         "compare")
 
 
 def _app(model_dir: Path | None = None) -> AppTest:
@@ -40,7 +42,7 @@ def _texts(elements) -> str:
 
 def test_minilm_heads_page_shows_the_statistics_and_opens_a_head(minilm):
     at = _app()
-    at.switch_page(PAGES[0]).run()
+    switch(at, PAGES[0]).run()
     assert not at.exception
     trace = minilm.run(SHORT)
     stats = head_statistics(trace.attentions, trace.tokens, trace.special_mask[0])
@@ -80,7 +82,7 @@ def test_minilm_heads_page_shows_the_statistics_and_opens_a_head(minilm):
 
 def test_minilm_ablation_logit_lens_and_compare():
     at = _app()
-    at.switch_page(PAGES[1]).run()
+    switch(at, PAGES[1]).run()
     assert not at.exception
     assert "abl_grid" in _charts(at)  # a short text: the importance sweep ran by itself
     at.multiselect(key="abl_heads").set_value([(0, 3), (2, 7)]).run()
@@ -93,12 +95,12 @@ def test_minilm_ablation_logit_lens_and_compare():
     more = {m.label: float(m.value) for m in at.metric}
     assert more["Cosine of the sentence embeddings"] != metrics["Cosine of the sentence embeddings"]
 
-    at.switch_page(PAGES[2]).run()
+    switch(at, PAGES[2]).run()
     assert not at.exception
     assert "MiniLM is an encoder" in _texts(at.info) and "lens_table" not in _charts(at)
     assert at.button(key="lens_switch_tiny-chars")  # the way out is one click (test below)
 
-    at.switch_page(PAGES[3]).run()
+    switch(at, PAGES[3]).run()
     assert not at.exception
     charts = _charts(at)
     assert {"cmp_a", "cmp_b", "cmp_diff", "cmp_heads", "cmp_stats"} <= set(charts)
@@ -114,11 +116,11 @@ def test_minilm_ablation_logit_lens_and_compare():
 
 def test_tiny_gpt2_decoder_on_every_page(tiny_dirs, tiny_models_loaded):
     at = _app(tiny_dirs["gpt2"])
-    at.switch_page(PAGES[0]).run()
+    switch(at, PAGES[0]).run()
     assert not at.exception
     assert "next" not in at.selectbox(key="hs_stat").options  # a causal model never looks ahead
 
-    at.switch_page(PAGES[1]).run()
+    switch(at, PAGES[1]).run()
     at.multiselect(key="abl_heads").set_value([(1, 0)]).run()
     assert not at.exception
     labels = [m.label for m in at.metric]
@@ -128,7 +130,7 @@ def test_tiny_gpt2_decoder_on_every_page(tiny_dirs, tiny_models_loaded):
     assert charts["abl_nll"]["data"][0]["x"][0].startswith("1·")  # the loss on token 1 first
     assert at.radio(key="abl_metric").value == "loss"
 
-    at.switch_page(PAGES[2]).run()
+    switch(at, PAGES[2]).run()
     assert not at.exception
     lens = _charts(at)["lens_table"]
     trace = tiny_models_loaded["gpt2"].run(SHORT)
@@ -139,7 +141,7 @@ def test_tiny_gpt2_decoder_on_every_page(tiny_dirs, tiny_models_loaded):
     (detail,) = at.table  # the page's one table: a row per layer
     assert list(detail.value["layer"]) == ["embeddings", "after layer 0", "after layer 1"]
 
-    at.switch_page(PAGES[3]).run()
+    switch(at, PAGES[3]).run()
     assert not at.exception
     assert "cmp_diff" in _charts(at)  # the default B swaps a word: a difference to draw
     at.button(key="cmp_copy").click().run()  # B = A: nothing to compare, so no figures
@@ -153,7 +155,7 @@ def test_the_logit_lens_switches_an_encoder_to_a_bundled_decoder_in_one_click():
     tiny_chars = load_model("tiny-chars")
     at = _app()
     at.text_input(key="sb_pair").input("A second sentence.").run()
-    at.switch_page(PAGES[2]).run()
+    switch(at, PAGES[2]).run()
     assert "lens_table" not in _charts(at)
     assert "second sentence" in _texts(at.caption)  # says that switching clears it
     at.button(key="lens_switch_tiny-chars").click().run()
@@ -170,7 +172,7 @@ def test_the_logit_lens_switches_an_encoder_to_a_bundled_decoder_in_one_click():
 def test_the_switch_offers_only_what_a_hosted_server_lists(hosted):
     hosted.setenv("ATTENTION_LAB_MODELS", "minilm,tiny-induction")
     at = _app()
-    at.switch_page(PAGES[2]).run()
+    switch(at, PAGES[2]).run()
     assert not at.exception
     assert at.button(key="lens_switch_tiny-induction")
     assert not [b for b in at.button if b.key == "lens_switch_tiny-chars"]
@@ -189,14 +191,14 @@ def test_a_decoder_without_lm_head_runs_everywhere_but_the_lens(tiny_dirs, tmp_p
     at = _app(directory)
     assert "without its language\-model head" not in _texts(at.sidebar.info)  # Markdown kept
     assert "saved without its language-model head" in _texts(at.sidebar.info)
-    at.switch_page(PAGES[2]).run()
+    switch(at, PAGES[2]).run()
     assert not at.exception and "lens_table" not in _charts(at)
     assert "bare\\-llama was saved without one" in _texts(at.info)
     assert at.button(key="lens_switch_tiny-chars")
-    for page in (PAGES[0], PAGES[1], PAGES[3], "app_pages/attention.py"):
-        at.switch_page(page).run()
+    for page in (PAGES[0], PAGES[1], PAGES[3], "attention"):
+        switch(at, page).run()
         assert not at.exception and _charts(at)  # attention and the rest still work
-    at.switch_page(PAGES[1]).run()
+    switch(at, PAGES[1]).run()
     at.multiselect(key="abl_heads").set_value([(1, 0)]).run()
     assert not at.exception
     assert not any("Loss" in m.label for m in at.metric)  # no head: no loss, cosines instead
@@ -207,7 +209,7 @@ def test_a_hub_id_offline_says_what_to_set_on_the_page():
     at = _app()
     at.selectbox(key="sb_model_choice").set_value("Other: local directory or hub id").run()
     at.text_input(key="sb_model_other").input("gpt2").run()
-    at.switch_page("app_pages/attention.py").run()
+    switch(at, "attention").run()
     assert not at.exception
     shown = _texts(at.main.error)
     assert "need a network connection" in shown and "HF_HUB_OFFLINE=1" in shown

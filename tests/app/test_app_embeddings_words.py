@@ -10,6 +10,8 @@ from pathlib import Path
 os.environ["HF_HUB_OFFLINE"] = "1"
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from page_links import switch  # noqa: E402
+
 from chart_data import chart_specs as _charts  # noqa: E402
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
@@ -24,7 +26,7 @@ def _page(model: str | None = None, model_dir: Path | None = None) -> AppTest:
     if model_dir is not None:
         at.selectbox(key="sb_model_choice").set_value(OTHER).run()
         at.text_input(key="sb_model_other").input(str(model_dir)).run()
-    at.switch_page("app_pages/embeddings.py").run()
+    switch(at, "embeddings").run()
     assert not at.exception, [e.value for e in at.exception]
     return at
 

@@ -10,6 +10,8 @@ import torch
 os.environ["HF_HUB_OFFLINE"] = "1"
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from page_links import switch  # noqa: E402
+
 from model import LoadedModel, load_model  # noqa: E402
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
@@ -36,7 +38,7 @@ def test_cuda_out_of_memory_during_a_run_falls_back_to_cpu_with_a_notice(monkeyp
     monkeypatch.setattr(ui.cache, "_load", lambda name: as_if_cuda)
     monkeypatch.setattr(ui.cache, "_run_cache", lambda: ui.cache.MemoryBudget(4, 2**30))
     at = AppTest.from_file(APP, default_timeout=120)
-    at.switch_page("app_pages/attention.py")
+    switch(at, "attention")
     at.session_state["sb_text"] = "A text that runs out of GPU memory."
     at.run()
     assert not at.exception
@@ -49,7 +51,7 @@ def test_cuda_absent_loads_on_cpu_and_says_so(monkeypatch):
 
     monkeypatch.setattr(ui.cache, "_load", lambda name: load_model(name, device="cuda"))
     at = AppTest.from_file(APP, default_timeout=120)
-    at.switch_page("app_pages/attention.py").run()
+    switch(at, "attention").run()
     assert not at.exception
     if not torch.cuda.is_available():
         assert "not usable here; using the CPU" in _texts(at)

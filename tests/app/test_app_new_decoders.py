@@ -14,6 +14,8 @@ import pytest
 os.environ["HF_HUB_OFFLINE"] = "1"
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from page_links import switch  # noqa: E402
+
 import tiny_decoders  # noqa: E402
 from analysis.generation import generate_ids  # noqa: E402
 from chart_data import chart_specs, plotly_array  # noqa: E402
@@ -30,7 +32,7 @@ def _app(family: str, page: str, **params) -> AppTest:
     at.query_params["text"] = TEXT
     for key, value in params.items():
         at.query_params[key] = str(value)
-    at.switch_page(f"app_pages/{page}.py")
+    switch(at, page)
     at.run()
     return at
 

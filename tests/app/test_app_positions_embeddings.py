@@ -13,6 +13,8 @@ import numpy as np
 os.environ["HF_HUB_OFFLINE"] = "1"
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from page_links import switch  # noqa: E402
+
 from analysis.positions import sinusoidal_table  # noqa: E402
 from model.registry import BUNDLED  # noqa: E402
 from chart_data import chart_specs as _charts  # noqa: E402
@@ -28,7 +30,7 @@ def _page(page: str, model_dir: Path | None = None, text: str | None = None) -> 
         at.text_input(key="sb_model_other").input(str(model_dir)).run()
     if text is not None:
         at.text_area(key="sb_text").input(text).run()
-    at.switch_page(f"app_pages/{page}.py").run()
+    switch(at, page).run()
     assert not at.exception
     return at
 

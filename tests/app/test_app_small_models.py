@@ -10,10 +10,12 @@ import pytest
 os.environ["HF_HUB_OFFLINE"] = "1"
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from page_links import switch  # noqa: E402
+
 from tiny_models import make_llama  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = sorted(p.name for p in (ROOT / "app_pages").glob("*.py") if p.name != "training.py")
+PAGES = sorted(p.stem for p in (ROOT / "app_pages").glob("*.py") if p.stem != "training")
 
 
 @pytest.fixture(scope="module")
@@ -28,9 +30,9 @@ def test_one_layer_one_head_model_works_on_every_page(one_by_one, page):
     at.query_params["model"] = str(one_by_one)
     at.query_params["text"] = "A small model with one head."
     at.run()
-    at.switch_page(f"app_pages/{page}").run()
+    switch(at, page).run()
     assert not at.exception, (page, at.exception)
     assert not [e.value for e in at.sidebar.error]
-    if page in ("attention.py", "compare.py", "walkthrough.py"):
+    if page in ("attention", "compare", "walkthrough"):
         shown = " ".join(c.value for c in at.caption)
         assert "this model has only one" in shown

@@ -19,8 +19,10 @@ from ui.training_runs import SAVE_PREFIX
 os.environ["HF_HUB_OFFLINE"] = "1"
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from page_links import switch  # noqa: E402
+
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
-PAGE = "app_pages/training.py"
+PAGE = "training"
 
 
 @pytest.fixture(autouse=True)
@@ -34,7 +36,7 @@ def _remove_saved_models():
 
 def _page() -> AppTest:
     at = AppTest.from_file(APP, default_timeout=120).run()
-    return at.switch_page(PAGE).run()
+    return switch(at, PAGE).run()
 
 
 def _train(at: AppTest, task: str = "induction", steps: int = 50, **size) -> AppTest:
@@ -158,7 +160,7 @@ def test_trained_model_opens_in_the_attention_page():
     assert heatmap["data"][0]["x"][0] == "0·T"  # one token per character: "The cat…"
     shown = " ".join(c.value for c in at.main.caption)  # the page names it, not its folder
     assert "trained: chars:" in shown and path not in shown and "/tmp" not in shown
-    at.switch_page("app_pages/positions.py").run()
+    switch(at, "positions").run()
     texts = " ".join(m.value for m in at.main.markdown)
     assert not at.exception and "trained\\: chars" in texts and path not in texts  # escaped
 
@@ -186,11 +188,11 @@ def test_shipped_models_open_in_every_page(name):
     at.query_params["model"] = name
     at.query_params["text"] = "abcdefgabcdefg"
     at.run()
-    pages = sorted(p.name for p in (Path(APP).parent / "app_pages").glob("*.py"))
-    assert "attention.py" in pages
+    pages = sorted(p.stem for p in (Path(APP).parent / "app_pages").glob("*.py"))
+    assert "attention" in pages
     for page in pages:
-        if page != "training.py":
-            at.switch_page(f"app_pages/{page}").run()
+        if page != "training":
+            switch(at, page).run()
             assert not at.exception, (name, page, [e.value for e in at.exception])
             assert at.session_state["selection"].model.name == name
 
@@ -212,7 +214,7 @@ def test_reset_forgets_the_trained_model_everywhere():
     path = Path(at.session_state["train_run"].save_dir)
     at.button(key="train_use").click().run()
     assert at.session_state["sb_model_choice"] == "trained: chars"
-    at.switch_page(PAGE).run()
+    switch(at, PAGE).run()
     at.button(key="train_reset").click().run()
     assert not at.exception and not path.exists()
     assert "trained: chars" not in at.session_state["trained_models"]

@@ -18,6 +18,8 @@ import pytest
 os.environ["HF_HUB_OFFLINE"] = "1"
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from page_links import switch  # noqa: E402
+
 from model import BUNDLED, load_model  # noqa: E402
 from analysis.walkthrough import walkthrough  # noqa: E402
 from analysis.walkthrough.table import FULL_PX, PAIR_PX, cell_texts, table_px  # noqa: E402
@@ -25,7 +27,7 @@ from ui.examples import SHORT  # noqa: E402
 from viz.labels import visible_text  # noqa: E402
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
-PAGE = "app_pages/walkthrough.py"
+PAGE = "walkthrough"
 OTHER = "Other: local directory or hub id"
 SHAPE = re.compile(r"shape `\[([0-9, ]*)\]`")
 # "Preview: the first 6 of 13 positions (rows) × all 4 numbers (columns), for text 1."
@@ -36,7 +38,7 @@ def _page(**params) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=120)
     for name, value in params.items():
         at.query_params[name] = str(value)
-    at.switch_page(PAGE)
+    switch(at, PAGE)
     return at.run()
 
 

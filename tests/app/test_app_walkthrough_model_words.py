@@ -18,8 +18,10 @@ from pathlib import Path
 os.environ["HF_HUB_OFFLINE"] = "1"
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from page_links import switch  # noqa: E402
+
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
-PAGE = "app_pages/walkthrough.py"
+PAGE = "walkthrough"
 OTHER = "Other: local directory or hub id"
 PAIR_WORDS = ("sentence pair", "second sentence")
 
@@ -28,7 +30,7 @@ def _page(**params) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=120)
     for name, value in params.items():
         at.query_params[name] = str(value)
-    at.switch_page(PAGE)
+    switch(at, PAGE)
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at

@@ -15,7 +15,7 @@ from analysis.head_stats import head_statistics  # noqa: E402
 from page_links import open_with_sidebar, page_text  # noqa: E402
 from ui.examples import LONG  # noqa: E402
 
-ATTENTION = "app_pages/attention.py"
+ATTENTION = "attention"
 KINDS = ("caption", "info", "markdown", "warning")
 
 

@@ -13,10 +13,10 @@ import pytest
 os.environ["HF_HUB_OFFLINE"] = "1"
 
 from chart_data import chart_specs as _charts, plotly_array as _array  # noqa: E402
-from page_links import open_with_sidebar, page_text, start_app  # noqa: E402
+from page_links import open_with_sidebar, page_text, start_app, switch  # noqa: E402
 from ui.examples import LONG  # noqa: E402
 
-COMPARE = "app_pages/compare.py"
+COMPARE = "compare"
 LONG_A = ("A lighthouse keeper climbed the stairs every night to light the lamp, and the "
           "ships far out at sea saw it shine across the dark water.")
 DECLONG = ("The old lighthouse keeper climbed the stairs every evening to light the lamp. The "
@@ -37,7 +37,7 @@ def declong_compare():
 
 def test_compare_opens_on_a_difference_map_for_any_text_a():
     at = start_app(LONG_A)
-    at.switch_page(COMPARE).run()
+    switch(at, COMPARE).run()
     assert not at.exception
     b = at.text_area(key="cmp_text_b").value
     assert b != LONG_A and len(b.split()) == len(LONG_A.split())  # one word swapped

@@ -14,13 +14,15 @@ import pytest
 os.environ["HF_HUB_OFFLINE"] = "1"
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from page_links import switch  # noqa: E402
+
 from analysis.attribution import attribute_ids  # noqa: E402
 from analysis.generation import Sampling, generate_ids  # noqa: E402
 from ui.examples import SHORT  # noqa: E402
 from chart_data import chart_specs as _charts, plotly_array as _array  # noqa: E402
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
-GENERATE, ATTRIBUTION = "app_pages/generate.py", "app_pages/attribution.py"
+GENERATE, ATTRIBUTION = "generate", "attribution"
 TIMEOUT = 240
 
 
@@ -32,7 +34,7 @@ def _app(model: str, page: str, text: str | None = None, **params) -> AppTest:
         at.query_params["text"] = text
     for key, value in params.items():
         at.query_params[key] = str(value)
-    at.switch_page(page)
+    switch(at, page)
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at

@@ -14,6 +14,8 @@ import pytest
 os.environ["HF_HUB_OFFLINE"] = "1"
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from page_links import switch  # noqa: E402
+
 import ui.working_memory as wm  # noqa: E402
 from analysis.ablation import Inputs  # noqa: E402
 from analysis.cost import effect_plan  # noqa: E402
@@ -21,7 +23,7 @@ from analysis.effect_target import make_target, visible_length  # noqa: E402
 from chart_data import chart_specs as _charts  # noqa: E402
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
-PAGE = "app_pages/effect.py"
+PAGE = "effect"
 LONG = " ".join(["the cat sat on the mat"] * 30)  # 180 words: heavy, waits for the click
 OTHER = " ".join(["a dog slept by the door"] * 30)  # another text: not in the server's cache
 MB = 2**20
@@ -30,7 +32,7 @@ MB = 2**20
 def _app(text: str = LONG) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=300).run()
     at.text_area(key="sb_text").input(text).run()
-    at.switch_page(PAGE).run()
+    switch(at, PAGE).run()
     assert not at.exception
     return at
 
@@ -120,7 +122,7 @@ def test_the_ablation_sweep_says_its_cost_and_runs_inside_the_allowance(minilm, 
     text = " ".join(["a bird sang on the wall"] * 15)  # 90 words: the sweep waits for a click
     at = AppTest.from_file(APP, default_timeout=300).run()
     at.text_area(key="sb_text").input(text).run()
-    at.switch_page("app_pages/ablation.py").run()
+    switch(at, "ablation").run()
     line = re.search(r"Measuring every head takes about ([\d,]+) MB of memory", _texts(at))
     n_tokens = minilm.encode(text).input_ids.shape[1]
     assert line and int(line.group(1)) == round(sweep_plan(minilm.cfg, n_tokens, 512 * MB).most

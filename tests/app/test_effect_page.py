@@ -20,10 +20,10 @@ from analysis.effect import METHODS, MAX_OCCLUSION_TOKENS, token_importance  # n
 from analysis.effect_target import make_target  # noqa: E402
 from ui.examples import SHORT  # noqa: E402
 from chart_data import chart_specs as _charts, plotly_array as _array  # noqa: E402
-from page_links import open_page, page_text  # noqa: E402
+from page_links import open_page, page_text, switch  # noqa: E402
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
-PAGE = "app_pages/effect.py"
+PAGE = "effect"
 SECOND = "A dog chased the ball."
 CAT = "The cat sat on the mat."
 DECLONG = ("The old lighthouse keeper climbed the stairs every evening to light the lamp. The sea "
@@ -39,7 +39,7 @@ def _app(model: str | None = None, text: str | None = None, pair: str | None = N
         at.text_area(key="sb_text").input(text).run()
     if pair is not None:
         at.text_input(key="sb_pair").input(pair).run()
-    at.switch_page(PAGE).run()
+    switch(at, PAGE).run()
     assert not at.exception
     return at
 
@@ -144,7 +144,7 @@ def test_a_long_text_is_never_cut_silently():
 
 def test_check_these_numbers_on_the_attention_page():
     at = AppTest.from_file(APP, default_timeout=300).run()
-    at.switch_page("app_pages/attention.py").run()
+    switch(at, "attention").run()
     assert not at.exception
     at.button(key="attn_check_numbers").click().run()
     assert not at.exception
@@ -166,7 +166,7 @@ def test_a_link_reopens_the_same_view():
     at.query_params.update(elayer="2", ehead="7", eavg="1", esteps="16", ebase="mask",
                            eocc="pad")
     at.run()
-    at.switch_page(PAGE).run()
+    switch(at, PAGE).run()
     assert not at.exception
     assert at.slider(key="eff_layer").value == 2 and at.toggle(key="eff_average").value
     assert at.select_slider(key="eff_steps").value == 16

@@ -13,6 +13,8 @@ import pytest
 os.environ["HF_HUB_OFFLINE"] = "1"
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from page_links import switch  # noqa: E402
+
 import tiny_encoders  # noqa: E402
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
@@ -30,7 +32,7 @@ def folders(tmp_path_factory):
 @pytest.mark.parametrize("family", list(tiny_encoders.BUILDERS))
 def test_every_page_opens_clean_with_the_family(folders, family):
     at = AppTest.from_file(APP, default_timeout=180)
-    at.switch_page("app_pages/attention.py")
+    switch(at, "attention")
     at.run()
     at.selectbox(key="sb_model_choice").set_value("Other: local directory or hub id").run()
     at.text_input(key="sb_model_other").input(str(folders[family])).run()
@@ -40,7 +42,7 @@ def test_every_page_opens_clean_with_the_family(folders, family):
     assert "2 layers × 3 heads" in " ".join(c.value for c in at.caption)
     assert not any("Hugging Face's own code" in i.value for i in at.sidebar.info)  # native
     for page in DRAWN + DECODER_ONLY:
-        at.switch_page(f"app_pages/{page}.py").run()
+        switch(at, page).run()
         assert not at.exception, (page, [e.value for e in at.exception])
         assert not at.error, (page, [e.value for e in at.error])
         if page in DRAWN:

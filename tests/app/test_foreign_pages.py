@@ -13,6 +13,8 @@ import pytest
 os.environ["HF_HUB_OFFLINE"] = "1"
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from page_links import switch  # noqa: E402
+
 import tiny_foreign  # noqa: E402
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
@@ -26,7 +28,7 @@ def bloom_dir(tmp_path_factory):
 
 def _open(page: str, folder) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=120)
-    at.switch_page(page)
+    switch(at, page)
     at.run()
     at.selectbox(key="sb_model_choice").set_value(OTHER).run()
     at.text_input(key="sb_model_other").input(str(folder)).run()
@@ -34,7 +36,7 @@ def _open(page: str, folder) -> AppTest:
 
 
 def test_attention_page_draws_the_foreign_models_attention(bloom_dir):
-    at = _open("app_pages/attention.py", bloom_dir)
+    at = _open("attention", bloom_dir)
     assert not at.exception
     heatmap = {el.key: json.loads(el.proto.spec) for el in at.get("plotly_chart")}["attn_heatmap"]
     assert heatmap["data"][0]["type"] == "heatmap"
@@ -50,7 +52,7 @@ def test_attention_page_draws_the_foreign_models_attention(bloom_dir):
 
 
 def test_another_page_says_in_one_line_that_it_needs_a_known_family(bloom_dir):
-    at = _open("app_pages/heads.py", bloom_dir)
+    at = _open("heads", bloom_dir)
     assert not at.exception
     notes = [i.value for i in at.main.info]
     assert len(notes) == 1 and "other pages need a model family this app knows" in notes[0]

@@ -10,7 +10,7 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 
 from page_links import open_page, page_text  # noqa: E402
 
-GENERATE = "app_pages/generate.py"
+GENERATE = "generate"
 SHORT = "The cat sat on the mat."
 DECLONG = ("The old lighthouse keeper climbed the stairs every evening to light the lamp. The sea "
            "was loud and the wind was cold, and far away a ship was looking for the harbour in "

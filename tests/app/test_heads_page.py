@@ -12,9 +12,9 @@ import re
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 
-from page_links import open_page, page_text, start_app  # noqa: E402
+from page_links import open_page, page_text, start_app, switch  # noqa: E402
 
-HEADS = "app_pages/heads.py"
+HEADS = "heads"
 TEXT = "The cat sat on the mat."
 # The main column of an 800 px window with the sidebar open (measured on a screenshot); a
 # selectable st.dataframe would add a row-selection checkbox column of 32 px.
@@ -29,7 +29,7 @@ def _table(at):
 
 def test_heads_table_is_narrow_enough_for_a_small_screen():
     at = start_app()
-    at.switch_page(HEADS).run()
+    switch(at, HEADS).run()
     at.selectbox(key="hs_stat").set_value("previous").run()
     assert not at.exception
     _, frame, config = _table(at)

@@ -11,6 +11,8 @@ import torch
 os.environ["HF_HUB_OFFLINE"] = "1"
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from page_links import switch  # noqa: E402
+
 from model import BUNDLED, ModelLoadError  # noqa: E402
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
@@ -20,7 +22,7 @@ def _app(**params) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=120)
     for name, value in params.items():
         at.query_params[name] = value
-    at.switch_page("app_pages/attention.py")  # the start page is the default
+    switch(at, "attention")  # the start page is the default
     return at.run()
 
 

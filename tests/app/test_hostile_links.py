@@ -12,6 +12,8 @@ import pytest
 os.environ["HF_HUB_OFFLINE"] = "1"
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from page_links import switch  # noqa: E402
+
 from tiny_models import make_gpt2  # noqa: E402
 from ui.urlstate import url_int  # noqa: E402
 
@@ -22,7 +24,7 @@ def _app(page: str | None = None, **params) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=120)
     for name, value in params.items():
         at.query_params[name] = value
-    at.switch_page(page or "app_pages/attention.py")  # the start page is the default
+    switch(at, page or "attention")  # the start page is the default
     return at.run()
 
 
@@ -52,7 +54,7 @@ def test_a_hostile_walkthrough_step_in_a_link_opens_the_page(step):
     at.query_params["step"] = step
     at.query_params["wlayer"] = "²"
     at.run()
-    at.switch_page("app_pages/walkthrough.py").run()
+    switch(at, "walkthrough").run()
     assert not at.exception
     assert at.radio(key="wk_step").value == 1
 
@@ -62,7 +64,7 @@ def test_every_extra_text_on_head_statistics_obeys_the_hosted_limit(hosted):
     from ui.cache import _run_cache
 
     long_line = "word " * 2000  # 10,000 characters
-    at = _app("app_pages/heads.py")
+    at = _app("heads")
     at.text_area(key="hs_more").set_value(long_line + "\n" + long_line[:-2] + "x").run()
     assert not at.exception
     assert any("cut to 5,000 characters" in w.value for w in at.warning)
@@ -108,7 +110,7 @@ def test_a_long_text_goes_in_the_link_compressed_and_comes_back():
     params = dict(at.query_params)
     assert "text" not in params and "textz" in params
     packed = params["textz"] if isinstance(params["textz"], str) else params["textz"][0]
-    again = _app("app_pages/attention.py", textz=packed, model="minilm")
+    again = _app("attention", textz=packed, model="minilm")
     assert not again.exception
     assert again.text_area(key="sb_text").value == text
     assert _heatmap(again)["data"][0]["type"] == "heatmap"
@@ -142,7 +144,7 @@ def test_a_text_too_long_even_compressed_is_left_out_and_the_page_says_so():
 def test_a_hostile_compressed_text_opens_the_page_with_the_example(value):
     from ui.examples import SHORT
 
-    at = _app("app_pages/attention.py", textz=value)
+    at = _app("attention", textz=value)
     assert not at.exception
     assert at.text_area(key="sb_text").value == SHORT
     assert any("could not be read" in w.value for w in at.sidebar.warning)
@@ -156,6 +158,6 @@ def test_a_zip_bomb_in_a_link_opens_the_page_with_the_example():
     from ui.examples import SHORT
 
     bomb = base64.urlsafe_b64encode(zlib.compress(b"a" * 4_000_000, 9)).rstrip(b"=").decode()
-    at = _app("app_pages/attention.py", textz=bomb)
+    at = _app("attention", textz=bomb)
     assert not at.exception
     assert at.text_area(key="sb_text").value == SHORT

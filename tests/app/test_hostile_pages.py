@@ -22,17 +22,20 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 from streamlit.proto.Markdown_pb2 import Markdown as MarkdownProto  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from page_links import switch  # noqa: E402
+
 from ui import page_style  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = str(ROOT / "app.py")
 TIMEOUT = 180
-DEFAULT_PAGE = "attention.py"
+DEFAULT_PAGE = "attention"
 # A page exists when its file exists (app.py lists the pages the same way).
-PAGES = sorted(p.name for p in (ROOT / "app_pages").glob("*.py") if p.name != "__init__.py")
+PAGES = sorted(p.stem for p in (ROOT / "app_pages").glob("*.py") if p.name != "__init__.py")
 # Pages that analyse the sidebar text stop through ui.sidebar.require_trace, which shows the
 # prompt for an empty text and the note when the text was cut.
-SIDEBAR_PAGES = {p for p in PAGES if "require_trace(" in (ROOT / "app_pages" / p).read_text()}
+SIDEBAR_PAGES = {p for p in PAGES
+                 if "require_trace(" in (ROOT / "app_pages" / f"{p}.py").read_text()}
 
 HOSTILE = {
     "empty": "",
@@ -86,7 +89,7 @@ def _run(page: str, text: str, key: str = "sb_text") -> AppTest:
     """Open the app with its default text, then go to `page` and type `text`: one rerun."""
     at = AppTest.from_file(APP, default_timeout=TIMEOUT).run()
     assert not at.exception, at.exception
-    at.switch_page(f"app_pages/{page}")
+    switch(at, page)
     widget = at.text_area(key=key) if key == "sb_text" else at.text_input(key=key)
     widget.input(text)
     return at.run()
@@ -132,7 +135,7 @@ def test_hostile_text(page: str, name: str):
         assert not at.error, f"{page} / {name}: {[e.value for e in at.error]}"
 
 
-@pytest.mark.parametrize("page", [p for p in ("attention.py", "walkthrough.py") if p in PAGES])
+@pytest.mark.parametrize("page", [p for p in ("attention", "walkthrough") if p in PAGES])
 @pytest.mark.parametrize("name", ["100k", "img", "markdown", "rtl_zero_width", "control"])
 def test_hostile_second_sentence(page: str, name: str):
     """The optional second sentence (sb_pair) is user text too."""
@@ -146,8 +149,8 @@ def test_hostile_second_sentence(page: str, name: str):
 
 def test_training_page_own_text_is_hostile_too():
     """The training page's own text box (task "your own text") takes hostile text too."""
-    assert "training.py" in PAGES
-    at = _run("training.py", HOSTILE["img"])
+    assert "training" in PAGES
+    at = _run("training", HOSTILE["img"])
     at.selectbox(key="train_task").set_value("own").run()  # a missing key fails the test
     assert not at.exception, at.exception
     assert at.text_area(key="train_text") is not None

@@ -43,7 +43,7 @@ def _landed(at, model: str, text: str, layer: int, head: int) -> None:
 
 @pytest.mark.parametrize("model", ["tiny-induction", "tiny-chars", "minilm"])
 def test_head_statistics_opens_the_chosen_head_of_the_same_model(model):
-    at = open_page("app_pages/heads.py", model, TEXT)
+    at = open_page("heads", model, TEXT)
     at.session_state["attn_average"] = True  # left over from an earlier visit: reset
     at.selectbox(key="hs_open_head").set_value((1, 1)).run()
     at.button(key="hs_open_btn").click().run()
@@ -53,14 +53,14 @@ def test_head_statistics_opens_the_chosen_head_of_the_same_model(model):
 
 @pytest.mark.parametrize("model", ["tiny-induction", "tiny-chars"])
 def test_attribution_opens_its_head_of_the_same_model(model):
-    at = open_page("app_pages/attribution.py", model, TEXT)
+    at = open_page("attribution", model, TEXT)
     at.selectbox(key="attr_open_head").set_value((1, 0)).run()
     at.button(key="attr_open_btn").click().run()
     _landed(at, model, TEXT, 1, 0)
 
 
 def test_the_patching_preset_opens_tiny_inductions_head_on_its_clean_sequence():
-    at = open_page("app_pages/patching.py", "tiny-induction", TEXT)
+    at = open_page("patching", "tiny-induction", TEXT)
     assert at.radio(key="pt_mode").value == "preset"
     clean = at.session_state["_pt_clean_text"]
     at.selectbox(key="pp_box").set_value((1, 2)).run()
@@ -69,7 +69,7 @@ def test_the_patching_preset_opens_tiny_inductions_head_on_its_clean_sequence():
 
 
 def test_patching_prompts_open_the_head_of_the_same_model():
-    at = open_page("app_pages/patching.py", "tiny-chars", TEXT)
+    at = open_page("patching", "tiny-chars", TEXT)
     at.selectbox(key="pt_box").set_value((0, 3)).run()
     at.button(key="pt_open").click().run()
     _landed(at, "tiny-chars", TEXT, 0, 3)
@@ -85,7 +85,7 @@ def test_the_start_page_opens_your_sentence_on_its_example_head():
 
 
 def test_a_model_picked_in_the_sidebar_is_kept_by_the_jump():
-    at = open_page("app_pages/heads.py", "minilm", TEXT)
+    at = open_page("heads", "minilm", TEXT)
     at.selectbox(key="sb_model_choice").set_value("tiny-induction").run()
     assert not at.exception
     at.selectbox(key="hs_open_head").set_value((0, 3)).run()

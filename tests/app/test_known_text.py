@@ -16,6 +16,8 @@ import torch.nn.functional as F
 os.environ["HF_HUB_OFFLINE"] = "1"
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from page_links import switch  # noqa: E402
+
 from model import BUNDLED, load_model  # noqa: E402
 from ui.examples import LONG, SHORT, known_sentence  # noqa: E402
 from ui.model_names import description, short_label  # noqa: E402
@@ -23,12 +25,12 @@ from ui.model_names import description, short_label  # noqa: E402
 pytestmark = pytest.mark.app
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
-LENS = "app_pages/logit_lens.py"
+LENS = "logit-lens"
 
 
 def _app() -> AppTest:
     at = AppTest.from_file(APP, default_timeout=300).run()
-    at.switch_page(LENS).run()
+    switch(at, LENS).run()
     return at
 
 

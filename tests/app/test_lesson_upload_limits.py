@@ -16,6 +16,8 @@ import pytest
 os.environ["HF_HUB_OFFLINE"] = "1"
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from page_links import switch  # noqa: E402
+
 from teaching.limits import MAX_KEY_PARTS, MAX_LESSON_BYTES  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,7 +30,7 @@ CELL = ('\n[steps.question]\nkind = "cell"\nprompt = "Which key?"\nrow = "dog"\n
 
 def _teach() -> AppTest:
     at = AppTest.from_file(APP, default_timeout=300)
-    at.switch_page("app_pages/teach.py").run()
+    switch(at, "teach").run()
     assert not at.exception, at.exception
     return at
 

@@ -14,7 +14,7 @@ import pytest
 os.environ["HF_HUB_OFFLINE"] = "1"
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from page_links import open_lesson  # noqa: E402
+from page_links import open_lesson, switch  # noqa: E402
 
 from model import load_model  # noqa: E402
 from teaching.facts import find_row  # noqa: E402
@@ -132,7 +132,7 @@ def test_a_bad_lesson_link_gets_a_message(params, words):
     at = AppTest.from_file(APP, default_timeout=300)
     for k, v in params.items():
         at.query_params[k] = v
-    at.switch_page("app_pages/lessons.py").run()
+    switch(at, "lessons").run()
     assert not at.exception
     assert words in _said(at, "error")
 
@@ -163,12 +163,12 @@ def test_the_start_page_shows_a_real_head_and_three_ways_in():
 
 def test_record_a_view_then_edit_and_try_the_draft():
     at = AppTest.from_file(APP, default_timeout=300)
-    at.switch_page("app_pages/attention.py").run()
+    switch(at, "attention").run()
     at.slider(key="attn_head").set_value(3).run()
     at.button(key="teach_record").click().run()
     assert not at.exception
     assert "Draft lesson: 1 step" in _said(at, "caption")
-    at.switch_page("app_pages/teach.py").run()
+    switch(at, "teach").run()
     assert not at.exception
     uid = at.session_state["lesson_draft"]["steps"][0]["uid"]
     at.text_input(key="teach_title").input("Heads I like").run()
@@ -190,7 +190,7 @@ def test_a_lessons_folder_lists_good_files_and_names_the_line_of_broken_ones(tmp
     (tmp_path / "range.toml").write_text(good.replace('layer = "{prev.layer}"', "layer = 40", 1))
     monkeypatch.setenv("ATTENTION_LAB_LESSONS", str(tmp_path))
     at = AppTest.from_file(APP, default_timeout=300)
-    at.switch_page("app_pages/lessons.py").run()
+    switch(at, "lessons").run()
     assert not at.exception
     assert "The word before" in " ".join(m.value for m in at.markdown)
     errors = _said(at, "error").replace("\\", "")  # Markdown escapes
@@ -206,7 +206,7 @@ def test_hosted_lessons_refuse_models_off_the_allowlist(tmp_path, hosted):
     hosted.setenv("ATTENTION_LAB_LESSONS", str(tmp_path))
     hosted.setenv("ATTENTION_LAB_MODELS", "tiny-chars")
     at = AppTest.from_file(APP, default_timeout=300)
-    at.switch_page("app_pages/lessons.py").run()
+    switch(at, "lessons").run()
     assert not at.exception
     assert "not on this server's list" in _said(at, "error")
     # bundled lessons whose models are not allowed are not offered either
@@ -218,10 +218,10 @@ def test_projector_mode_from_a_link_enlarges_text_and_figures():
     import json
 
     plain = AppTest.from_file(APP, default_timeout=300)
-    plain.switch_page("app_pages/attention.py").run()
+    switch(plain, "attention").run()
     big = AppTest.from_file(APP, default_timeout=300)
     big.query_params["projector"] = "1"
-    big.switch_page("app_pages/attention.py").run()
+    switch(big, "attention").run()
     assert not big.exception and big.toggle(key="projector").value is True
     styles = [el.proto.body for el in big.get("html")]
     assert any("font-size" in body for body in styles)

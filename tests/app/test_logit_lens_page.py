@@ -9,9 +9,9 @@ import os
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 
-from page_links import open_page, page_text, start_app  # noqa: E402
+from page_links import open_page, page_text, start_app, switch  # noqa: E402
 
-LENS = "app_pages/logit_lens.py"
+LENS = "logit-lens"
 TEXT = "The cat sat on the mat."
 DECLONG = ("The old lighthouse keeper climbed the stairs every evening to light the lamp. The sea "
            "was loud and the wind was cold, and far away a ship was looking for the harbour in "
@@ -60,7 +60,7 @@ def test_the_logit_lens_says_when_the_models_own_guesses_are_mostly_wrong(tiny_c
 
     at = start_app("The cat sat on the mat.")
     at.selectbox(key="sb_model_choice").set_value("tiny-chars").run()
-    at.switch_page(LENS).run()
+    switch(at, LENS).run()
     assert not at.exception
     lm = tiny_chars
     trace = lm.run("The cat sat on the mat.",

@@ -8,13 +8,15 @@ from pathlib import Path
 os.environ["HF_HUB_OFFLINE"] = "1"
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from page_links import switch  # noqa: E402
+
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
 
 def _attention(text: str) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=120)
     at.query_params["text"] = text
-    at.switch_page("app_pages/attention.py")
+    switch(at, "attention")
     return at.run()
 
 

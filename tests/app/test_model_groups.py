@@ -9,6 +9,8 @@ from pathlib import Path
 os.environ["HF_HUB_OFFLINE"] = "1"
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from page_links import switch  # noqa: E402
+
 import tiny_encoders  # noqa: E402
 import tiny_foreign  # noqa: E402
 from model import BUNDLED, load_model  # noqa: E402
@@ -42,7 +44,7 @@ def test_a_folder_model_gets_its_group_and_size_from_its_config(tmp_path):
     folders = {"reads text": tiny_encoders.make_distilbert(tmp_path / "distilbert"),
                "writes text": tiny_foreign.make_bloom(tmp_path / "bloom")}
     at = AppTest.from_file(APP, default_timeout=120)
-    at.switch_page("app_pages/attention.py")
+    switch(at, "attention")
     at.run()
     at.selectbox(key="sb_model_choice").set_value("Other: local directory or hub id").run()
     for kind, folder in folders.items():

@@ -15,6 +15,8 @@ import pytest
 os.environ["HF_HUB_OFFLINE"] = "1"
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from page_links import switch  # noqa: E402
+
 from analysis.induction import repeat_scores  # noqa: E402
 from analysis.patching import (  # noqa: E402
     head_patching, induction_pair, prepare, prepare_ids, residual_patching,
@@ -24,7 +26,7 @@ from ui.examples import SHORT  # noqa: E402
 from chart_data import chart_specs as _charts, plotly_array as _array  # noqa: E402
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
-PAGE = "app_pages/patching.py"
+PAGE = "patching"
 
 
 
@@ -35,7 +37,7 @@ def _texts(at: AppTest, *kinds: str) -> str:
 
 def _page() -> AppTest:
     at = AppTest.from_file(APP, default_timeout=240).run()
-    at.switch_page(PAGE).run()
+    switch(at, PAGE).run()
     assert not at.exception, [e.value for e in at.exception]
     return at
 
@@ -176,7 +178,7 @@ def test_the_default_pair_on_tiny_chars_flips_the_answer_and_lights_two_columns(
     at = AppTest.from_file(APP, default_timeout=240)
     at.session_state["sb_text"] = text
     at.run()
-    at.switch_page(PAGE).run()
+    switch(at, PAGE).run()
     at.selectbox(key="sb_model_choice").set_value("tiny-chars").run()
     assert not at.exception, [e.value for e in at.exception]
     assert at.session_state["selection"].text == text
@@ -216,7 +218,7 @@ def test_a_long_decoder_text_is_patched_on_its_first_whole_words_with_one_messag
     at = AppTest.from_file(APP, default_timeout=300)
     at.session_state["sb_text"] = DECLONG
     at.run()
-    at.switch_page(PAGE).run()
+    switch(at, PAGE).run()
     at.selectbox(key="sb_model_choice").set_value("tiny-chars").run()
     assert not at.exception, [e.value for e in at.exception]
     lm = load_model("tiny-chars")
@@ -245,7 +247,7 @@ def test_a_text_too_long_to_patch_gets_a_one_click_shorter_version():
     at = AppTest.from_file(APP, default_timeout=300)
     at.session_state["sb_text"] = LONG * 3
     at.run()
-    at.switch_page(PAGE).run()
+    switch(at, PAGE).run()
     assert not at.exception
     assert "patching takes at most" in _texts(at, "warning")
     assert at.button(key="pt_run")  # the first 128 tokens, ready to patch

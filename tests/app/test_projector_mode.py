@@ -11,7 +11,7 @@ from page_links import open_page  # noqa: E402
 
 
 def test_projector_mode_widens_the_sidebar_with_its_text():
-    at = open_page("app_pages/logit_lens.py", "tiny-chars", "The cat sat on the mat.",
+    at = open_page("logit-lens", "tiny-chars", "The cat sat on the mat.",
                    projector=1)
     css = " ".join(str(h.proto.body) for h in at.get("html"))
     assert "font-size: 22px" in css

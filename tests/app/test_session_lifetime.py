@@ -20,8 +20,10 @@ from ui import training_runs as runs
 os.environ["HF_HUB_OFFLINE"] = "1"
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from page_links import switch  # noqa: E402
+
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
-PAGE = "app_pages/training.py"
+PAGE = "training"
 # Long enough to still be going when the test ends it (a few seconds at this size).
 LONG = tr.TrainSettings(task="induction", n_layers=1, n_heads=2, d_model=16, batch_size=8,
                         warmup=5, steps=3000, snapshot_every=500)
@@ -223,7 +225,7 @@ def test_discarding_a_running_run_leaves_no_folder_and_saves_nothing(monkeypatch
 # ------------------------------------------------------------------------- the page
 def _page() -> AppTest:
     at = AppTest.from_file(APP, default_timeout=120).run()
-    return at.switch_page(PAGE).run()
+    return switch(at, PAGE).run()
 
 
 def _start(at: AppTest, steps: int) -> AppTest:

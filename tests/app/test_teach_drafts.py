@@ -11,7 +11,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from page_links import open_page  # noqa: E402
+from page_links import open_page, switch  # noqa: E402
 
 from teaching.draft import to_toml  # noqa: E402
 from ui import drafts, sessions  # noqa: E402
@@ -28,14 +28,14 @@ def browser(monkeypatch):
 
 
 def test_a_reload_keeps_the_draft_and_another_browser_has_its_own(browser):
-    at = open_page("app_pages/heads.py", "tiny-induction", "abcabc")
+    at = open_page("heads", "tiny-induction", "abcabc")
     at.button(key="teach_record").click().run()
     assert "Draft lesson: 1 step" in " ".join(c.value for c in at.sidebar.caption)
-    again = open_page("app_pages/teach.py", "minilm")  # a reload: a new session, same browser
+    again = open_page("teach", "minilm")  # a reload: a new session, same browser
     titles = [e.label for e in again.expander]
     assert any(t.startswith("Step 1: Head statistics · tiny-induction") for t in titles), titles
     browser["id"] = "browser-2"
-    other = open_page("app_pages/teach.py", "minilm")
+    other = open_page("teach", "minilm")
     assert not any(e.label.startswith("Step 1") for e in other.expander)
     assert any("Record this view as a step" in i.value for i in other.info)
 
@@ -55,7 +55,7 @@ def test_the_drafts_kept_are_bounded(monkeypatch):
 
 def test_a_trained_model_is_recorded_by_its_label_never_its_folder(browser):
     folder = str(ROOT / "weights" / "tiny-induction")  # stands for the server's temp folder
-    at = open_page("app_pages/attention.py", "minilm", "abcabc")
+    at = open_page("attention", "minilm", "abcabc")
     at.session_state["trained_models"] = {"trained: induction": folder}
     at.run()  # the sidebar now offers it
     at.selectbox(key="sb_model_choice").set_value("trained: induction").run()
@@ -79,7 +79,7 @@ def test_send_a_class_gives_a_view_link_that_opens_in_any_browser(browser):
                          {"layer": 1, "head": 2}).normal()
     at = open_view(recorded)
     at.button(key="teach_record").click().run()
-    at.switch_page("app_pages/teach.py").run()
+    switch(at, "teach").run()
     at.button(key="teach_try").click().run()  # "Try it now": the draft as an uploaded lesson
     assert not at.exception, [e.value for e in at.exception]
     links = [c.value for c in at.code if "/attention?" in c.value]

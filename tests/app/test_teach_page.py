@@ -13,6 +13,8 @@ import pytest
 os.environ["HF_HUB_OFFLINE"] = "1"
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from page_links import switch  # noqa: E402
+
 from ui.lesson_library import EXAMPLE_FILE  # noqa: E402
 
 pytestmark = pytest.mark.app
@@ -32,7 +34,7 @@ def _outside_strings(text: str) -> list[str]:
 
 def test_the_sample_lesson_file_has_short_comment_lines_of_their_own():
     at = AppTest.from_file(APP, default_timeout=300)
-    at.switch_page("app_pages/teach.py")
+    switch(at, "teach")
     at.run()
     assert not at.exception
     shown = next(c.value for c in at.code if c.language == "toml" and "[[steps]]" in c.value)

@@ -115,7 +115,7 @@ def test_a_link_with_junk_in_every_setting_opens_the_page_on_its_defaults(page):
     from page_links import open_page
 
     junk = {s.url: "<script>alert(1)</script>99999999" for s in BY_PATH[page].settings}
-    at = open_page(f"app_pages/{BY_PATH[page].module}.py", "tiny-chars", TEXT, **junk)
+    at = open_page(page, "tiny-chars", TEXT, **junk)
     shown = shown_view(at, page)  # a text (a second prompt) is the learner's own: kept as text
     kept = {n: v for n, v in shown.settings.items() if BY_PATH[page].by_name[n].kind != "text"}
     assert not any("script" in str(v) for v in kept.values()), kept

@@ -146,9 +146,10 @@ def test_a_waiter_that_is_interrupted_leaves_the_queue():
 PUSH = r"""
 import gc, json, os, sys
 os.environ.update(HF_HUB_OFFLINE="1", ATTENTION_LAB_HOSTED="1", ATTENTION_LAB_MEMORY_MB="{mb}")
-sys.path.insert(0, {root!r})
+sys.path[:0] = [{root!r}, {root!r} + "/tests"]
 import torch
 from streamlit.testing.v1 import AppTest
+from page_links import switch
 from model.trace import Trace
 
 def live_bytes(exclude):
@@ -169,7 +170,7 @@ def text(i):
 sessions, results = [], []
 for s in range({n_sessions}):
     at = AppTest.from_file({app!r}, default_timeout=180)
-    at.switch_page("app_pages/attention.py")
+    switch(at, "attention")
     sessions.append(at)
 for i in range({n_texts}):
     at = sessions[i % len(sessions)]

@@ -3,7 +3,11 @@ the link keys all follow from the declarations, and nothing else types a page's 
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -106,23 +110,64 @@ def test_a_bad_declaration_is_refused():
 def test_pages_reach_their_link_only_through_the_view_state_and_nothing_execs_a_page():
     for path in sorted((ROOT / "app_pages").glob("*.py")):
         assert "urlstate" not in path.read_text(encoding="utf-8"), path.name
+    running_code = re.compile(r"\brunpy\b|\brun_path\(|(?<![\w.])(exec|eval|compile)\(")
     for path in [ROOT / "app.py", *sorted((ROOT / "ui").glob("*.py")),
                  *sorted((ROOT / "app_pages").glob("*.py"))]:
-        assert not re.search(r"\bexec\(", path.read_text(encoding="utf-8")), path.name
+        assert not running_code.search(path.read_text(encoding="utf-8")), path.name
 
 
-def test_a_lesson_step_sets_any_page_setting_and_a_bad_value_names_its_line():
-    from teaching.format import LessonError, parse_lesson
+def test_the_check_for_running_code_would_see_it():
+    running_code = re.compile(r"\brunpy\b|\brun_path\(|(?<![\w.])(exec|eval|compile)\(")
+    assert all(running_code.search(s) for s in ("import runpy", "exec(code)",
+                                                "x = compile(src, 'f', 'exec')"))
+    assert not running_code.search('COMMENT = re.compile("#")')
 
-    good = ('title = "t"\nmodel = "tiny-chars"\ntext = "abc"\n\n[[steps]]\ntitle = "s"\n'
-            'page = "generate"\ntemp = 0.5\nmode = "sample"\nstep = 2\n\n[[steps]]\n'
-            'title = "s"\npage = "ablation"\nheads = [[0, 1], [1, 3]]\nmode = "mean"\n')
-    lesson = parse_lesson(good, "t")
-    assert lesson.steps[0].settings == {"temp": 0.5, "mode": "sample", "step": 2}
-    assert lesson.steps[1].settings == {"heads": [(0, 1), (1, 3)], "mode": "mean"}
-    for old, bad in (("temp = 0.5", "temp = 9.5"), ("heads = [[0, 1], [1, 3]]",
-                                                    'heads = [[0, "x"]]')):
-        text = good.replace(old, bad)
-        with pytest.raises(LessonError) as err:
-            parse_lesson(text, "t")
-        assert err.value.line == 1 + text[:text.index(bad)].count("\n"), str(err.value)
+
+# Imports page modules in a fresh process with no Streamlit script run: any Streamlit element
+# or widget is refused, and Streamlit warns on stderr when something reads the session.
+IMPORT_PAGES = r"""
+import importlib, inspect, json, sys
+from streamlit.delta_generator import DeltaGenerator
+
+def refuse(self, *args, **kwargs):
+    raise RuntimeError("a Streamlit element was drawn on import")
+
+DeltaGenerator._enqueue = refuse
+found = {}
+for name in sys.argv[1:]:
+    render = getattr(importlib.import_module(name), "render", None)
+    found[name] = callable(render) and not any(
+        p.default is p.empty for p in inspect.signature(render).parameters.values())
+print(json.dumps(found))
+"""
+
+
+def _import_problems(modules: list[str], where: Path) -> list[str]:
+    """What importing these modules did that a page's import must not do (empty: nothing)."""
+    out = subprocess.run([sys.executable, "-c", IMPORT_PAGES, *modules], cwd=where,
+                         capture_output=True, text=True, timeout=300,
+                         env=dict(os.environ, HF_HUB_OFFLINE="1"))
+    if out.returncode != 0:
+        return [out.stderr[-2000:]]
+    problems = [f"{name}: no render() without arguments"
+                for name, ok in json.loads(out.stdout.strip().splitlines()[-1]).items() if not ok]
+    return problems + [line for line in out.stderr.splitlines()
+                       if "ScriptRunContext" in line or "Session state" in line]
+
+
+def test_every_page_module_imports_without_drawing_and_has_a_render_function():
+    """A page draws only when its render() runs: importing it creates no element or widget
+    and touches no session (that would need a script run), and render takes no argument."""
+    assert _import_problems([f"app_pages.{spec.module}" for spec in PAGE_SPECS], ROOT) == []
+
+
+@pytest.mark.parametrize("source", [
+    "import streamlit as st\nst.title('Drawn')\ndef render():\n    pass\n",
+    "import streamlit as st\nX = st.session_state.get('x')\ndef render():\n    pass\n",
+    "import streamlit as st\ndef render(selection):\n    pass\n",
+], ids=["draws", "reads-the-session", "render-needs-an-argument"])
+def test_a_page_that_works_on_import_is_caught(tmp_path, source):
+    """The check above sees a page that draws or reads the session at import time, as a page
+    written as a script does."""
+    (tmp_path / "scripted.py").write_text(source, encoding="utf-8")
+    assert _import_problems(["scripted"], tmp_path) != []
