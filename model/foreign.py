@@ -54,6 +54,11 @@ class ForeignConfig:
     has_lm_head: bool = False
     has_pooler: bool = False
     n_token_types: int = 0
+    sliding_window: int | None = None  # Hugging Face's own code applies any window itself
+
+    def layer_type(self, layer: int) -> str:
+        """Every layer counts as "full" here: no keys are greyed out as beyond a window."""
+        return "full"
 
     @property
     def d_head(self) -> int:

@@ -35,7 +35,7 @@ def test_cuda_out_of_memory_during_a_run_falls_back_to_cpu_with_a_notice(monkeyp
         return real_forward(self, model, enc, dev, keep)
 
     monkeypatch.setattr(LoadedModel, "_forward", forward)
-    monkeypatch.setattr(ui.cache, "_load", lambda name: as_if_cuda)
+    monkeypatch.setattr(ui.cache, "_load", lambda name, _progress=None: as_if_cuda)
     monkeypatch.setattr(ui.cache, "_run_cache", lambda: ui.cache.MemoryBudget(4, 2**30))
     at = AppTest.from_file(APP, default_timeout=120)
     switch(at, "attention")
@@ -49,7 +49,7 @@ def test_cuda_out_of_memory_during_a_run_falls_back_to_cpu_with_a_notice(monkeyp
 def test_cuda_absent_loads_on_cpu_and_says_so(monkeypatch):
     import ui.cache
 
-    monkeypatch.setattr(ui.cache, "_load", lambda name: load_model(name, device="cuda"))
+    monkeypatch.setattr(ui.cache, "_load", lambda name, _progress=None: load_model(name, device="cuda"))
     at = AppTest.from_file(APP, default_timeout=120)
     switch(at, "attention").run()
     assert not at.exception
