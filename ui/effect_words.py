@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from analysis.effect_target import special_token_id
-from analysis.gradients import GAP_WARN_SHARE, IGResult
+from analysis.gradients import GAP_WARN_SHARE, IGResult, zero_start_is_empty
 from ui.text import md_escape
 from viz.numbers import percent, plain
 
@@ -86,3 +86,15 @@ def gap_warning(ig: IGResult, zero_is_empty: bool, more_steps: int | None) -> st
                        "(more time), or another baseline.")
     return text + (" The target bends sharply along the path, more than these steps can "
                    "follow: try another baseline, or a shorter text, which allows more steps.")
+
+
+def ig_notes(loaded, ig: IGResult, most_steps: int | None) -> tuple[str, str | None]:
+    """What the page writes under the strip: the caption (`gap_line`) and the warning
+    (`gap_warning`, None when the scores add up). most_steps: the largest step count this
+    text allows (the page's step choices within the bounds), None if unknown."""
+    names = baseline_names(loaded)
+    warning = None
+    if not ig.adds_up:
+        empty = ig.baseline == "zero" and zero_start_is_empty(loaded)
+        warning = gap_warning(ig, empty, most_steps)
+    return gap_line(ig, names), warning

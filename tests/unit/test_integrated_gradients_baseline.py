@@ -22,7 +22,7 @@ from analysis.gradients import (
     integrated_gradients, token_embeddings, zero_start_is_empty,
 )
 from teaching.pages import BY_PATH
-from ui.effect_words import baseline_names, gap_line, gap_warning
+from ui.effect_words import baseline_names, gap_line, gap_warning, ig_notes
 from ui.text import md_escape
 
 TEXTS = ("The cat sat on the mat.", "Attention lets every token look at every other token.")
@@ -142,3 +142,16 @@ def test_a_start_that_equals_the_text_has_nothing_to_share(tiny_models_loaded):
     assert result.change == 0 and np.isnan(result.gap_share) and result.adds_up
     assert "nothing to share out" in gap_line(result, baseline_names(gpt2))
     assert gap_warning(result, False, 256) is None
+
+
+def test_the_page_notes_warn_only_when_the_sum_misses(tiny_models_loaded):
+    llama = tiny_models_loaded["llama"]
+    inputs, targets = _targets(llama, TEXTS[0])
+    good = integrated_gradients(llama, targets[0], inputs, steps=PAGE_STEPS)
+    caption, warning = ig_notes(llama, good, 128)
+    assert warning is None and caption.startswith(f"Integrated gradients: {PAGE_STEPS} steps "
+                                                  "from padding tokens")
+    bad = max((integrated_gradients(llama, t, inputs, "zero", steps=PAGE_STEPS)
+               for t in targets), key=lambda r: r.gap_share)
+    caption, warning = ig_notes(llama, bad, 128)
+    assert "zero vectors" in caption and "More steps will not fix that" in warning
