@@ -20,10 +20,10 @@ before the first norm (Llama, Mistral, Gemma, Qwen: rotary positions act inside 
 zero vectors make the whole residual stream exactly zero, and RMSNorm(αx) = αx / √(α²·ms(x)
 + ε) leaps from 0 to its full size within α ≈ √(ε / ms(x)) of the start (3e-3 on the tiny
 test Llama). The integrand is a spike there that no affordable number of points resolves: on
-a tiny Llama the sum missed 60–190% of the change at 64 and 256 steps (Captum gives the same
-numbers). From the padding token every point of the path is a mix of two real token vectors,
-of ordinary size, and the sum adds up (≤ 0.06% at 64 steps there). `zero_start_is_empty` says
-whether a model is one of those. A model whose tokenizer has no padding token (the project's
+that Llama the sum missed up to 190% of the change at 64 steps and up to 150% at 256 (Captum
+gives the same numbers). From the padding token every point of the path is a mix of two real
+token vectors, of ordinary size, and the sum adds up (≤ 0.06% at 64 steps there).
+`zero_start_is_empty` says whether a model is one of those. A model whose tokenizer has no padding token (the project's
 own character models: positions are added before their first norm, so zeros are fine there)
 starts from zeros (`default_baseline`).
 
