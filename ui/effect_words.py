@@ -12,7 +12,9 @@ from __future__ import annotations
 import math
 
 from analysis.effect_target import special_token_id
-from analysis.gradients import GAP_WARN_SHARE, IGResult, zero_start_is_empty
+from analysis.gradients import (
+    GAP_WARN_SHARE, IGResult, default_baseline, zero_start_is_empty,
+)
 from ui.text import md_escape
 from viz.numbers import percent, plain
 
@@ -66,10 +68,12 @@ def gap_line(ig: IGResult, names: dict[str, str]) -> str:
     return head + f" (gap: {percent(share)} of that change)."
 
 
-def gap_warning(ig: IGResult, zero_is_empty: bool, more_steps: int | None) -> str | None:
+def gap_warning(ig: IGResult, zero_is_empty: bool, more_steps: int | None,
+                has_pad: bool = True) -> str | None:
     """None when the scores add up (within 5% of the change); otherwise what went wrong and
     what would help. zero_is_empty: `analysis.gradients.zero_start_is_empty` for this model;
-    more_steps: the largest step count this text allows, when it is more than was used."""
+    more_steps: the largest step count this text allows, when it is more than was used;
+    has_pad: the tokenizer has a padding token to start from instead."""
     if ig.adds_up:
         return None
     share = ig.gap_share
@@ -78,9 +82,10 @@ def gap_warning(ig: IGResult, zero_is_empty: bool, more_steps: int | None) -> st
     text = (f"**These integrated gradients do not add up:** {miss} (more than {WARN_PERCENT}), "
             "so read their scores as rough at best.")
     if ig.baseline == "zero" and zero_is_empty:
-        return text + (" This model adds nothing to zero vectors before normalising them, so "
-                       "the target leaps at the very start of the path. More steps will not "
-                       "fix that: start from the padding token instead.")
+        text += (" This model adds nothing to zero vectors before normalising them, so the "
+                 "target leaps at the very start of the path. More steps will not fix that")
+        return text + (": start from the padding token instead." if has_pad else
+                       ", and this tokenizer has no padding token to start from.")
     if more_steps is not None and more_steps > ig.steps:
         return text + (f" The target bends sharply along the path: try {more_steps} steps "
                        "(more time), or another baseline.")
@@ -96,5 +101,6 @@ def ig_notes(loaded, ig: IGResult, most_steps: int | None) -> tuple[str, str | N
     warning = None
     if not ig.adds_up:
         empty = ig.baseline == "zero" and zero_start_is_empty(loaded)
-        warning = gap_warning(ig, empty, most_steps)
+        has_pad = default_baseline(loaded) == "pad"
+        warning = gap_warning(ig, empty, most_steps, has_pad)
     return gap_line(ig, names), warning

@@ -128,6 +128,7 @@ def test_the_words_flag_a_sum_that_misses_more_than_five_percent(tiny_models_loa
     assert "padding token" in warning
     # the same miss on a model where zeros are fine is a matter of steps
     assert "try 256 steps" in gap_warning(bad, False, 256)
+    assert "no padding token" in gap_warning(bad, True, 256, has_pad=False)
     assert "try" not in gap_warning(bad, False, None).split("follow")[0]
     assert baseline_names(minilm)["pad"] == md_escape("padding tokens ([PAD])")
 
