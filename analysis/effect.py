@@ -38,7 +38,7 @@ from analysis.effect_target import (
     Target, check_model, prefix, score, special_token_id, visible_length,
 )
 from analysis.gradients import (
-    IGResult, check_gradient_bounds, gradient_x_input, integrated_gradients,
+    IGResult, check_gradient_bounds, default_baseline, gradient_x_input, integrated_gradients,
 )
 from analysis.rollout import attention_rollout
 
@@ -310,13 +310,15 @@ def _norm_rows(loaded, trace, weights: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return np.stack(heads), np.stack(layers)
 
 
-def all_heads(loaded, inputs: Inputs, target: Target, baseline: str = "zero", steps: int = 64,
-              occlusion_mode: str | None = "remove", absolute: bool = True,
+def all_heads(loaded, inputs: Inputs, target: Target, baseline: str | None = None,
+              steps: int = 64, occlusion_mode: str | None = "remove", absolute: bool = True,
               allowance: int | None = None) -> AllHeads:
     """The six methods for every layer and head at once (a batch of 1). occlusion_mode None
     leaves occlusion out (its scores and the per-head correlations are NaN). Integrated
     gradients and occlusion run in chunks that fit `allowance` bytes of working memory
-    (default cost.DEFAULT_ALLOWANCE; `effect_plan` says what that costs)."""
+    (default cost.DEFAULT_ALLOWANCE; `effect_plan` says what that costs). baseline None:
+    integrated gradients' default (analysis/gradients.py, `default_baseline`)."""
+    baseline = baseline or default_baseline(loaded)
     check_request(loaded, inputs, target, 0, None, baseline, steps, occlusion_mode)
     trace = loaded.run_ids(inputs.input_ids, inputs.attention_mask, inputs.token_type_ids,
                            keep=lambda n: n.endswith((".attn.hook_pattern", ".attn.hook_v")))
@@ -342,10 +344,12 @@ def all_heads(loaded, inputs: Inputs, target: Target, baseline: str = "zero", st
 
 
 def token_importance(loaded, inputs: Inputs, target: Target, layer: int, head: int | None = None,
-                     baseline: str = "zero", steps: int = 64, occlusion_mode: str = "remove",
+                     baseline: str | None = None, steps: int = 64,
+                     occlusion_mode: str = "remove",
                      absolute: bool = True) -> Importance:
     """All six methods (METHODS) for one text (a batch of 1) and target, with their Spearman
     correlations with raw attention and, per head, with occlusion."""
+    baseline = baseline or default_baseline(loaded)
     check_request(loaded, inputs, target, layer, head, baseline, steps, occlusion_mode)
     return all_heads(loaded, inputs, target, baseline, steps, occlusion_mode,
                      absolute).importance(layer, head)

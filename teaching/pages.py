@@ -166,7 +166,7 @@ PAGE_SPECS: tuple[PageSpec, ...] = (
         _s("layer", "layer", url="elayer"), _s("head", "head", 0, url="ehead"),
         _s("average", "bool", False, url="eavg"), _s("pos", "int", url="epos"),
         _s("steps", "choice", 64, EFFECT_STEPS, url="esteps"),
-        _s("baseline", "choice", "zero", ("zero", "pad", "mask"), url="ebase"),
+        _s("baseline", "choice", "pad", ("pad", "zero", "mask"), url="ebase"),
         _s("occlusion", "choice", "remove", ("remove", "pad", "mask"), url="eocc"))),
     PageSpec("heads", "heads", "Head statistics", "Explore", ":material/leaderboard:", "hs", (
         _s("stat", "choice", "entropy", HEAD_STATS, url="hstat"),)),

@@ -36,7 +36,7 @@ VIEWS: dict[str, dict[str, dict]] = {
         "tiny-reverse": {"layer": 0, "head": 1, "cross_layer": 0, "cross_head": 1},
     },
     "effect": {
-        "minilm": {"layer": 2, "head": 3, "steps": 16, "baseline": "pad", "occlusion": "mask"},
+        "minilm": {"layer": 2, "head": 3, "steps": 16, "baseline": "zero", "occlusion": "mask"},
         "tiny-chars": {"layer": 0, "head": 1, "pos": 3, "steps": 8},
         "tiny-induction": {"layer": 0, "average": True, "pos": 5},
     },
