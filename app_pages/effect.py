@@ -14,6 +14,9 @@ from analysis.gradients import MAX_GRADIENT_TOKENS, MAX_IG_BATCH_TOKENS, MAX_IG_
 from ui.cache import get_model, shared
 from ui.callbacks import pick_head
 from ui.charts import chart_config
+from ui.effect_words import (
+    BASELINE_ALONE, BASELINE_HELP, BASELINE_LABEL, STEPS_HELP, baseline_names, ig_notes,
+)
 from ui.heavy import allowance, cost_words, refusal, room_for
 from ui.patching_inputs import first_words, token_count, use_text
 from ui.reference import check_numbers
@@ -25,7 +28,6 @@ from ui.widgets import index_slider, shown_model_name
 from viz.effect import method_strip
 from viz.heads import head_grid
 from viz.labels import axis_labels, plain_text
-from viz.numbers import gap
 
 
 NAMES = {"attention": "Attention", "rollout": "Rollout", "attention_norm": "Attn × value",
@@ -40,7 +42,6 @@ MEANINGS = {
                         "that embedding",
     "integrated_gradients": "the same, added up along the way from the baseline to your text",
     "occlusion": "the target with the token minus the target without it"}
-BASELINES = {"zero": "zero vectors", "pad": "[PAD] tokens", "mask": "[MASK] tokens"}
 OCCLUSION = {"remove": "remove the token", "pad": "replace it by [PAD]",
              "mask": "replace it by [MASK]"}
 VIEW = page_view("effect")  # this page's settings (teaching/pages.py declares them)
@@ -135,17 +136,14 @@ def _steps_allowed(k: int) -> list[int]:
 def _method_controls(loaded, k: int) -> tuple[str, int, str | None]:
     """Integrated gradients' baseline and steps, and the occlusion mode."""
     cols = st.columns(3)
-    baseline = _choice(cols[0], "Integrated gradients start from",
-                       "Integrated gradients start from {}.", _options(loaded, BASELINES),
-                       BASELINES, "baseline", help="The baseline: the input that means "
-                       "“nothing”. Integrated gradients add up how the target changes on the "
-                       "straight path from it to your text.")
+    names = baseline_names(loaded)
+    baseline = _choice(cols[0], BASELINE_LABEL, BASELINE_ALONE, _options(loaded, names), names,
+                       "baseline", help=BASELINE_HELP)
     allowed = _steps_allowed(k)
     if VIEW["steps"] not in allowed:  # starts at what fits this text, quietly
         VIEW["steps"] = allowed[-1]
     steps = cols[1].select_slider("Integrated gradients: steps", options=allowed,
-                                  key=VIEW.key("steps"), help="Points along the path, run a few "
-                                  "at a time. More steps: a more exact sum, more time.")
+                                  key=VIEW.key("steps"), help=STEPS_HELP)
     if allowed[-1] < DEFAULT_STEPS:  # the usual start does not fit: said quietly
         cols[1].caption(f"Up to {allowed[-1]} steps for {k} tokens.")
     if k > MAX_OCCLUSION_TOKENS:
@@ -199,12 +197,12 @@ def _results(every, layer: int, head: int | None, labels: list[str], n_heads: in
     st.caption(AGREEMENT)
     with st.expander("What each row measures"):
         st.markdown("\n".join(f"- **{NAMES[m]}**: {MEANINGS[m]}." for m in METHODS))
-    ig = imp.ig
-    st.caption(
-        f"Integrated gradients: {ig.steps} steps from {BASELINES[ig.baseline]}. "
-        f"Their sum is {ig.attributions.sum():+.4f}; the target moved by "
-        f"{ig.value - ig.baseline_value:+.4f} from the baseline to your text (gap "
-        f"{gap(ig.gap, floor=1e-4, note='')}: the smaller, the more exact the steps).")
+    allowed = _steps_allowed(int(imp.visible.sum()))
+    caption, warning = ig_notes(st.session_state["selection"].model, imp.ig,
+                                allowed[-1] if allowed else None)
+    st.caption(caption)
+    if warning:
+        st.warning(warning)
     _per_head(every, layer, head, n_heads)
 
 

@@ -1,36 +1,26 @@
 """AppTest: the effect page's integrated gradients on a Llama-style model start from the padding
 token, say the gap as a share of the change, and warn (saying more steps will not help) when
-the learner picks zero vectors, whose sum does not add up there.
-
-Skipped until app_pages/effect.py takes its words from ui/effect_words.py (the lead applies
-that change after the pages become render() functions; the report of this branch lists it).
-"""
+the learner picks zero vectors, whose sum does not add up there."""
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
-import pytest
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from page_links import start_app  # noqa: E402
+from page_links import start_app, switch  # noqa: E402
 from ui.effect_words import BASELINE_HELP, STEPS_HELP  # noqa: E402
 
-PAGE = "app_pages/effect.py"
 CAT = "The cat sat on the mat."
-_SOURCE = (Path(__file__).resolve().parents[2] / PAGE).read_text(encoding="utf-8")
-pytestmark = pytest.mark.skipif("ui.effect_words" not in _SOURCE,
-                                reason="app_pages/effect.py does not use ui/effect_words yet")
 
 
 def _llama_page(tiny_dirs) -> AppTest:
     at = start_app(CAT)
     at.selectbox(key="sb_model_choice").set_value("Other: local directory or hub id").run()
     at.text_input(key="sb_model_other").input(str(tiny_dirs["llama"])).run()
-    at.switch_page(PAGE).run()
+    switch(at, "effect").run()
     assert not at.exception, [e.value for e in at.exception]
     return at
 

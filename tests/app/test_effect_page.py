@@ -19,6 +19,7 @@ from analysis.ablation import Inputs  # noqa: E402
 from analysis.effect import METHODS, MAX_OCCLUSION_TOKENS, token_importance  # noqa: E402
 from analysis.effect_target import make_target  # noqa: E402
 from ui.examples import SHORT  # noqa: E402
+from ui.text import md_escape  # noqa: E402
 from chart_data import chart_specs as _charts, plotly_array as _array  # noqa: E402
 from page_links import open_page, page_text, switch  # noqa: E402
 
@@ -230,5 +231,6 @@ def test_effect_glosses_spearman_and_says_a_single_choice_in_words():
     assert "Occlusion: for each token in turn, **remove the token**." in text
 
     at = open_page(PAGE, "minilm", CAT)  # more than one choice: radios
-    assert at.radio(key="eff_baseline").options == ["zero vectors", "[PAD] tokens", "[MASK] tokens"]
+    assert at.radio(key="eff_baseline").options == [
+        md_escape(name) for name in ("padding tokens ([PAD])", "zero vectors", "[MASK] tokens")]
     assert len(at.radio(key="eff_occlusion").options) == 3
