@@ -18,6 +18,7 @@ exactly the model's `hook_names`.
 from __future__ import annotations
 
 import functools
+import operator
 
 from .config import TransformerConfig
 
@@ -62,11 +63,14 @@ class HookNames:
         return None
 
     def _block(self, layer: int) -> str:
-        if not isinstance(layer, int) or isinstance(layer, bool) \
-                or not 0 <= layer < self.cfg.n_layers:
+        try:
+            number = operator.index(layer)  # an int, or a numpy integer
+        except TypeError:
+            number = None
+        if number is None or isinstance(layer, bool) or not 0 <= number < self.cfg.n_layers:
             raise HookNameError(f"layer {layer!r} does not exist: the layers are numbered "
                                 f"0 to {self.cfg.n_layers - 1}")
-        return f"{self.prefix}blocks.{layer}."
+        return f"{self.prefix}blocks.{number}."
 
     @property
     def _has_mlp(self) -> bool:
