@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from model.hook_names import hook_names
 from model.trace import Trace
 from model.transformer import attention_mask_bias
 
@@ -210,6 +211,7 @@ def derive(trace: Trace, name: str) -> torch.Tensor:
 class Walk:
     def __init__(self, trace: Trace) -> None:
         self.trace, self.cfg, self.steps = trace, trace.cfg, []
+        self.names = hook_names(trace.cfg)  # every hook name the steps read
         # a norm before attention: pre-LN, and also GPT-NeoX's parallel and Gemma's sandwich
         self.block = trace.cfg.block
         self.pre_ln = trace.cfg.block != "post_ln"
@@ -227,7 +229,10 @@ class Walk:
                              f"one has no {name!r}")
         return self._derived[name]
 
-    def has(self, name: str) -> bool:
+    def has(self, name: str | None) -> bool:
+        """Whether the run has `name` (None, a hook this model lacks: False)."""
+        if name is None:
+            return False
         return name in self.trace.cache or (
             name.endswith(DERIVED) and name.rsplit("hook_", 1)[0] + "hook_q" in self.trace.cache)
 
