@@ -23,8 +23,7 @@ def stack_step(w: Walk) -> None:
           "keeps its shape while its contents change.",
           r"X^{(\ell+1)} = \text{Block}_\ell(X^{(\ell)}),\quad \ell = 0, \dots, L-1",
           [Shown("all layers", stack, ("batch", "layer", "pos", "d_model"),
-                 "blocks.*.hook_resid_post", "`torch.stack([blocks.0.hook_resid_pre, "
-                 "blocks.0.hook_resid_post, …], dim=1)`",
+                 "blocks.*.hook_resid_post", f"`torch.stack([{names[0]}, {names[1]}, …], dim=1)`",
                  "stacked, from the embeddings to the last layer"),
            Shown("vector lengths", stack.norm(dim=-1), ("batch", "layer", "pos"),
                  "blocks.*.hook_resid_post", "`stack.norm(dim=-1)`",

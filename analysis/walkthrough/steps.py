@@ -186,7 +186,7 @@ def keep(name: str) -> bool:
 def derive(trace: Trace, name: str) -> torch.Tensor:
     """One layer's q·k (hook_qk) or masked scores (hook_scores) from its kept q and k (the
     rotated ones where the model rotates), as `Attention.attend` computes them."""
-    prefix = name.rsplit("hook_", 1)[0]  # "blocks.3.attn."
+    prefix = name.rsplit("hook_", 1)[0]  # the attention module's path, e.g. blocks.3.attn.
     cache = trace.cache
     q = cache.get(prefix + "hook_rot_q", cache.get(prefix + "hook_q"))  # [batch, head, pos, dh]
     k = cache.get(prefix + "hook_rot_k", cache.get(prefix + "hook_k"))  # [batch, kv, pos, dh]
