@@ -44,7 +44,7 @@ class HookNameError(KeyError):
 
 def _one_of(what: str, choices: tuple[str, ...], kind: str) -> None:
     if what not in choices:
-        raise HookNameError(f"{what!r} is not a {kind} hook point; choose one of "
+        raise HookNameError(f"{what!r} is not among the {kind} hook points; choose one of "
                             f"{', '.join(choices)}")
 
 
@@ -179,9 +179,44 @@ class HookNames:
         return "pooler.hook_out"
 
     # ------------------------------------------------------------------------- lists
+    def layer_of(self, name: str) -> int | None:
+        """The layer a block's hook name belongs to ("blocks.3.attn.hook_z" -> 3), else None."""
+        head = f"{self.prefix}blocks."
+        number = name[len(head):].split(".", 1)[0] if name.startswith(head) else ""
+        return int(number) if number.isdigit() else None
+
     def every_layer(self, method: str, what: str) -> list[str]:
         """One name per layer, e.g. every_layer("attn", "pattern")."""
         return [getattr(self, method)(layer, what) for layer in range(self.cfg.n_layers)]
+
+
+_SUFFIXES = {
+    "resid": (DECODER_RESID, "hook_resid_{}"), "out": (DECODER_OUTS, "hook_{}_out"),
+    "attn": (ATTN, "attn.hook_{}"), "cross_attn": (CROSS_ATTN, "cross_attn.hook_{}"),
+    "mlp": (MLP, "mlp.hook_{}"), "embed": (EMBED, "embed.hook_{}"),
+}
+_ENDS = {"final_norm": "ln_final.hook_normalized", "logits": "hook_logits",
+         "pooler": "pooler.hook_out"}
+
+
+def suffix(kind: str, what: str | None = None) -> str:
+    """How a hook's name ends whatever the layer, for tests over the names of every layer and
+    for tables keyed by kind: suffix("attn", "qk") is "attn.hook_qk", suffix("resid", "pre")
+    "hook_resid_pre", suffix("norm", "ln1") "ln1.hook_normalized", suffix("logits")
+    "hook_logits". It does not check that a model has that hook (`hook_names(cfg)` does)."""
+    if kind in _ENDS and what is None:
+        return _ENDS[kind]
+    if kind == "norm":
+        _one_of(what, tuple(dict.fromkeys(NORMS + DECODER_NORMS)), "norm")
+        return f"{'attn.' if what in ('q_norm', 'k_norm') else ''}{what}.hook_normalized"
+    if kind == "embed" and what == "ln":
+        return "embed.ln.hook_normalized"
+    if kind not in _SUFFIXES:
+        raise HookNameError(f"{kind!r} is not a kind of hook point; choose one of "
+                            f"{', '.join([*_SUFFIXES, 'norm', *_ENDS])}")
+    choices, form = _SUFFIXES[kind]
+    _one_of(what, choices + (RESID if kind == "resid" else ()), kind)
+    return form.format(what)
 
 
 @functools.lru_cache(maxsize=64)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from .steps import BTD, Shown, Walk
+from .steps import BTD, EVERY_LAYER_OUTPUT, Shown, Walk
 
 
 def stack_step(w: Walk) -> None:
@@ -23,10 +23,10 @@ def stack_step(w: Walk) -> None:
           "keeps its shape while its contents change.",
           r"X^{(\ell+1)} = \text{Block}_\ell(X^{(\ell)}),\quad \ell = 0, \dots, L-1",
           [Shown("all layers", stack, ("batch", "layer", "pos", "d_model"),
-                 "blocks.*.hook_resid_post", f"`torch.stack([{names[0]}, {names[1]}, …], dim=1)`",
+                 EVERY_LAYER_OUTPUT, f"`torch.stack([{names[0]}, {names[1]}, …], dim=1)`",
                  "stacked, from the embeddings to the last layer"),
            Shown("vector lengths", stack.norm(dim=-1), ("batch", "layer", "pos"),
-                 "blocks.*.hook_resid_post", "`stack.norm(dim=-1)`",
+                 EVERY_LAYER_OUTPUT, "`stack.norm(dim=-1)`",
                  "stacked, and the length of every vector taken")], "stack")
 
 
