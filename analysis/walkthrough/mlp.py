@@ -88,7 +88,7 @@ def _after_attention(w: Walk, layer: int) -> None:
 def mlp_steps(w: Walk, layer: int) -> None:
     cfg, g, name = w.cfg, f"Layer {layer}", w.norm
     _after_attention(w, layer)
-    if not w.has(w.names.out(layer, "mlp")):  # attention-only model
+    if not w.has(w.names.out(layer, "mlp", required=False)):  # attention-only model
         return
     up = ("batch", "pos", "d_mlp")
     if w.block == "parallel":

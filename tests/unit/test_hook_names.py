@@ -20,7 +20,7 @@ import tiny_foreign
 from model import load_model
 from model.hook_names import (
     ATTN, CROSS_ATTN, DECODER_NORMS, DECODER_OUTS, DECODER_RESID, EMBED, MLP, NORMS, OUTS, RESID,
-    HookNameError, hook_names,
+    HookNameError, hook_names, suffix,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,13 +43,16 @@ def _tries(names) -> list:
 
 
 def producible(names) -> set[str]:
-    """Every name the helper produces for this config (refusals left out)."""
+    """Every name the helper produces for this config (refusals left out); each ends with
+    what `suffix` says a hook of that kind ends with."""
     out = set()
     for method, args in _tries(names):
         try:
-            out.add(getattr(names, method)(*args))
+            name = getattr(names, method)(*args)
         except HookNameError:
             continue
+        assert name.endswith(suffix(method, *args[1:] if args and method != "embed" else args))
+        out.add(name)
     return out
 
 
@@ -110,6 +113,9 @@ def test_bad_layers_and_unknown_parts_are_refused_in_words():
     with pytest.raises(HookNameError, match="cross-attention"):
         names.cross_attn(0, "pattern")
     assert names.attn(n - 1, "pattern") == f"blocks.{n - 1}.attn.hook_pattern"
+    with pytest.raises(HookNameError, match="kind of hook point"):
+        suffix("attention", "pattern")
+    assert suffix("attn", "pattern") == "attn.hook_pattern"
 
 
 # --------------------------------------------------------------- no hand-typed names again
