@@ -24,6 +24,7 @@ import torch
 import torch.nn.functional as F
 
 from analysis import cost
+from model.hook_names import HookNames, hook_names
 from model.hooks import caching_hook, hooks
 from model.transformer import ModelOutput
 
@@ -59,9 +60,9 @@ def _check_heads(heads: Iterable[Head], n_layers: int, n_heads: int) -> list[Hea
     return out
 
 
-def ablation_hooks(which: dict[int, torch.Tensor], mode: str,
-                   attention_mask: torch.Tensor) -> list[tuple[str, Callable]]:
-    """(hook name, fn) pairs that replace chosen heads' z.
+def ablation_hooks(which: dict[int, torch.Tensor], mode: str, attention_mask: torch.Tensor,
+                   names: HookNames) -> list[tuple[str, Callable]]:
+    """(hook name, fn) pairs that replace chosen heads' z (`names`: the model's hook names).
 
     which: layer -> bool [batch or 1, head], True where that batch item loses that head.
     mode "zero": z = 0; "mean": z at every position = the head's mean z over the real
@@ -82,7 +83,7 @@ def ablation_hooks(which: dict[int, torch.Tensor], mode: str,
             return torch.where(gone, mean.expand_as(z), z)
         return replace
 
-    return [(f"blocks.{layer}.attn.hook_z", make(chosen)) for layer, chosen in which.items()
+    return [(names.attn(layer, "z"), make(chosen)) for layer, chosen in which.items()
             if bool(chosen.any())]
 
 
@@ -107,7 +108,8 @@ def run_ablated(loaded, inputs: Inputs, heads: Iterable[Head], mode: str = "zero
     which: dict[int, torch.Tensor] = {}
     for layer, head in chosen:
         which.setdefault(layer, torch.zeros(1, cfg.n_heads, dtype=torch.bool))[0, head] = True
-    return forward(loaded, inputs, ablation_hooks(which, mode, inputs.attention_mask))
+    return forward(loaded, inputs, ablation_hooks(which, mode, inputs.attention_mask,
+                                                  hook_names(cfg)))
 
 
 # ------------------------------------------------------------------------------ effects
@@ -263,12 +265,13 @@ def importance_sweep(loaded, inputs: Inputs, mode: str = "zero", pooling: str | 
     n_layers, n_heads = cfg.n_layers, cfg.n_heads
     chunk = chunk or sweep_chunk(cfg, inputs.input_ids.shape[1], allowance)
     cache: dict[str, torch.Tensor] = {}  # resid_pre [1, pos, d_model], z [1, head, pos, d_head]
-    clean = forward(loaded, inputs, [(lambda n: n.startswith("blocks.") and n.endswith(
-        (".hook_resid_pre", ".attn.hook_z")), caching_hook(cache))])
+    names = hook_names(cfg)
+    kept = {*names.every_layer("resid", "pre"), *names.every_layer("attn", "z")}
+    clean = forward(loaded, inputs, [(kept.__contains__, caching_hook(cache))])
     results: dict[str, list[torch.Tensor]] = {}
     done = 0
     for layer in range(n_layers):
-        x = cache[f"blocks.{layer}.hook_resid_pre"]  # [1, pos, d_model]
+        x = cache[names.resid(layer, "pre")]  # [1, pos, d_model]
         for start in range(0, n_heads, chunk):
             heads = torch.arange(start, min(start + chunk, n_heads))  # [b]
             if reuse_attention:
@@ -290,14 +293,15 @@ def _sweep_pass_reused(loaded, layer: int, x: torch.Tensor, cache: dict, heads: 
     block's attention runs once on the clean input x [1, pos, d_model], then its output
     becomes [len(heads), pos, d_model] (clean + each head's delta) and the rest runs batched."""
     w_o = loaded.model.blocks[layer].attn.W_O.detach()  # [head, d_head, d_model], read only
-    z = cache[f"blocks.{layer}.attn.hook_z"]  # [1, head, pos, d_head]
+    names = hook_names(loaded.cfg)
+    z = cache[names.attn(layer, "z")]  # [1, head, pos, d_head]
     deltas = head_deltas(z, w_o, heads, mode, inputs.attention_mask)  # [b, pos, d_model]
 
     def widen(attn_out: torch.Tensor, name: str) -> torch.Tensor:  # [1, ...] -> [b, ...]
         return attn_out + deltas.to(attn_out.device, attn_out.dtype)
 
     out = _forward_from(loaded, layer, x, inputs.attention_mask,
-                        [(f"blocks.{layer}.hook_attn_out", widen)])
+                        [(names.out(layer, "attn"), widen)])
     if out.final.shape[0] != heads.numel():  # the block broadcast the widened output
         raise RuntimeError("the attention output did not widen the batch")
     return out
@@ -311,7 +315,8 @@ def _sweep_pass_full(loaded, layer: int, x: torch.Tensor, heads: torch.Tensor, m
     chosen[torch.arange(batch), heads] = True  # copy i loses head heads[i]
     copies = inputs.repeat(batch)
     return _forward_from(loaded, layer, x.expand(batch, -1, -1), copies.attention_mask,
-                         ablation_hooks({layer: chosen}, mode, copies.attention_mask))
+                         ablation_hooks({layer: chosen}, mode, copies.attention_mask,
+                                        hook_names(loaded.cfg)))
 
 
 def model_directory(name: str) -> Path | None:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from model.hook_names import hook_names
 from model.runner import EncoderDecoderModel
 
 from .generation import decoder_unavailable
@@ -82,11 +83,14 @@ class Attribution:
         return out
 
 
-def _needed(n_layers: int):
+def _needed(cfg):
     """keep() for run_ids: only the tensors the attribution reads."""
-    wanted = {"embed.hook_tok", "embed.hook_pos", f"blocks.{n_layers - 1}.hook_resid_post"}
-    for layer in range(n_layers):
-        wanted |= {f"blocks.{layer}.attn.hook_z", f"blocks.{layer}.hook_mlp_out"}
+    names = hook_names(cfg)
+    wanted = {names.embed("tok"), names.embed("pos", required=False),
+              names.resid(cfg.n_layers - 1, "post")}
+    for layer in range(cfg.n_layers):
+        wanted |= {names.attn(layer, "z"), names.out(layer, "mlp", required=False)}
+    wanted.discard(None)
     return lambda name: name in wanted
 
 
@@ -130,7 +134,7 @@ def attribute_ids(loaded, ids, position: int = -1, target: int | None = None,
         raise ValueError(why)
     cfg = loaded.cfg
     trace = loaded.run_ids(torch.as_tensor(ids, dtype=torch.long).reshape(-1),
-                           keep=_needed(cfg.n_layers))
+                           keep=_needed(cfg))
     return _attribute(loaded, trace, position, target, baseline)
 
 
@@ -140,12 +144,13 @@ def attribute(loaded, text: str, position: int = -1, target: int | None = None,
     why = attribution_unavailable(loaded)
     if why:
         raise ValueError(why)
-    trace = loaded.run(text, keep=_needed(loaded.cfg.n_layers))
+    trace = loaded.run(text, keep=_needed(loaded.cfg))
     return _attribute(loaded, trace, position, target, baseline)
 
 
 def _attribute(loaded, trace, position, target, baseline) -> Attribution:
     model, cfg = loaded.model, loaded.cfg
+    names = hook_names(cfg)
     n_pos = trace.n_tokens
     if not isinstance(position, (int, np.integer)) or not -n_pos <= position < n_pos:
         raise ValueError(f"the position must be within the text's {n_pos} tokens, "
@@ -154,7 +159,7 @@ def _attribute(loaded, trace, position, target, baseline) -> Attribution:
     logits = trace.logits[0, pos].double()  # [vocab]
     if cfg.final_softcap is not None:  # the parts add up to the logit before the cap
         with torch.no_grad():
-            final = model.final(trace.cache[f"blocks.{cfg.n_layers - 1}.hook_resid_post"][0, pos])
+            final = model.final(trace.cache[names.resid(cfg.n_layers - 1, "post")][0, pos])
             logits = model.unembed(final.to(model.unembed.weight.device)).double().cpu()
     target = int(logits.argmax()) if target is None else _check_token(target, cfg.d_vocab,
                                                                       "target")
@@ -168,11 +173,11 @@ def _attribute(loaded, trace, position, target, baseline) -> Attribution:
         u = u - w_u[baseline].double().cpu()  # [d_model]
         value -= float(logits[baseline])
     cache = trace.cache
-    resid = cache[f"blocks.{cfg.n_layers - 1}.hook_resid_post"][0, pos]  # [d_model]
+    resid = cache[names.resid(cfg.n_layers - 1, "post")][0, pos]  # [d_model]
     r, norm_bias, scale = frozen_direction(model, resid, u)  # [d_model], float, float
-    embeddings = {"token": float(cache["embed.hook_tok"][0, pos].double() @ r)}
-    if "embed.hook_pos" in cache:
-        embeddings["position"] = float(cache["embed.hook_pos"][0, pos].double() @ r)
+    embeddings = {"token": float(cache[names.embed("tok")][0, pos].double() @ r)}
+    if names.embed("pos", required=False) in cache:
+        embeddings["position"] = float(cache[names.embed("pos")][0, pos].double() @ r)
     heads, attn_bias, mlps, mlp_bias = _layer_parts(model, cache, pos, r)
     return Attribution(
         tokens=list(trace.tokens), position=pos, target=target, baseline=baseline, value=value,
@@ -182,12 +187,12 @@ def _attribute(loaded, trace, position, target, baseline) -> Attribution:
 
 def _layer_parts(model, cache, pos: int, r: torch.Tensor):
     """Per layer: each head's z_h W_O[h] · r, b_O · r, (MLP out − bias) · r, bias · r."""
-    n_layers, n_heads = model.cfg.n_layers, model.cfg.n_heads
+    n_layers, n_heads, names = model.cfg.n_layers, model.cfg.n_heads, hook_names(model.cfg)
     heads = np.zeros((n_layers, n_heads))  # [layer, head]
     attn_bias, mlps, mlp_bias = np.zeros(n_layers), np.zeros(n_layers), np.zeros(n_layers)
     for layer, block in enumerate(model.blocks):
         attn = block.attn
-        z = cache[f"blocks.{layer}.attn.hook_z"][0, :, pos].double()  # [head, d_head]
+        z = cache[names.attn(layer, "z")][0, :, pos].double()  # [head, d_head]
         w_o = attn.W_O.detach().double().cpu()  # [head, d_head, d_model]
         b_o = None if attn.b_O is None else attn.b_O.detach().double().cpu()  # [d_model]
         r_attn, c_attn = r, 0.0
@@ -199,7 +204,7 @@ def _layer_parts(model, cache, pos: int, r: torch.Tensor):
         attn_bias[layer] = c_attn + (0.0 if b_o is None else float(b_o @ r_attn))
         if block.mlp is None:
             continue
-        out = cache[f"blocks.{layer}.hook_mlp_out"][0, pos].double()  # [d_model]
+        out = cache[names.out(layer, "mlp")][0, pos].double()  # [d_model]
         b = block.mlp.W_out.bias
         b = torch.zeros_like(out) if b is None else b.detach().double().cpu()  # [d_model]
         r_mlp, c_mlp = r, 0.0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import torch
 
+from model.hook_names import hook_names
 from model.hooks import caching_hook, hooks
 from model.seq2seq import EncoderDecoder
 
@@ -12,7 +13,7 @@ from model.seq2seq import EncoderDecoder
 def cross_patterns(model: EncoderDecoder, src, src_mask, dec_in) -> torch.Tensor:
     """Teacher-forced run -> every cross-attention pattern, [layer, batch, head, out, src]."""
     cache: dict[str, torch.Tensor] = {}
-    names = [f"decoder.blocks.{i}.cross_attn.hook_pattern" for i in range(model.dec_cfg.n_layers)]
+    names = hook_names(model.dec_cfg, decoder=True).every_layer("cross_attn", "pattern")
     with torch.no_grad(), hooks(model.hook_names, [(n, caching_hook(cache)) for n in names]):
         model(src, src_mask, decoder_input_ids=dec_in)
     return torch.stack([cache[n] for n in names])  # [layer, batch, head, out_pos, src_pos]

@@ -41,6 +41,7 @@ from analysis.gradients import (
     IGResult, check_gradient_bounds, default_baseline, gradient_x_input, integrated_gradients,
 )
 from analysis.rollout import attention_rollout
+from model.hook_names import hook_names
 
 METHODS = ("attention", "rollout", "attention_norm", "gradient_x_input", "integrated_gradients",
            "occlusion")
@@ -92,7 +93,7 @@ def value_vectors(loaded, trace, layer: int) -> torch.Tensor:
     """f_h(x_j) = v_hj W_O[h] for every head and token: float64 [head, k_pos, d_model].
     v is the cached hook_v (bias included); W_O's bias is the same for every token and left out."""
     cfg = loaded.cfg
-    v = trace.cache[f"blocks.{layer}.attn.hook_v"][0].double()  # [kv_head, pos, d_head]
+    v = trace.cache[hook_names(cfg).attn(layer, "v")][0].double()  # [kv_head, pos, d_head]
     v = v.repeat_interleave(cfg.n_heads // cfg.n_kv_heads, dim=0)  # [head, pos, d_head]
     w_o = loaded.model.blocks[layer].attn.W_O.detach().double().cpu()  # [head, d_head, d_model]
     return torch.bmm(v, w_o)  # [head, pos, d_model]
@@ -101,7 +102,7 @@ def value_vectors(loaded, trace, layer: int) -> torch.Tensor:
 def attention_norms(loaded, trace, layer: int) -> np.ndarray:
     """‖α_hij · f_h(x_j)‖ = α_hij ‖f_h(x_j)‖ per head: [head, q_pos, k_pos]."""
     f_norm = value_vectors(loaded, trace, layer).norm(dim=-1)  # [head, k_pos]
-    pattern = trace.cache[f"blocks.{layer}.attn.hook_pattern"][0].double()  # [head, q, k]
+    pattern = trace.cache[hook_names(loaded.cfg).attn(layer, "pattern")][0].double()  # [head, q, k]
     return (pattern * f_norm[:, None, :]).numpy()
 
 
@@ -110,7 +111,7 @@ def layer_attention_norm(loaded, trace, layer: int) -> np.ndarray:
     Through each token's Gram matrix G_j[h, g] = f_h(x_j)·f_g(x_j), never [q, k, d_model]."""
     f = value_vectors(loaded, trace, layer)  # [head, pos, d_model]
     gram = torch.einsum("hkd,gkd->khg", f, f)  # [k_pos, head, head]
-    pattern = trace.cache[f"blocks.{layer}.attn.hook_pattern"][0].double()  # [head, q, k]
+    pattern = trace.cache[hook_names(loaded.cfg).attn(layer, "pattern")][0].double()  # [head, q, k]
     mixed = torch.einsum("khg,gqk->hqk", gram, pattern)  # [head, q_pos, k_pos]
     return (pattern * mixed).sum(0).clamp_min(0).sqrt().numpy()  # [q_pos, k_pos]
 
@@ -320,8 +321,10 @@ def all_heads(loaded, inputs: Inputs, target: Target, baseline: str | None = Non
     integrated gradients' default (analysis/gradients.py, `default_baseline`)."""
     baseline = baseline or default_baseline(loaded)
     check_request(loaded, inputs, target, 0, None, baseline, steps, occlusion_mode)
+    names = hook_names(loaded.cfg)
+    kept = {*names.every_layer("attn", "pattern"), *names.every_layer("attn", "v")}
     trace = loaded.run_ids(inputs.input_ids, inputs.attention_mask, inputs.token_type_ids,
-                           keep=lambda n: n.endswith((".attn.hook_pattern", ".attn.hook_v")))
+                           keep=kept.__contains__)
     n_pos = inputs.input_ids.shape[1]
     attentions = trace.attentions[0]  # [n_layers, head, q_pos, k_pos]
     weights = query_weights(target, n_pos)  # [q_pos]

@@ -24,6 +24,7 @@ import torch
 import torch.nn.functional as F
 
 from analysis.ablation import Inputs
+from model.hook_names import hook_names
 from model.hooks import hooks
 from model.transformer import HookedTransformer
 
@@ -152,7 +153,7 @@ def final_states(loaded, input_ids: torch.Tensor, attention_mask: torch.Tensor,
     model's parameters are only read.
     """
     model, dev = loaded.model, loaded.device
-    replace = [] if tok is None else [("embed.hook_tok", lambda x, name: tok)]
+    replace = [] if tok is None else [(hook_names(model.cfg).embed("tok"), lambda x, name: tok)]
     with hooks(model.hook_names, replace):
         x = model.embed(input_ids.to(dev), token_type_ids.to(dev))  # [batch, pos, d_model]
         x = model.run_blocks(x, attention_mask.to(dev))  # [batch, pos, d_model]

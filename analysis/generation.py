@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from model.hook_names import hook_names
 from model.hooks import hooks
 from model.runner import EncoderDecoderModel
 
@@ -178,10 +179,9 @@ def _step_forward(loaded, window: list[int]) -> tuple[torch.Tensor, torch.Tensor
         rows[name] = pattern[0, :, -1, :].detach().float().cpu()  # [head, k_pos]
 
     ids = torch.tensor([window], dtype=torch.long, device=loaded.device)  # [1, pos]
-    with torch.no_grad(), hooks(loaded.hook_names,
-                                [(lambda n: n.endswith(".attn.hook_pattern"), grab)]):
+    names = hook_names(loaded.cfg).every_layer("attn", "pattern")
+    with torch.no_grad(), hooks(loaded.hook_names, [(n, grab) for n in names]):
         out = loaded.model(ids, torch.ones_like(ids), torch.zeros_like(ids))
-    names = [f"blocks.{i}.attn.hook_pattern" for i in range(loaded.cfg.n_layers)]
     attention = torch.stack([rows[n] for n in names])  # [layer, head, k_pos]
     return out.logits[0, -1].float().cpu(), attention  # [vocab], [layer, head, k_pos]
 

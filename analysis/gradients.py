@@ -54,6 +54,7 @@ from analysis.ablation import Inputs
 from analysis.effect_target import (
     Target, check_model, prefix, score, special_token_id, visible_length,
 )
+from model.hook_names import hook_names
 from model.hooks import caching_hook, hooks
 
 MAX_GRADIENT_TOKENS = 512  # gradient × input and integrated gradients
@@ -87,10 +88,10 @@ def token_embeddings(loaded, inputs: Inputs, fill_id: int | None = None) -> torc
     With fill_id, every token is that id instead (a [PAD] or [MASK] baseline)."""
     ids = inputs.input_ids if fill_id is None else torch.full_like(inputs.input_ids, fill_id)
     store: dict[str, torch.Tensor] = {}
-    model = loaded.model
-    with torch.no_grad(), hooks(model.hook_names, [("embed.hook_tok", caching_hook(store))]):
+    model, tok = loaded.model, hook_names(loaded.cfg).embed("tok")
+    with torch.no_grad(), hooks(model.hook_names, [(tok, caching_hook(store))]):
         model.embed(ids.to(loaded.device), inputs.token_type_ids.to(loaded.device))
-    return store["embed.hook_tok"].clone()  # [1, pos, d_model]
+    return store[tok].clone()  # [1, pos, d_model]
 
 
 def baseline_embeddings(loaded, inputs: Inputs, baseline: str) -> torch.Tensor:

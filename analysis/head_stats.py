@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from model.hook_names import hook_names
+
 # Which tokens count as special, in words for the screen (the rule is model/tokenizer.py's).
 SPECIAL_RULE = ("A special token counts as special wherever it stands: one typed inside the "
                 "text (a `[SEP]` in the middle) reaches the model as the real one, so it "
@@ -144,10 +146,11 @@ def pooled_statistics(totals: Iterable[StatTotals]) -> dict[str, np.ndarray]:
 
 def trace_totals(trace, item: int = 0) -> StatTotals:
     """`statistic_totals` for one text of a Trace (needs the attention patterns in its cache)."""
-    pattern = trace.cache["blocks.0.attn.hook_pattern"]
+    names = hook_names(trace.cfg).every_layer("attn", "pattern")
+    pattern = trace.cache[names[0]]
     if pattern.shape[0] <= item:
         raise ValueError(f"the trace holds {pattern.shape[0]} texts, not {item + 1}")
-    attn = torch.stack([trace.cache[n][item] for n in trace.layer_names("attn.hook_pattern")])
+    attn = torch.stack([trace.cache[n][item] for n in names])
     return statistic_totals(attn, trace.batch_tokens[item], trace.special_mask[item],
                             trace.attention_mask[item])
 

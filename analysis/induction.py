@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import torch
 
+from model.hook_names import hook_names
 from model.hooks import caching_hook, hooks
 
 
@@ -46,7 +47,7 @@ def previous_token_score(patterns: torch.Tensor) -> torch.Tensor:
 def pattern_cache(model, ids: torch.Tensor) -> dict[str, torch.Tensor]:
     """Run a HookedTransformer on ids [batch, pos]; return every attn.hook_pattern."""
     cache: dict[str, torch.Tensor] = {}
-    names = [n for n in model.hook_names if n.endswith("attn.hook_pattern")]
+    names = hook_names(model.cfg).every_layer("attn", "pattern")
     with torch.no_grad(), hooks(model.hook_names, [(n, caching_hook(cache)) for n in names]):
         model(ids)
     return cache
@@ -71,7 +72,7 @@ def repeat_scores(model, n_seqs: int = 64, length: int = 20, seed: int = 1234,
         cache = pattern_cache(model, ids)
     finally:
         model.train(was_training)
-    layers = [cache[f"blocks.{i}.attn.hook_pattern"] for i in range(cfg.n_layers)]
+    layers = [cache[name] for name in hook_names(cfg).every_layer("attn", "pattern")]
     return {
         "induction": torch.stack([induction_score(p) for p in layers]),  # [layer, head]
         "previous": torch.stack([previous_token_score(p) for p in layers]),  # [layer, head]

@@ -27,6 +27,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from model.hook_names import hook_names
 from model.hooks import caching_hook, hooks
 from model.runner import EncoderDecoderModel
 
@@ -72,9 +73,10 @@ class Patching:
 def _cached_run(loaded, ids: torch.Tensor):
     """One forward pass of ids [1, pos]; every block's input and output and z kept."""
     cache: dict[str, torch.Tensor] = {}
-    keep = (".hook_resid_pre", ".hook_resid_post", ".attn.hook_z")
-    with torch.no_grad(), hooks(loaded.hook_names, [
-            (lambda n: n.startswith("blocks.") and n.endswith(keep), caching_hook(cache))]):
+    names = hook_names(loaded.cfg)
+    keep = {*names.every_layer("resid", "pre"), *names.every_layer("resid", "post"),
+            *names.every_layer("attn", "z")}
+    with torch.no_grad(), hooks(loaded.hook_names, [(keep.__contains__, caching_hook(cache))]):
         out = loaded.model(ids, torch.ones_like(ids), torch.zeros_like(ids))
     return out, cache
 
@@ -243,10 +245,11 @@ def induction_pair(length: int, n_symbols: int, seed: int = 0,
     return clean, corrupted
 
 
-def _resid_name(n_layers: int, row: int) -> str:
+def _resid_name(cfg, row: int) -> str:
     """Row l < n_layers: the input of block l; row n_layers: the output of the last block."""
-    return f"blocks.{row}.hook_resid_pre" if row < n_layers \
-        else f"blocks.{n_layers - 1}.hook_resid_post"
+    names = hook_names(cfg)
+    return names.resid(row, "pre") if row < cfg.n_layers \
+        else names.resid(cfg.n_layers - 1, "post")
 
 
 def _check_patches(cfg, n_pos: int, resid, heads) -> tuple[list, list]:
@@ -270,11 +273,11 @@ def patched_metric(p: Patching, resid: Iterable[tuple[int, int]] = (),
     cfg = p.loaded.cfg
     resid, heads = _check_patches(cfg, p.n_pos, resid, heads)
     fns: list[tuple[str, Callable]] = []
-    for name, positions in _group(resid, lambda c: _resid_name(cfg.n_layers, c[0])).items():
+    for name, positions in _group(resid, lambda c: _resid_name(cfg, c[0])).items():
         idx = torch.tensor([c[1] for c in positions])  # [k]
         fns.append((name, _replacer(p.clean[name], idx, dim=1)))
     for layer, chosen in _group(heads, lambda c: c[0]).items():
-        name = f"blocks.{layer}.attn.hook_z"
+        name = hook_names(cfg).attn(layer, "z")
         fns.append((name, _replacer(p.clean[name], torch.tensor([c[1] for c in chosen]), 1)))
     ids = p.corrupted_ids
     with torch.no_grad(), hooks(p.loaded.hook_names, fns):
@@ -326,7 +329,7 @@ def residual_patching(p: Patching, progress: Callable[[int, int], None] | None =
     grid = torch.zeros(n_rows, n_pos, dtype=torch.float64)  # [row, pos]
     done = 0
     for row in range(n_rows):
-        name = _resid_name(cfg.n_layers, row)
+        name = _resid_name(cfg, row)
         base, clean = p.corrupted[name], p.clean[name]  # [1, pos, d_model]
         for start in range(0, n_pos, chunk):
             pos = torch.arange(start, min(start + chunk, n_pos))  # [b]
@@ -349,9 +352,9 @@ def head_patching(p: Patching, progress: Callable[[int, int], None] | None = Non
     grid = torch.zeros(cfg.n_layers, cfg.n_heads, dtype=torch.float64)  # [layer, head]
     done = 0
     for layer in range(cfg.n_layers):
-        name = f"blocks.{layer}.attn.hook_z"
+        name = hook_names(cfg).attn(layer, "z")
         clean_z = p.clean[name]  # [1, head, pos, d_head]
-        x0 = p.corrupted[f"blocks.{layer}.hook_resid_pre"]  # [1, pos, d_model]
+        x0 = p.corrupted[hook_names(cfg).resid(layer, "pre")]  # [1, pos, d_model]
         for start in range(0, cfg.n_heads, chunk):
             heads = torch.arange(start, min(start + chunk, cfg.n_heads))  # [b]
             items = torch.arange(heads.numel())  # [b]

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from model.hook_names import hook_names
 from model.trace import Trace
 
 METHODS = ("PCA", "t-SNE", "UMAP")
@@ -185,8 +186,7 @@ class EmbeddingParts:
         return {name: np.linalg.norm(v, axis=-1) for name, v in rows.items()}
 
 
-PART_HOOKS = (("token", "embed.hook_tok"), ("token type", "embed.hook_type"),
-              ("position", "embed.hook_pos"))
+PARTS = (("token", "tok"), ("token type", "type"), ("position", "pos"))  # label, embed part
 
 
 def embedding_parts(trace: Trace, item: int = 0) -> EmbeddingParts:
@@ -194,23 +194,26 @@ def embedding_parts(trace: Trace, item: int = 0) -> EmbeddingParts:
 
     Rotary models add no position vector: their "sum" is the token embedding alone.
     """
-    cache = trace.cache
+    cache, names = trace.cache, hook_names(trace.cfg)
     n = int(trace.attention_mask[item].sum())  # real tokens (a batch may pad)
-    if "embed.hook_tok" not in cache:
-        raise ValueError("this trace did not keep embed.hook_tok; run it with the embedding hooks")
+    tok = names.embed("tok")
+    if tok not in cache:
+        raise ValueError(f"this trace did not keep {tok}; run it with the embedding hooks")
     parts, hooks, shapes = {}, {}, {}
-    for name, hook in PART_HOOKS:
+    for name, part in PARTS:
+        hook = names.embed(part, required=False)
         if hook in cache:
             parts[name] = cache[hook][item, :n].numpy()  # [pos, d_model]
             hooks[name], shapes[hook] = hook, tuple(cache[hook].shape)
-    sum_hook = "embed.hook_sum" if "embed.hook_sum" in cache else "embed.hook_tok"
+    sum_hook = names.embed("sum", required=False)
+    sum_hook = sum_hook if sum_hook in cache else tok
     hooks["sum"], shapes[sum_hook] = sum_hook, tuple(cache[sum_hook].shape)
     total = cache[sum_hook][item, :n].numpy()  # [pos, d_model]
-    normed = None
-    if "embed.ln.hook_normalized" in cache:
-        normed = cache["embed.ln.hook_normalized"][item, :n].numpy()  # [pos, d_model]
-        hooks["after LayerNorm"] = "embed.ln.hook_normalized"
-        shapes["embed.ln.hook_normalized"] = tuple(cache["embed.ln.hook_normalized"].shape)
+    normed, ln = None, names.embed("ln", required=False)
+    if ln in cache:
+        normed = cache[ln][item, :n].numpy()  # [pos, d_model]
+        hooks["after LayerNorm"] = ln
+        shapes[ln] = tuple(cache[ln].shape)
     return EmbeddingParts(parts, hooks, total, normed, shapes)
 
 
@@ -251,12 +254,12 @@ def query_key_vectors(trace: Trace, layer: int, head: int, item: int = 0):
     cfg = trace.cfg
     if not (0 <= layer < cfg.n_layers and 0 <= head < cfg.n_heads):
         raise ValueError(f"layer must be in [0, {cfg.n_layers}) and head in [0, {cfg.n_heads})")
-    rot = "rot_" if cfg.positions == "rotary" else ""
+    rot, names = "rot_" if cfg.positions == "rotary" else "", hook_names(cfg)
     n = int(trace.attention_mask[item].sum())
     kv_head = head // (cfg.n_heads // cfg.n_kv_heads)
-    q = trace.cache[f"blocks.{layer}.attn.hook_{rot}q"][item, head, :n]  # [pos, d_head]
-    k = trace.cache[f"blocks.{layer}.attn.hook_{rot}k"][item, kv_head, :n]  # [pos, d_head]
-    pattern = trace.cache[f"blocks.{layer}.attn.hook_pattern"][item, head, :n, :n]  # [q, k]
+    q = trace.cache[names.attn(layer, rot + "q")][item, head, :n]  # [pos, d_head]
+    k = trace.cache[names.attn(layer, rot + "k")][item, kv_head, :n]  # [pos, d_head]
+    pattern = trace.cache[names.attn(layer, "pattern")][item, head, :n, :n]  # [q, k]
     return q.numpy(), k.numpy(), pattern.numpy()
 
 

@@ -6,11 +6,12 @@ import math
 
 import torch
 
+from model.hook_names import hook_names
 from model.trace import Trace
 
 
 def _hook(trace: Trace, layer: int, name: str) -> torch.Tensor:
-    key = f"blocks.{layer}.attn.{name}"
+    key = hook_names(trace.cfg).attn(layer, name)
     if key not in trace.cache:
         raise ValueError(f"the trace has no {key!r}; run the model without a `keep` filter")
     return trace.cache[key]
@@ -39,10 +40,10 @@ def qk_breakdown(trace: Trace, layer: int, head: int, query_pos: int, item: int 
                                (query_pos, n_pos, "query_pos"), (item, n_batch, "item")):
         if not 0 <= int(value) < upper:
             raise ValueError(f"{what} must be in [0, {upper}), got {value}")
-    rotary = f"blocks.{layer}.attn.hook_rot_q" in trace.cache
+    rotary = hook_names(cfg).attn(int(layer), "rot_q", required=False) in trace.cache
     kv_head = head // (cfg.n_heads // cfg.n_kv_heads)
-    q = _hook(trace, layer, "hook_rot_q" if rotary else "hook_q")[item, head, query_pos]
-    keys = _hook(trace, layer, "hook_rot_k" if rotary else "hook_k")[item, kv_head]
+    q = _hook(trace, int(layer), "rot_q" if rotary else "q")[item, head, query_pos]
+    keys = _hook(trace, int(layer), "rot_k" if rotary else "k")[item, kv_head]
     q, keys = q.float(), keys.float()  # [d_head], [k_pos, d_head]
     qk = keys @ q  # [k_pos]
     scale = 1.0 / math.sqrt(cfg.d_head) if cfg.attn_scale is None else cfg.attn_scale

@@ -30,9 +30,10 @@ from pathlib import Path
 
 import torch
 
+from model.hook_names import hook_names
+
 TOLERANCE = 1e-4
 OWN_MODEL_TYPE = "attention_lab"  # model/registry.py: this project's own format
-KEEP = (".attn.hook_pattern", "hook_resid_pre", "hook_resid_post")
 
 
 @dataclass
@@ -113,17 +114,24 @@ def _worst(a: torch.Tensor, b: torch.Tensor) -> float:
     return float((a.detach().float().cpu() - b.detach().float().cpu()).abs().max())
 
 
+def _kept(cfg) -> set[str]:
+    """What the comparison reads: every block's input and output and every pattern."""
+    names = hook_names(cfg)
+    return {*names.every_layer("attn", "pattern"), *names.every_layer("resid", "pre"),
+            *names.every_layer("resid", "post")}
+
+
 def compare(loaded, trace, out) -> list[LayerDifference]:
     """Per-layer worst differences between our trace and HF's output (one batch)."""
-    cfg = loaded.cfg
-    ours = [trace.cache["blocks.0.hook_resid_pre"]] + [
-        trace.cache[f"blocks.{i}.hook_resid_post"] for i in range(cfg.n_layers)]
+    cfg, names = loaded.cfg, hook_names(loaded.cfg)
+    ours = [trace.cache[names.resid(0, "pre")]] + [
+        trace.cache[name] for name in names.every_layer("resid", "post")]
     if cfg.block != "post_ln" and trace.final is not None:
         ours[-1] = trace.final  # HF's last hidden state is after the final norm
     theirs = list(out.hidden_states)
     rows = [LayerDifference("embeddings", None, _worst(ours[0], theirs[0]))]
     for layer in range(cfg.n_layers):
-        attn = _worst(trace.cache[f"blocks.{layer}.attn.hook_pattern"], out.attentions[layer])
+        attn = _worst(trace.cache[names.attn(layer, "pattern")], out.attentions[layer])
         rows.append(LayerDifference(f"layer {layer}", attn,
                                     _worst(ours[layer + 1], theirs[layer + 1])))
     return rows
@@ -135,7 +143,7 @@ def reference_check(loaded, directory: Path | None, text: str,
     reason = unsupported_reason(loaded, directory)
     if reason:
         return ReferenceCheck(reason)
-    trace = loaded.run(text, pair or None, keep=lambda n: n.endswith(KEEP))
+    trace = loaded.run(text, pair or None, keep=_kept(loaded.cfg).__contains__)
     try:
         hf = _load_reference(loaded, Path(directory))
     except Exception as exc:  # any loading failure is reported, never raised to the page

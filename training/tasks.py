@@ -22,6 +22,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from model.config import TransformerConfig
+from model.hook_names import hook_names
 from analysis.induction import pattern_cache, repeat_scores
 from analysis.cross_attention import cross_patterns, reversal_scores
 from model.seq2seq import EncoderDecoder
@@ -234,8 +235,8 @@ class Task:
         """[layer, head, q_pos, k_pos] attention on the probe (float16, to keep many)."""
         ids = torch.tensor([[self.chars.index(c) for c in self.probe()[0]]])  # [1, pos]
         cache = pattern_cache(model, ids)
-        return torch.stack([cache[f"blocks.{i}.attn.hook_pattern"][0]
-                            for i in range(model.cfg.n_layers)]).half().numpy()
+        return torch.stack([cache[name][0] for name in hook_names(model.cfg).every_layer(
+            "attn", "pattern")]).half().numpy()
 
     def evaluate(self, model) -> dict[str, float]:
         return {}

@@ -15,6 +15,7 @@ from streamlit.runtime.scriptrunner_utils.exceptions import StopException
 
 from model import LoadedModel, ModelLoadError, Trace, load_model
 from model.allocator import arena_count, keep_freed_memory, release_free_memory, rss_bytes
+from model.hook_names import suffix
 
 from . import busy, settings
 from .budget import MemoryBudget
@@ -40,13 +41,15 @@ _MODEL_BYTES: dict[str, int] = {}
 # scores and q·k are recomputed from q and k when needed, so they are not kept. Names match
 # whole (not as substrings: "hook_q" in "hook_qk" once kept every q·k matrix, twice the
 # patterns' memory).
-APP_HOOKS = frozenset({"hook_pattern", "hook_q", "hook_k", "hook_rot_q", "hook_rot_k",
-                       "hook_resid_pre", "hook_resid_post", "hook_tok", "hook_pos", "hook_type",
-                       "hook_sum"})
+APP_HOOKS = frozenset(suffix(kind, what).rsplit(".", 1)[-1] for kind, what in (
+    ("attn", "pattern"), ("attn", "q"), ("attn", "k"), ("attn", "rot_q"), ("attn", "rot_k"),
+    ("resid", "pre"), ("resid", "post"), ("embed", "tok"), ("embed", "pos"), ("embed", "type"),
+    ("embed", "sum")))
+EMBED_NORM = suffix("embed", "ln").rsplit(".", 1)[0] + "."  # "embed.ln.": kept whole
 
 
 def keep_for_app(name: str) -> bool:
-    return name.rsplit(".", 1)[-1] in APP_HOOKS or name.startswith("embed.ln.")
+    return name.rsplit(".", 1)[-1] in APP_HOOKS or name.startswith(EMBED_NORM)
 
 
 @st.cache_resource(max_entries=MODEL_CACHE_ENTRIES, show_spinner="Loading the model…")

@@ -10,6 +10,7 @@ import torch
 from analysis.attribution import Attribution, attribute_ids, attribution_unavailable
 from analysis.generation import Generation, Sampling, decoder_unavailable, generate_ids
 from analysis.induction import fresh_repeats, induction_score, pattern_cache
+from model.hook_names import hook_names
 
 from .cache import get_model, shared
 from .switch import needs_lm_head
@@ -38,8 +39,8 @@ def induction_head(model_name: str) -> tuple[int, int, float]:
     length = max(2, min(20, model.cfg.n_ctx // 2))
     ids = fresh_repeats(torch.Generator().manual_seed(0), 8, length, model.cfg.d_vocab)
     cache = pattern_cache(model, ids.to(next(model.parameters()).device))
-    scores = torch.stack([induction_score(cache[f"blocks.{i}.attn.hook_pattern"].float().cpu())
-                          for i in range(model.cfg.n_layers)])  # [layer, head]
+    scores = torch.stack([induction_score(cache[name].float().cpu())  # [layer, head]
+                          for name in hook_names(model.cfg).every_layer("attn", "pattern")])
     layer, head = divmod(int(scores.argmax()), model.cfg.n_heads)
     return layer, head, float(scores[layer, head])
 

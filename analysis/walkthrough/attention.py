@@ -24,18 +24,24 @@ def attention_steps(w: Walk, layer: int) -> None:
 
 
 def _names(w: Walk, layer: int):
-    """What the three stages share: the config, the hook prefix, the group, head counts and
-    the names of the widths on screen."""
+    """What the three stages share: the config, the group, head counts and the names of the
+    widths on screen."""
     cfg = w.cfg
     h, kv, dh = cfg.n_heads, cfg.n_kv_heads, cfg.d_head
     width = "d_model" if h * dh == cfg.d_model else "heads·d_head"
     kv_dim, kv_width = ("kv_heads", "kv_heads·d_head") if kv != h else ("heads", width)
-    return cfg, f"blocks.{layer}.", f"Layer {layer}", h, kv, dh, width, kv_dim, kv_width
+    return cfg, f"Layer {layer}", h, kv, dh, width, kv_dim, kv_width
+
+
+def _k_name(w: Walk, layer: int) -> str:
+    """The keys the scores use: rotated where the model rotates them."""
+    rotated = w.names.attn(layer, "rot_k", required=False)
+    return rotated if w.has(rotated) else w.names.attn(layer, "k")
 
 
 def projection_steps(w: Walk, layer: int) -> None:
     """The layer's input, its norm (pre-LN), Q, K and V, the split into heads, rotation."""
-    cfg, p, g, h, kv, dh, width, kv_dim, kv_width = _names(w, layer)
+    cfg, g, h, kv, dh, width, kv_dim, kv_width = _names(w, layer)
     came = "the embeddings' output" if layer == 0 else f"the output of layer {layer - 1}"
     w.add("layer_input", g, "The layer's input",
           f"Layer {layer} of {cfg.n_layers} reads {came}: the residual stream, one vector per "
@@ -43,16 +49,16 @@ def projection_steps(w: Walk, layer: int) -> None:
           "Every layer has the same shape in and out, which is why layers can be stacked. Each "
           "one reads the stream and adds its results to it.",
           r"X^{(\ell)} = \text{output of layer } \ell - 1",
-          [w.shown("X", p + "hook_resid_pre", BTD)], "values", layer)
+          [w.shown("X", w.names.resid(layer, "pre"), BTD)], "values", layer)
     if w.pre_ln:
         w.add("ln1", g, f"{w.norm} before attention",
               "Pre-LN: the block normalizes a copy of its input for attention; the stream "
               "itself stays as it is.",
               "GPT-2 and Llama put the norm first. The residual stream stays an untouched "
               "running sum, which makes deep models easier to train than BERT's post-LN order.",
-              w.norm_formula, [w.shown("normalized X", p + "ln1.hook_normalized", BTD)],
+              w.norm_formula, [w.shown("normalized X", w.names.norm(layer, "ln1"), BTD)],
               "values", layer)
-    qkv = {n: w.hook(f"{p}attn.hook_{n}") for n in "qkv"}  # [batch, heads, pos, d_head] each
+    qkv = {n: w.hook(w.names.attn(layer, n)) for n in "qkv"}  # [batch, heads, pos, d_head] each
     w.add("qkv_proj", g, "Q, K, V projections",
           "Three learned linear maps turn every token's vector into a query (what it looks "
           "for), a key (what it offers) and a value (what it passes on)."
@@ -62,7 +68,7 @@ def projection_steps(w: Walk, layer: int) -> None:
           "`nn.Linear(d_model, d_model)` layers. This model keeps the same weights split per "
           "head, so these tensors are its hook tensors with the heads side by side again.",
           r"Q = XW_Q + b_Q,\quad K = XW_K + b_K,\quad V = XW_V + b_V",
-          [Shown(n.upper(), _join_heads(qkv[n]), ("batch", "pos", wd), f"{p}attn.hook_{n}",
+          [Shown(n.upper(), _join_heads(qkv[n]), ("batch", "pos", wd), w.names.attn(layer, n),
                  JOIN.format(f"hook_{n}", nh) + ": the heads side by side, as one Linear "
                  "layer outputs them", "with the heads laid side by side (no arithmetic)")
            for n, wd, nh in (("q", width, "heads"), ("k", kv_width, kv_dim),
@@ -73,7 +79,7 @@ def projection_steps(w: Walk, layer: int) -> None:
           "Nothing is computed: Hugging Face's code does `view` then `transpose(1, 2)`. Each "
           "head will build its own attention pattern; that is what 'multi-head' means.",
           r"Q_h = Q[:, :, h\,d_h : (h+1)\,d_h],\qquad d_h = d_{model} / H",
-          [w.shown(f"{n.upper()} per head", f"{p}attn.hook_{n}",
+          [w.shown(f"{n.upper()} per head", w.names.attn(layer, n),
                    ("batch", "heads" if n == "q" else kv_dim, "pos", "d_head")) for n in "qkv"],
           None, layer)
     if cfg.qk_norm:
@@ -82,11 +88,11 @@ def projection_steps(w: Walk, layer: int) -> None:
               "learned weights shared by all heads.",
               "Qwen3 and Gemma 3 do this so that q·k cannot grow without bound as training "
               "goes on; values are not normalized.", w.norm_formula,
-              [w.shown("normalized Q", p + "attn.q_norm.hook_normalized",
+              [w.shown("normalized Q", w.names.norm(layer, "q_norm"),
                        ("batch", "heads", "pos", "d_head")),
-               w.shown("normalized K", p + "attn.k_norm.hook_normalized",
+               w.shown("normalized K", w.names.norm(layer, "k_norm"),
                        ("batch", kv_dim, "pos", "d_head"))], None, layer)
-    k_name = p + ("attn.hook_rot_k" if w.has(p + "attn.hook_rot_k") else "attn.hook_k")
+    k_name = _k_name(w, layer)
     rot = cfg.rotary_dim or dh
     if k_name.endswith("rot_k"):
         w.add("rotary", g, "Rotary positions (RoPE)",
@@ -96,14 +102,15 @@ def projection_steps(w: Walk, layer: int) -> None:
                  "through unchanged." if rot < dh else ""),
               "This is where a Llama-style model learns about order. Values are not rotated.",
               r"\tilde q_j = R_{\theta j}\, q_j,\quad \tilde k_j = R_{\theta j}\, k_j",
-              [w.shown("rotated Q", p + "attn.hook_rot_q", ("batch", "heads", "pos", "d_head")),
+              [w.shown("rotated Q", w.names.attn(layer, "rot_q"),
+                       ("batch", "heads", "pos", "d_head")),
                w.shown("rotated K", k_name, ("batch", kv_dim, "pos", "d_head"))], None, layer)
 
 
 def score_steps(w: Walk, layer: int) -> None:
     """The transposed key, the scores, the scaling, the mask and the softmax."""
-    cfg, p, g, h, kv, dh, width, kv_dim, kv_width = _names(w, layer)
-    k_name = p + ("attn.hook_rot_k" if w.has(p + "attn.hook_rot_k") else "attn.hook_k")
+    cfg, g, h, kv, dh, width, kv_dim, kv_width = _names(w, layer)
+    k_name = _k_name(w, layer)
     k_used, k_how = w.hook(k_name), "`.transpose(-1, -2)` of the hook tensor"
     k_plain = "turned on its side: rows become columns (no arithmetic)"
     if kv != h:
@@ -119,12 +126,13 @@ def score_steps(w: Walk, layer: int) -> None:
           r"K_h^\top \in \mathbb{R}^{d_h \times T}",
           [Shown("Kᵀ", k_used.transpose(-1, -2), ("batch", "heads", "d_head", "pos"), k_name,
                  k_how, k_plain)], None, layer)
-    qk = w.hook(p + "attn.hook_qk")  # [batch, heads, q_pos, k_pos]
+    qk = w.hook(w.names.attn(layer, "qk"))  # [batch, heads, q_pos, k_pos]
     w.add("scores", g, "Scores Q·Kᵀ",
           "Row i, column j is the dot product of query i with key j: how well token j matches "
           "what token i looks for. Rows are queries, columns are keys.",
           "One [pos, pos] matrix per head and per text; large and positive means a strong match.",
-          r"S_h = Q_h K_h^\top", [w.shown("scores", p + "attn.hook_qk", BHQK)], "scores", layer)
+          r"S_h = Q_h K_h^\top", [w.shown("scores", w.names.attn(layer, "qk"), BHQK)], "scores",
+          layer)
     _scale_step(w, layer, qk)
     window = cfg.sliding_window if cfg.layer_type(layer) == "sliding" else None
     mask = attention_mask_bias(w.trace.attention_mask, cfg.causal, torch.float32, window)
@@ -150,35 +158,35 @@ def score_steps(w: Walk, layer: int) -> None:
                  "trace.attention_mask", f"`attention_mask_bias(attention_mask, causal="
                  f"{cfg.causal}, window={window})`, the function the forward pass calls",
                  "turned into 0 (may look) and −∞ (blocked), as the model itself does"),
-           w.shown("masked scores", p + "attn.hook_scores", BHQK)], "mask", layer)
+           w.shown("masked scores", w.names.attn(layer, "scores"), BHQK)], "mask", layer)
     w.add("softmax", g, "Softmax over keys",
           "Each row is exponentiated and divided by its sum: weights between 0 and 1 that add "
           "up to 1, how much query i attends to each key.",
           "This is the pattern the Attention page draws. Dropout on it exists in training only.",
           r"A_{ij} = \frac{e^{S''_{ij}}}{\sum_k e^{S''_{ik}}}",
-          [w.shown("attention pattern", p + "attn.hook_pattern", BHQK)], "pattern", layer)
+          [w.shown("attention pattern", w.names.attn(layer, "pattern"), BHQK)], "pattern", layer)
 
 
 def output_steps(w: Walk, layer: int) -> None:
     """The weighted sum of the values, the heads joined, the output projection."""
-    cfg, p, g, h, kv, dh, width, kv_dim, kv_width = _names(w, layer)
+    cfg, g, h, kv, dh, width, kv_dim, kv_width = _names(w, layer)
     w.add("weighted_values", g, "Weighted sum of the values",
           "Each query's new vector is a mix of all value vectors, weighted by its row of "
           "attention: information flows from the tokens it attends to.",
           "Per head, [pos, pos] @ [pos, d_head] → [pos, d_head].",
           r"Z_h = A_h V_h",
-          [w.shown("Z (context)", p + "attn.hook_z", ("batch", "heads", "pos", "d_head"))],
+          [w.shown("Z (context)", w.names.attn(layer, "z"), ("batch", "heads", "pos", "d_head"))],
           "values", layer)
-    z = w.hook(p + "attn.hook_z")  # [batch, heads, pos, d_head]
+    z = w.hook(w.names.attn(layer, "z"))  # [batch, heads, pos, d_head]
     w.add("join_heads", g, "Join the heads",
           f"The head axis moves back after the sequence and the {h} heads are laid side by "
           f"side: one row of {h} × {dh} numbers per token again.",
           "Hugging Face's code does `permute(0, 2, 1, 3)` then `view`: still no arithmetic. "
           "The heads are mixed in the next step.", r"\operatorname{concat}(Z_1, \dots, Z_H)",
           [Shown("permuted", z.transpose(1, 2), ("batch", "pos", "heads", "d_head"),
-                 p + "attn.hook_z", "`hook_z.transpose(1, 2)`",
+                 w.names.attn(layer, "z"), "`hook_z.transpose(1, 2)`",
                  "with the head axis moved after the positions (no arithmetic)"),
-           Shown("joined", _join_heads(z), ("batch", "pos", width), p + "attn.hook_z",
+           Shown("joined", _join_heads(z), ("batch", "pos", width), w.names.attn(layer, "z"),
                  JOIN.format("hook_z", "heads"), "with the heads laid side by side "
                  "(no arithmetic)")], "values", layer)
     w.add("attn_out", g, "Output projection",
@@ -186,17 +194,17 @@ def output_steps(w: Walk, layer: int) -> None:
           f"{cfg.d_model} numbers per token.",
           "Each head writes into the residual stream through its own slice of W_O.",
           r"\text{Attn}(X) = \operatorname{concat}(Z_1, \dots, Z_H)\, W_O + b_O",
-          [w.shown("attention output", p + "hook_attn_out", BTD)], "values", layer)
+          [w.shown("attention output", w.names.out(layer, "attn"), BTD)], "values", layer)
 
 
 def _scale_step(w: Walk, layer: int, qk: torch.Tensor) -> None:
     """Scores times the model's scale: 1/√d_head for most models, 1/√query_pre_attn_scalar
     for Gemma 2 and 3, none for GPT-Neo; then Gemma 2's soft cap."""
-    cfg, p, g, dh = w.cfg, f"blocks.{layer}.", f"Layer {layer}", w.cfg.d_head
+    cfg, g, dh = w.cfg, f"Layer {layer}", w.cfg.d_head
     scale = dh ** -0.5 if cfg.attn_scale is None else cfg.attn_scale
     how = (f"`hook_qk * {scale:.6g}`; the forward pass fuses this with the mask: "
            "`torch.add(mask, qk, alpha=scale)`")
-    shown = [Shown("scaled scores", qk * scale, BHQK, p + "attn.hook_qk", how,
+    shown = [Shown("scaled scores", qk * scale, BHQK, w.names.attn(layer, "qk"), how,
                    f"every score multiplied by {scale:.4g}")]
     if cfg.attn_scale is None:
         title, formula = f"Divide by √{dh}", r"S'_h = \frac{Q_h K_h^\top}{\sqrt{d_h}}"
@@ -218,7 +226,7 @@ def _scale_step(w: Walk, layer: int, qk: torch.Tensor) -> None:
         summary += (f" Then every score is squashed into (−{cap:g}, {cap:g}) by "
                     f"{cap:g}·tanh(score / {cap:g}): large scores stop growing.")
         formula += rf",\quad S'_h \leftarrow {cap:g}\tanh(S'_h / {cap:g})"
-        shown.append(Shown("capped scores", capped, BHQK, p + "attn.hook_qk",
+        shown.append(Shown("capped scores", capped, BHQK, w.names.attn(layer, "qk"),
                            f"`torch.tanh(hook_qk * {scale:.6g} / {cap:g}) * {cap:g}`",
                            "squashed into the cap"))
     w.add("scale", g, title, summary,

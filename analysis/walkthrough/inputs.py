@@ -94,15 +94,15 @@ def embedding_steps(w: Walk) -> None:
           + (" The original transformer multiplies by √d_model so the embeddings are not "
              "drowned by the positional encoding." if cfg.embed_scale else ""),
           r"E_{\text{tok}}[b, j] = " + (r"\sqrt{d_{model}}\," if cfg.embed_scale else "")
-          + r"W_E[\text{ids}_{b,j}]", [w.shown("token embedding", "embed.hook_tok", dims)],
+          + r"W_E[\text{ids}_{b,j}]", [w.shown("token embedding", w.names.embed("tok"), dims)],
           "values")
-    if w.has("embed.hook_type"):
+    if w.has(w.names.embed("type", required=False)):
         w.add("embed_type", "Embeddings", "Token type embeddings",
               f"Each token type picks a row of a small table with {cfg.n_token_types} rows.",
               "With a single sentence every token gets row 0: the same vector everywhere.",
               r"E_{\text{type}}[b, j] = W_{\text{type}}[\text{type}_{b,j}]",
-              [w.shown("token type embedding", "embed.hook_type", dims)], "values")
-    if w.has("embed.hook_pos"):
+              [w.shown("token type embedding", w.names.embed("type"), dims)], "values")
+    if w.has(w.names.embed("pos", required=False)):
         learned = cfg.positions == "learned"
         w.add("embed_pos", "Embeddings", "Position embeddings" if learned else
               "Positional encoding",
@@ -118,33 +118,33 @@ def embedding_steps(w: Walk) -> None:
               r"E_{\text{pos}}[b, j] = W_{\text{pos}}[j]" if learned else
               r"PE_{j,2i} = \sin\big(j / 10000^{2i/d}\big),\;PE_{j,2i+1} = "
               r"\cos\big(j / 10000^{2i/d}\big)",
-              [w.shown("position embedding", "embed.hook_pos", dims)], "values")
-    if w.has("embed.hook_sum"):
+              [w.shown("position embedding", w.names.embed("pos"), dims)], "values")
+    if w.has(w.names.embed("sum", required=False)):
         parts = " + ".join(rf"E_{{\text{{{p}}}}}" for p in ("tok", "type", "pos")
-                           if w.has(f"embed.hook_{p}"))
+                           if w.has(w.names.embed(p, required=False)))
         w.add("embed_sum", "Embeddings", "Sum of the embeddings",
               "The parts are added number by number: one vector per token that knows both what "
               "the token is and where it stands.",
               "Adding rather than concatenating keeps the width at d_model; training learns to "
               "keep the parts in different directions. Dropout would follow in training; at "
               "inference it does nothing.", rf"X = {parts}",
-              [w.shown("sum", "embed.hook_sum", dims)], "values")
-    if w.has("embed.ln.hook_normalized"):
+              [w.shown("sum", w.names.embed("sum"), dims)], "values")
+    if w.has(w.names.embed("ln", required=False)):
         w.add("embed_norm", "Embeddings", f"{w.norm} of the embeddings",
               f"{w.norm} rescales each token's vector to mean 0 and variance 1, then applies a "
               "learned gain γ and bias β. Dropout comes next in the code but does nothing at "
               "inference, so this is the embeddings' output.",
               "The statistics are taken over the d_model numbers of one token, never across "
               "tokens or texts.", w.norm_formula,
-              [w.shown("normalized embeddings", "embed.ln.hook_normalized", dims)], "values")
-    if w.has("embed.hook_project"):
+              [w.shown("normalized embeddings", w.names.embed("ln"), dims)], "values")
+    if w.has(w.names.embed("project", required=False)):
         w.add("embed_project", "Embeddings", "Widened to the model's width",
               f"This model keeps its embeddings narrow ({width} numbers per token) and one "
               f"learned linear layer widens each token's vector to the {cfg.d_model} numbers "
               "every layer works with.",
               "ELECTRA does this: a small embedding table saves parameters, and the layers "
               "still get their full width.", r"X' = X\,W_{	ext{proj}} + b_{	ext{proj}}",
-              [w.shown("widened embeddings", "embed.hook_project", BTD)], "values")
+              [w.shown("widened embeddings", w.names.embed("project"), BTD)], "values")
 
 
 # ---------------------------------------------------------------------------- the stack, end

@@ -51,7 +51,7 @@ def activation_view(before: torch.Tensor, after: torch.Tensor, act: str,
 
 def _after_attention(w: Walk, layer: int) -> None:
     """How the attention output joins the stream, for each kind of block."""
-    p, g, name = f"blocks.{layer}.", f"Layer {layer}", w.norm
+    g, name = f"Layer {layer}", w.norm
     if w.block == "parallel":
         return  # nothing joins yet: the MLP reads the layer's input too (_after_mlp)
     if w.block == "sandwich":
@@ -61,15 +61,15 @@ def _after_attention(w: Walk, layer: int) -> None:
               "Gemma 2 and 3 put a norm on both sides of attention and of the MLP (a "
               "'sandwich'); the stream itself is never normalized.",
               r"X_{\text{mid}} = X + \mathrm{Norm}'(\text{Attn}(\mathrm{Norm}(X)))",
-              [w.shown("normalized attention output", p + "ln1_post.hook_normalized", BTD),
-               w.shown("X + Norm'(Attn)", p + "hook_resid_mid", BTD)], "values", layer)
+              [w.shown("normalized attention output", w.names.norm(layer, "ln1_post"), BTD),
+               w.shown("X + Norm'(Attn)", w.names.resid(layer, "mid"), BTD)], "values", layer)
     elif w.pre_ln:
         w.add("resid_attn", g, "Residual connection",
               "The attention output is added to the layer's input: the stream keeps what it "
               "had and gains what attention found.",
               "No norm on the stream in a pre-LN model; the next norm works on a copy.",
               r"X_{\text{mid}} = X + \text{Attn}(\mathrm{Norm}(X))",
-              [w.shown("X + Attn", p + "hook_resid_mid", BTD)], "values", layer)
+              [w.shown("X + Attn", w.names.resid(layer, "mid"), BTD)], "values", layer)
     else:
         w.add("add_norm_attn", g, f"Add & {name}",
               f"The attention output is added to the layer's input (the residual connection), "
@@ -78,16 +78,17 @@ def _after_attention(w: Walk, layer: int) -> None:
               "BERT's post-LN order: the norm sits on the stream itself, after the sum. The "
               "residual path lets each layer refine the vectors instead of replacing them.",
               r"X_{\text{mid}} = \mathrm{Norm}(X + \text{Attn}(X))",
-              [Shown("X + Attn", w.hook(p + "hook_resid_pre") + w.hook(p + "hook_attn_out"), BTD,
-                     p + "hook_attn_out", "`hook_resid_pre + hook_attn_out`",
+              [Shown("X + Attn", w.hook(w.names.resid(layer, "pre"))
+                     + w.hook(w.names.out(layer, "attn")), BTD,
+                     w.names.out(layer, "attn"), "`hook_resid_pre + hook_attn_out`",
                      "added to the layer's input"),
-               w.shown(f"{name}(X + Attn)", p + "hook_resid_mid", BTD)], "values", layer)
+               w.shown(f"{name}(X + Attn)", w.names.resid(layer, "mid"), BTD)], "values", layer)
 
 
 def mlp_steps(w: Walk, layer: int) -> None:
-    cfg, p, g, name = w.cfg, f"blocks.{layer}.", f"Layer {layer}", w.norm
+    cfg, g, name = w.cfg, f"Layer {layer}", w.norm
     _after_attention(w, layer)
-    if not w.has(p + "hook_mlp_out"):  # attention-only model
+    if not w.has(w.names.out(layer, "mlp", required=False)):  # attention-only model
         return
     up = ("batch", "pos", "d_mlp")
     if w.block == "parallel":
@@ -96,13 +97,13 @@ def mlp_steps(w: Walk, layer: int) -> None:
               "same input attention read, not the stream after attention.",
               "GPT-NeoX (Pythia) runs attention and the MLP side by side on one input; both "
               "outputs are added to the stream together. The norm has its own learned weights.",
-              w.norm_formula, [w.shown("normalized", p + "ln2.hook_normalized", BTD)], "values",
+              w.norm_formula, [w.shown("normalized", w.names.norm(layer, "ln2"), BTD)], "values",
               layer)
     elif w.pre_ln:
         w.add("ln2", g, f"{name} before the MLP",
               "Pre-LN again: a normalized copy of the stream goes into the feed-forward network.",
               "The same formula as before attention, with its own learned weights.",
-              w.norm_formula, [w.shown("normalized", p + "ln2.hook_normalized", BTD)], "values",
+              w.norm_formula, [w.shown("normalized", w.names.norm(layer, "ln2"), BTD)], "values",
               layer)
     w.add("mlp_up", g, "Feed-forward: " + ("gate and up-projections" if cfg.gated_mlp else
                                            "up-projection"),
@@ -113,8 +114,9 @@ def mlp_steps(w: Walk, layer: int) -> None:
           "of a transformer's parameters live in it.",
           r"G = X W_{\text{gate}},\quad U = X W_{\text{up}}" if cfg.gated_mlp else
           r"H = X W_{\text{in}} + b_{\text{in}}",
-          [w.shown("gate", p + "mlp.hook_pre", up), w.shown("up", p + "mlp.hook_pre_linear", up)]
-          if cfg.gated_mlp else [w.shown("H", p + "mlp.hook_pre", up)], "values", layer)
+          [w.shown("gate", w.names.mlp(layer, "pre"), up),
+           w.shown("up", w.names.mlp(layer, "pre_linear"), up)]
+          if cfg.gated_mlp else [w.shown("H", w.names.mlp(layer, "pre"), up)], "values", layer)
     act = {"gelu": "GELU", "gelu_new": "GELU (tanh approximation)", "relu": "ReLU",
            "silu": "SiLU"}[cfg.act]
     glu = "SwiGLU" if cfg.act == "silu" else "GeGLU"  # Gemma gates with a GELU
@@ -129,14 +131,14 @@ def mlp_steps(w: Walk, layer: int) -> None:
           and cfg.gated_mlp else r"\mathrm{GELU}(G) \odot U" if cfg.gated_mlp
           else r"\mathrm{GELU}(h) = h\,\Phi(h)" if cfg.act.startswith("gelu")
           else rf"\mathrm{{{act}}}(H)",
-          ([] if cfg.gated_mlp else [w.shown("before", p + "mlp.hook_pre", up)])
-          + [w.shown("activated", p + "mlp.hook_post", up)],
+          ([] if cfg.gated_mlp else [w.shown("before", w.names.mlp(layer, "pre"), up)])
+          + [w.shown("activated", w.names.mlp(layer, "post"), up)],
           "values" if cfg.gated_mlp else "activation", layer)
     w.add("mlp_down", g, "Feed-forward: down-projection",
           f"A last linear map brings each token back from {cfg.d_mlp} to {cfg.d_model} numbers.",
           "The output has the stream's shape, so it can be added to it.",
           r"\text{MLP}(X) = \mathrm{act}(\dots)\, W_{\text{out}} + b_{\text{out}}",
-          [w.shown("MLP output", p + "hook_mlp_out", BTD)], "values", layer)
+          [w.shown("MLP output", w.names.out(layer, "mlp"), BTD)], "values", layer)
     if w.block in ("parallel", "sandwich"):
         _after_parallel_or_sandwich_mlp(w, layer)
     elif w.pre_ln:
@@ -144,21 +146,22 @@ def mlp_steps(w: Walk, layer: int) -> None:
               "The MLP output is added to the stream. This is the layer's output.",
               "The next layer, or the final norm, reads this stream.",
               r"X^{(\ell+1)} = X_{\text{mid}} + \text{MLP}(\mathrm{Norm}(X_{\text{mid}}))",
-              [w.shown("layer output", p + "hook_resid_post", BTD)], "values", layer)
+              [w.shown("layer output", w.names.resid(layer, "post"), BTD)], "values", layer)
     else:
         w.add("add_norm_mlp", g, f"Add & {name} again",
               f"The MLP output is added to its input and {name} normalizes the sum. This is the "
               "layer's output.",
               "The same pattern as after attention: residual connection, then the norm (post-LN).",
               r"X^{(\ell+1)} = \mathrm{Norm}(X_{\text{mid}} + \text{MLP}(X_{\text{mid}}))",
-              [Shown("X_mid + MLP", w.hook(p + "hook_resid_mid") + w.hook(p + "hook_mlp_out"),
-                     BTD, p + "hook_mlp_out", "`hook_resid_mid + hook_mlp_out`",
+              [Shown("X_mid + MLP", w.hook(w.names.resid(layer, "mid"))
+                     + w.hook(w.names.out(layer, "mlp")),
+                     BTD, w.names.out(layer, "mlp"), "`hook_resid_mid + hook_mlp_out`",
                      "added to the stream after attention"),
-               w.shown("layer output", p + "hook_resid_post", BTD)], "values", layer)
+               w.shown("layer output", w.names.resid(layer, "post"), BTD)], "values", layer)
 
 
 def _after_parallel_or_sandwich_mlp(w: Walk, layer: int) -> None:
-    p, g, name = f"blocks.{layer}.", f"Layer {layer}", w.norm
+    g, name = f"Layer {layer}", w.norm
     if w.block == "parallel":
         w.add("resid_mlp", g, "Residual connection: both at once",
               "The attention output and the MLP output are both added to the layer's input. "
@@ -167,12 +170,12 @@ def _after_parallel_or_sandwich_mlp(w: Walk, layer: int) -> None:
               "next layer can.",
               r"X^{(\ell+1)} = X + \text{Attn}(\mathrm{Norm}_1(X)) + "
               r"\text{MLP}(\mathrm{Norm}_2(X))",
-              [w.shown("layer output", p + "hook_resid_post", BTD)], "values", layer)
+              [w.shown("layer output", w.names.resid(layer, "post"), BTD)], "values", layer)
         return
     w.add("resid_mlp", g, f"{name} again, then the residual connection",
           f"The MLP output gets a {name} of its own, then is added to the stream. This is the "
           "layer's output.", "The second half of the sandwich, as after attention.",
           r"X^{(\ell+1)} = X_{\text{mid}} + "
           r"\mathrm{Norm}'(\text{MLP}(\mathrm{Norm}(X_{\text{mid}})))",
-          [w.shown("normalized MLP output", p + "ln2_post.hook_normalized", BTD),
-           w.shown("layer output", p + "hook_resid_post", BTD)], "values", layer)
+          [w.shown("normalized MLP output", w.names.norm(layer, "ln2_post"), BTD),
+           w.shown("layer output", w.names.resid(layer, "post"), BTD)], "values", layer)

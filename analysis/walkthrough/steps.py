@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from model.hook_names import hook_names, suffix
 from model.trace import Trace
 from model.transformer import attention_mask_bias
 
@@ -71,32 +72,34 @@ DIM_WORDS = {"batch": ("texts", "text"), "pos": ("positions", "position"),
              "heads·d_head": ("numbers", "number"), "kv_heads·d_head": ("numbers", "number"),
              "d_mlp": ("numbers", "number"), "layer": ("layers", "layer"),
              "vocab": ("vocabulary entries", "vocabulary entry")}
+EVERY_LAYER_OUTPUT = f"blocks.*.{suffix('resid', 'post')}"  # a source: the stack of layers
+HOOK_WORDS = (  # (kind, what, words) of model.hook_names.suffix
+    ("embed", "tok", "the token embeddings"), ("embed", "type", "the token type embeddings"),
+    ("embed", "pos", "the position embeddings"), ("embed", "sum", "the sum of the embeddings"),
+    ("embed", "ln", "the normalized embeddings"), ("embed", "project", "the widened embeddings"),
+    ("resid", "pre", "the input"), ("norm", "ln1", "the norm before attention"),
+    ("attn", "q", "the queries"), ("attn", "k", "the keys"), ("attn", "v", "the values"),
+    ("attn", "rot_q", "the rotated queries"), ("attn", "rot_k", "the rotated keys"),
+    ("attn", "qk", "the attention scores"), ("attn", "scores", "the masked attention scores"),
+    ("attn", "pattern", "the attention pattern"), ("attn", "z", "the weighted values"),
+    ("out", "attn", "the attention output"), ("resid", "mid", "the stream after attention"),
+    ("norm", "ln2", "the norm before the feed-forward part"),
+    ("mlp", "pre", "the feed-forward part, before the activation"),
+    ("mlp", "pre_linear", "the feed-forward up-projection"),
+    ("mlp", "post", "the feed-forward part, after the activation"),
+    ("out", "mlp", "the feed-forward output"), ("resid", "post", "the output"),
+    ("final_norm", None, "the final norm"), ("logits", None, "the logits"),
+    ("pooler", None, "the pooler's output"),
+    ("norm", "q_norm", "the normalized queries"), ("norm", "k_norm", "the normalized keys"),
+    ("norm", "ln1_post", "the norm after attention"),
+    ("norm", "ln2_post", "the norm after the feed-forward part"),
+)
 SOURCE_WORDS = {
     "trace.input_ids": "the token ids from the tokenizer",
     "trace.attention_mask": "the attention mask from the tokenizer",
     "trace.token_type_ids": "the token types from the tokenizer",
-    "embed.hook_tok": "the token embeddings", "embed.hook_type": "the token type embeddings",
-    "embed.hook_pos": "the position embeddings", "embed.hook_sum": "the sum of the embeddings",
-    "embed.ln.hook_normalized": "the normalized embeddings",
-    "embed.hook_project": "the widened embeddings",
-    "hook_resid_pre": "the input", "ln1.hook_normalized": "the norm before attention",
-    "attn.hook_q": "the queries", "attn.hook_k": "the keys", "attn.hook_v": "the values",
-    "attn.hook_rot_q": "the rotated queries", "attn.hook_rot_k": "the rotated keys",
-    "attn.hook_qk": "the attention scores", "attn.hook_scores": "the masked attention scores",
-    "attn.hook_pattern": "the attention pattern", "attn.hook_z": "the weighted values",
-    "hook_attn_out": "the attention output", "hook_resid_mid": "the stream after attention",
-    "ln2.hook_normalized": "the norm before the feed-forward part",
-    "mlp.hook_pre": "the feed-forward part, before the activation",
-    "mlp.hook_pre_linear": "the feed-forward up-projection",
-    "mlp.hook_post": "the feed-forward part, after the activation",
-    "hook_mlp_out": "the feed-forward output", "hook_resid_post": "the output",
-    "blocks.*.hook_resid_post": "the output of every layer",
-    "ln_final.hook_normalized": "the final norm", "hook_logits": "the logits",
-    "pooler.hook_out": "the pooler's output",
-    "attn.q_norm.hook_normalized": "the normalized queries",
-    "attn.k_norm.hook_normalized": "the normalized keys",
-    "ln1_post.hook_normalized": "the norm after attention",
-    "ln2_post.hook_normalized": "the norm after the feed-forward part",
+    EVERY_LAYER_OUTPUT: "the output of every layer",
+    **{suffix(kind, what): words for kind, what, words in HOOK_WORDS},
 }
 
 
@@ -174,7 +177,7 @@ def top_tokens(probs: torch.Tensor, k: int = 10) -> tuple[list[int], list[float]
 # trace's memory at long texts; the walkthrough's run does not keep them (KEEP) and `derive`
 # computes the one layer shown from the kept q and k, with the forward pass's own operations
 # (the same numbers: tests/unit/test_walkthrough_memory.py).
-DERIVED = ("attn.hook_qk", "attn.hook_scores")
+DERIVED = (suffix("attn", "qk"), suffix("attn", "scores"))
 
 
 def keep(name: str) -> bool:
@@ -185,19 +188,19 @@ def keep(name: str) -> bool:
 def derive(trace: Trace, name: str) -> torch.Tensor:
     """One layer's q·k (hook_qk) or masked scores (hook_scores) from its kept q and k (the
     rotated ones where the model rotates), as `Attention.attend` computes them."""
-    prefix = name.rsplit("hook_", 1)[0]  # "blocks.3.attn."
-    cache = trace.cache
-    q = cache.get(prefix + "hook_rot_q", cache.get(prefix + "hook_q"))  # [batch, head, pos, dh]
-    k = cache.get(prefix + "hook_rot_k", cache.get(prefix + "hook_k"))  # [batch, kv, pos, dh]
+    names, cache = hook_names(trace.cfg), trace.cache
+    layer = names.layer_of(name)
+    plain_q, plain_k = names.attn(layer, "q"), names.attn(layer, "k")
+    q = cache.get(names.attn(layer, "rot_q", required=False), cache.get(plain_q))  # [b, h, p, dh]
+    k = cache.get(names.attn(layer, "rot_k", required=False), cache.get(plain_k))  # [b, kv, p, dh]
     if q is None or k is None:
-        raise ValueError(f"the walkthrough needs {prefix}hook_q and hook_k to show {name!r}")
+        raise ValueError(f"the walkthrough needs {plain_q} and {plain_k} to show {name!r}")
     if q.shape[1] != k.shape[1]:
         k = k.repeat_interleave(q.shape[1] // k.shape[1], dim=1)  # [batch, head, pos, dh]
     qk = q @ k.transpose(-1, -2)  # [batch, head, q_pos, k_pos]
-    if name.endswith("hook_qk"):
+    if name == names.attn(layer, "qk"):
         return qk
     cfg = trace.cfg
-    layer = int(prefix.split(".")[1])
     window = cfg.sliding_window if cfg.layer_type(layer) == "sliding" else None
     mask = attention_mask_bias(trace.attention_mask.to(qk.device), cfg.causal, qk.dtype, window)
     scale = 1.0 / math.sqrt(q.shape[-1]) if cfg.attn_scale is None else cfg.attn_scale
@@ -210,6 +213,7 @@ def derive(trace: Trace, name: str) -> torch.Tensor:
 class Walk:
     def __init__(self, trace: Trace) -> None:
         self.trace, self.cfg, self.steps = trace, trace.cfg, []
+        self.names = hook_names(trace.cfg)  # every hook name the steps read
         # a norm before attention: pre-LN, and also GPT-NeoX's parallel and Gemma's sandwich
         self.block = trace.cfg.block
         self.pre_ln = trace.cfg.block != "post_ln"
@@ -227,9 +231,13 @@ class Walk:
                              f"one has no {name!r}")
         return self._derived[name]
 
-    def has(self, name: str) -> bool:
-        return name in self.trace.cache or (
-            name.endswith(DERIVED) and name.rsplit("hook_", 1)[0] + "hook_q" in self.trace.cache)
+    def has(self, name: str | None) -> bool:
+        """Whether the run has `name` (None, a hook this model lacks: False)."""
+        if name is None:
+            return False
+        layer = self.names.layer_of(name)
+        return name in self.trace.cache or (name.endswith(DERIVED) and layer is not None
+                                            and self.names.attn(layer, "q") in self.trace.cache)
 
     def add(self, key, group, title, summary, teacher, formula, shown, figure=None, layer=None):
         self.steps.append(Step(key, group, title, summary, teacher, formula, tuple(shown),

@@ -11,6 +11,8 @@ from analysis.ablation import (
     run_ablated, sentence_pooling, text_loss,
 )
 from model.blocks import PreLNBlock
+from model.config import TransformerConfig
+from model.hook_names import hook_names
 from model.hooks import _ACTIVE, hooks, hooks_active
 from model.transformer import attention_mask_bias
 
@@ -67,7 +69,8 @@ def test_mean_ablating_one_head_by_hand(tiny_models_loaded, family):
     clean = loaded.run(TEXT)
     inputs = Inputs.encode(loaded, TEXT)
     which = {layer: torch.tensor([[h == head for h in range(loaded.cfg.n_heads)]])}
-    with hooks(loaded.hook_names, ablation_hooks(which, "mean", inputs.attention_mask)):
+    with hooks(loaded.hook_names, ablation_hooks(which, "mean", inputs.attention_mask,
+                                                   hook_names(loaded.cfg))):
         ablated = loaded.run(TEXT)
     z = clean.cache[f"blocks.{layer}.attn.hook_z"][0, head]  # [pos, d_head]
     w_o = loaded.model.blocks[layer].attn.W_O[head]  # [d_head, d_model]
@@ -85,18 +88,20 @@ def test_mean_ablating_one_head_by_hand(tiny_models_loaded, family):
 def test_mean_ignores_padding_and_zero_only_touches_chosen_items():
     z = torch.arange(24, dtype=torch.float32).reshape(2, 2, 3, 2)  # [batch, head, pos, d_head]
     mask = torch.tensor([[1, 1, 0], [1, 1, 1]])
-    (_, mean_fn), = ablation_hooks({0: torch.tensor([[True, False]])}, "mean", mask)
+    names = hook_names(TransformerConfig(family="gpt2", d_model=4, n_heads=2, n_layers=1,
+                                         n_ctx=3, d_vocab=5, d_mlp=8))
+    (_, mean_fn), = ablation_hooks({0: torch.tensor([[True, False]])}, "mean", mask, names)
     out = mean_fn(z, "blocks.0.attn.hook_z")
     torch.testing.assert_close(out[0, 0], torch.tensor([[1.0, 2.0]] * 3))  # mean of rows 0-1
     torch.testing.assert_close(out[1, 0], torch.tensor([[14.0, 15.0]] * 3))  # mean of 3 rows
     torch.testing.assert_close(out[:, 1], z[:, 1])
     (_, zero_fn), = ablation_hooks({0: torch.tensor([[False, True], [False, False]])}, "zero",
-                                   mask)
+                                   mask, names)
     out = zero_fn(z, "blocks.0.attn.hook_z")
     assert out[0, 1].abs().sum() == 0 and torch.equal(out[1], z[1]) and torch.equal(out[0, 0],
                                                                                    z[0, 0])
     with pytest.raises(ValueError, match="mode"):
-        ablation_hooks({}, "shuffle", mask)
+        ablation_hooks({}, "shuffle", mask, names)
 
 
 @pytest.mark.parametrize("family", ["gpt2", "llama"])

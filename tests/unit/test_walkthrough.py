@@ -299,3 +299,17 @@ def test_values_heatmap_caps_columns_and_bars_are_ordered():
     assert list(bars.data[0].y) == ["1. ␣the", "2. &lt;eos&gt;"]  # ranked from 1, escaped
     with pytest.raises(ValueError):
         top_tokens_bar(["a"], [0.5, 0.5], "next")
+
+
+def test_an_attention_only_model_walks_through_attention_and_no_feed_forward_part():
+    """tiny-induction has no MLP: its layers end after the attention output, and no step
+    reads a feed-forward hook it does not have."""
+    from model import load_model
+
+    lm = load_model("tiny-induction")
+    assert lm.cfg.attn_only
+    steps = walkthrough(lm.run("abcabc"), lm.cfg.n_layers - 1)
+    keys = [s.key for s in steps]
+    assert "attn_out" in keys and "softmax" in keys
+    assert not {"mlp_up", "mlp_act", "mlp_down", "ln2"} & set(keys)
+    assert not any("mlp" in shown.source for s in steps for shown in s.shown)
