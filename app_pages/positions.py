@@ -15,6 +15,7 @@ from analysis.positions import (
     similarity_by_distance, sinusoidal_frequencies, sinusoidal_table, wavelengths,
 )
 from analysis.projection import pca
+from model.hook_names import hook_names
 from ui.cache import shared
 from ui.sidebar import require_trace
 from ui.text import md_escape
@@ -247,10 +248,11 @@ def _rotary_qk(trace, lm, n_pos: int) -> None:
                            format_func=lambda i: plain_text(labels[i]))
     kv_head = head // (cfg.n_heads // cfg.n_kv_heads)
     # before rotation (after the per-head norm where the model has one: Qwen3, Gemma 3)
-    normed = f"blocks.{layer}.attn.q_norm.hook_normalized" in trace.cache
-    q = trace.cache[f"blocks.{layer}.attn." + ("q_norm.hook_normalized" if normed else "hook_q")][
+    names = hook_names(cfg)
+    normed = names.norm(layer, "q_norm", required=False) in trace.cache
+    q = trace.cache[names.norm(layer, "q_norm") if normed else names.attn(layer, "q")][
         0, head, qi]  # [d_head]
-    kv = trace.cache[f"blocks.{layer}.attn." + ("k_norm.hook_normalized" if normed else "hook_k")][
+    kv = trace.cache[names.norm(layer, "k_norm") if normed else names.attn(layer, "k")][
         0, kv_head, kj]  # [d_head]
     curve = rotary_qk_by_distance(q, kv, lm.model, n_pos, layer).numpy()  # [n_pos]
     ones = torch.ones(cfg.d_head)  # [d_head]
@@ -262,8 +264,8 @@ def _rotary_qk(trace, lm, n_pos: int) -> None:
         "The same two vectors, placed further and further apart",
         "the model rotates q by its position and k by its own; only the difference counts"),
         key="pos_rotary", config=_config())
-    rq = trace.cache[f"blocks.{layer}.attn.hook_rot_q"][0, head, qi]  # [d_head]
-    rk = trace.cache[f"blocks.{layer}.attn.hook_rot_k"][0, kv_head, kj]  # [d_head]
+    rq = trace.cache[names.attn(layer, "rot_q")][0, head, qi]  # [d_head]
+    rk = trace.cache[names.attn(layer, "rot_k")][0, kv_head, kj]  # [d_head]
     dist = qi - kj
     real = float(rq @ rk)
     msg = (f"In your text these two tokens are {dist} positions apart: the model's q·k there "

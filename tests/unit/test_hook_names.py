@@ -119,7 +119,7 @@ def test_bad_layers_and_unknown_parts_are_refused_in_words():
 
 
 # --------------------------------------------------------------- no hand-typed names again
-SCANNED = ("analysis", "ui", "viz", "training")
+SCANNED = ("analysis", "ui", "viz", "training", "app_pages")
 # a string literal (plain or f-string) that starts a block's hook name: "blocks.3.…",
 # f"blocks.{layer}.…", "decoder.blocks.…"
 HAND_TYPED = re.compile(r"""(?:\bf)?["'](?:decoder\.)?blocks\.(?:\d|\{)""")
@@ -141,7 +141,7 @@ def test_the_source_scan_catches_a_hand_typed_name():
     assert hand_typed("x = names.attn(layer, 'z')  # blocks.3.attn.hook_z in words\n") == []
 
 
-def test_no_hand_typed_block_hook_names_in_analysis_ui_viz_training():
+def test_no_hand_typed_block_hook_names_in_the_analyses_pages_and_figures():
     found = [f"{path.relative_to(ROOT)}:{line}" for folder in SCANNED
              for path in sorted((ROOT / folder).rglob("*.py"))
              for line in hand_typed(path.read_text(encoding="utf-8"))]
