@@ -180,6 +180,7 @@ class EncoderDecoderModel(LoadedModel):
             notice=self.notice, dec_cfg=model.dec_cfg,
             decoder_tokens=[tok.tokens(r) for r in dec_in.tolist()], output_tokens=written,
             outputs=texts, decoder_logits=result.decoder_logits.float().cpu(),
+            decoder_ids=dec_in.cpu(),
         )
 
     def _special(self) -> tuple[int, int]:
