@@ -62,3 +62,25 @@ def test_figure_has_one_row_per_head_and_one_column_per_distance():
     assert "<b>" not in fig.layout.title.text  # the title is escaped
     with pytest.raises(ValueError, match="one column per distance"):
         relative_bias_figure(distances, torch.randn(5, 6), "t")
+
+
+def test_the_walkthrough_adds_t5s_bias_between_scaling_and_mask():
+    """The steps add up: scaled scores + position bias + mask = the masked scores the model
+    used (padding and all), and the bias step sits between the two."""
+    from analysis.walkthrough import walkthrough
+
+    lm, _ = tiny_seq2seq.loaded("t5")
+    trace = lm.run(["I love cats!", "Attention lets every token look at every other token."])
+    steps = walkthrough(trace, 1)
+    keys = [s.key for s in steps]
+    assert keys.index("scale") < keys.index("relative_bias") < keys.index("mask")
+    by_key = {s.key: s for s in steps}
+    scaled = by_key["scale"].shown[0].tensor  # [batch, head, q, k]
+    bias = by_key["relative_bias"].shown[0].tensor  # [1, head, q, k]
+    mask, masked = (s.tensor for s in by_key["mask"].shown)
+    allowed = (mask == 0).expand_as(masked)
+    total = (scaled + bias + mask).expand_as(masked)
+    assert torch.allclose(total[allowed], masked[allowed], atol=1e-5)
+    assert float(bias.abs().max()) > 0.01  # the bias is there to see
+    bart, _ = tiny_seq2seq.loaded("bart")
+    assert "relative_bias" not in [s.key for s in walkthrough(bart.run("I love cats!"), 0)]
