@@ -326,4 +326,5 @@ def load_seq2seq(directory: Path, hf: dict, name: str, device=None,
     except Exception as exc:  # transformers raises OSError, ValueError, TypeError...
         raise ModelLoadError(f"could not load the tokenizer from {directory}: {exc}") from exc
     dev, notice = pick_device(device)
+    keep_freed_memory()
     return Seq2SeqModel(name, model.to(dev), tokenizer, dev, notice)
