@@ -233,7 +233,7 @@ def load_model(name_or_path: str, device: str | torch.device | None = None,
     config = read_config(directory)
     if is_encoder_decoder(config):
         return load_encoder_decoder(directory, config, name_or_path.strip(), device)
-    if config.get("model_type") in SEQ2SEQ_BUILDERS:  # BART, Marian, T5
+    if isinstance(config.get("model_type"), str) and config["model_type"] in SEQ2SEQ_BUILDERS:
         return load_seq2seq(directory, config, name_or_path.strip(), device, progress)
     if foreign and config.get("model_type") != OWN_MODEL_TYPE:
         from .foreign import knows, load_foreign

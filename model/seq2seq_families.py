@@ -22,9 +22,10 @@ from dataclasses import dataclass
 
 import torch
 
-from .config import TransformerConfig
+from .config import MAX_SIZES, TransformerConfig
 from .convert import StateDict, linear_out_to_heads, linear_to_heads
 
+MAX_BUCKETS = 1 << 16  # T5 uses 32; a bound so a hostile config.json cannot ask for gigabytes
 # config.json's activation names -> ours (config.ACTIVATIONS)
 HF_ACTS = {"gelu": "gelu", "gelu_new": "gelu_new", "gelu_pytorch_tanh": "gelu_new",
            "relu": "relu", "silu": "silu", "swish": "silu"}
@@ -117,9 +118,11 @@ def t5_config(hf: dict):
         eos_id=_int(hf, "eos_token_id", 1), out_scale=d ** -0.5 if scale else 1.0,
         rel_buckets=_int(hf, "relative_attention_num_buckets", 32),
         rel_max_distance=_int(hf, "relative_attention_max_distance", 128))
-    if spec.rel_buckets < 4 or spec.rel_max_distance <= spec.rel_buckets // 4:
-        raise ValueError("relative_attention_num_buckets must be at least 4 and "
-                         "relative_attention_max_distance larger than a quarter of it")
+    if not (4 <= spec.rel_buckets <= MAX_BUCKETS
+            and spec.rel_buckets // 4 < spec.rel_max_distance <= MAX_SIZES["n_ctx"]):
+        raise ValueError(f"relative_attention_num_buckets must be in [4, {MAX_BUCKETS:,}] and "
+                         "relative_attention_max_distance larger than a quarter of it (and at "
+                         f"most {MAX_SIZES['n_ctx']:,})")
     return enc, dec, spec
 
 

@@ -45,6 +45,7 @@ def test_each_family_loads_as_an_encoder_decoder(family, positions, block):
     ("t5", {"feed_forward_proj": "gated-foo"}, r"invalid t5 model: activation 'foo'"),
     ("t5", {"num_heads": "five"}, "invalid t5 model"),
     ("t5", {"relative_attention_num_buckets": 2}, "relative_attention_num_buckets"),
+    ("t5", {"relative_attention_num_buckets": 10**9}, "relative_attention_num_buckets"),
     ("bart", {"normalize_before": True}, "pre-norm BART"),
     ("marian", {"decoder_vocab_size": 7}, "own decoder vocabulary"),
     ("bart", {"d_model": None}, "invalid bart model"),
