@@ -94,7 +94,7 @@ def bart_like_config(hf: dict):
 
 
 def t5_config(hf: dict):
-    """T5Config (t5, t5 v1.1, Flan-T5, mT5) -> (encoder, decoder, spec)."""
+    """T5Config or MT5Config (t5, t5 v1.1, Flan-T5, mT5) -> (encoder, decoder, spec)."""
     proj = hf.get("feed_forward_proj", "relu")
     parts = proj.split("-") if isinstance(proj, str) else []
     if not parts or len(parts) > 2 or (len(parts) == 2 and parts[0] != "gated"):
@@ -111,7 +111,9 @@ def t5_config(hf: dict):
                             causal=True, has_lm_head=True, **common)
     # transformers 5 writes scale_decoder_outputs; older files say tie_word_embeddings (T5 v1.1
     # and Flan-T5: false, an untied head and no scaling)
-    scale = hf.get("scale_decoder_outputs", hf.get("tie_word_embeddings", True) is not False)
+    # and mT5 never scales (transformers 5's MT5 has no such step)
+    scale = hf.get("scale_decoder_outputs", hf.get("tie_word_embeddings", True) is not False
+                   and hf.get("model_type") != "mt5")
     pad = _int(hf, "pad_token_id", 0)
     spec = Seq2SeqSpec(
         family="t5", positions="relative", start_id=_int(hf, "decoder_start_token_id", pad),
@@ -126,7 +128,9 @@ def t5_config(hf: dict):
     return enc, dec, spec
 
 
-SEQ2SEQ_BUILDERS = {"bart": bart_like_config, "marian": bart_like_config, "t5": t5_config}
+# mT5 is T5 v1.1 (gated-GELU, untied head) with a bigger vocabulary
+SEQ2SEQ_BUILDERS = {"bart": bart_like_config, "marian": bart_like_config, "t5": t5_config,
+                    "mt5": t5_config}
 
 
 # ------------------------------------------------------------------------------ weights
@@ -221,4 +225,5 @@ def convert_t5(hf: StateDict, enc: TransformerConfig, dec: TransformerConfig,
     return out
 
 
-SEQ2SEQ_CONVERTERS = {"bart": convert_bart, "marian": convert_bart, "t5": convert_t5}
+SEQ2SEQ_CONVERTERS = {"bart": convert_bart, "marian": convert_bart, "t5": convert_t5,
+                      "mt5": convert_t5}

@@ -1,4 +1,4 @@
-"""Tiny random-weight encoder-decoder checkpoints (BART, Marian, T5 and T5 v1.1's gated-GELU),
+"""Tiny random-weight encoder-decoder checkpoints (BART, Marian, T5, T5 v1.1's gated-GELU, mT5),
 saved by transformers' own classes like a user's model directory. Sizes are odd on purpose:
 odd head counts (3 and 5, different in the encoder and decoder where the family allows),
 d_model 30 or 36, heads of 6 or 7 numbers; every weight random, final_logits_bias too.
@@ -16,7 +16,7 @@ import torch
 
 from tiny_models import _bpe_tokenizer, _save, _save_tokenizer
 
-FAMILIES = ["bart", "marian", "t5", "t5_gated"]
+FAMILIES = ["bart", "marian", "t5", "t5_gated", "mt5"]
 
 
 def _tokenizer(directory: Path, t5: bool) -> int:
@@ -47,15 +47,17 @@ def make(family: str, directory: Path) -> Path:
     import transformers
 
     directory.mkdir(parents=True, exist_ok=True)
-    vocab = _tokenizer(directory, family.startswith("t5"))
-    if family.startswith("t5"):
-        config = transformers.T5Config(
+    t5 = family.startswith("t5") or family == "mt5"
+    vocab = _tokenizer(directory, t5)
+    if t5:
+        prefix = "MT5" if family == "mt5" else "T5"
+        config = getattr(transformers, prefix + "Config")(
             vocab_size=vocab, d_model=30, d_kv=7, d_ff=44, num_layers=2, num_decoder_layers=3,
             num_heads=5, relative_attention_num_buckets=12, relative_attention_max_distance=20,
-            feed_forward_proj="gated-gelu" if family == "t5_gated" else "relu",
-            tie_word_embeddings=family != "t5_gated", pad_token_id=0, eos_token_id=1,
+            feed_forward_proj="relu" if family == "t5" else "gated-gelu",
+            tie_word_embeddings=family == "t5", pad_token_id=0, eos_token_id=1,
             decoder_start_token_id=0)
-        model = transformers.T5ForConditionalGeneration(config)
+        model = getattr(transformers, prefix + "ForConditionalGeneration")(config)
     else:
         cls = "Marian" if family == "marian" else "Bart"
         config = getattr(transformers, cls + "Config")(

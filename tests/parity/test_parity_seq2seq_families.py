@@ -148,3 +148,34 @@ def test_greedy_generation_matches_hf_generate(family):
         mine, hfs = ids[row].tolist(), theirs[row].tolist()
         end = mine.index(spec.eos_id) + 1 if spec.eos_id in mine[1:] else len(mine)
         assert mine[:end] == hfs[:end], (family, row, mine, hfs)
+
+
+def test_a_flan_t5_style_checkpoint_keeps_its_own_head(tmp_path):
+    """T5 v1.1 and Flan-T5 on the hub: config.json written before transformers 5 says
+    tie_word_embeddings false (so no scaling) and the checkpoint holds its own lm_head. HF keeps
+    that head; so do we."""
+    import json
+    import shutil
+
+    import transformers
+    from safetensors.torch import load_file, save_file
+
+    from model.loading import load_model
+
+    directory = tmp_path / "flan"
+    shutil.copytree(tiny_seq2seq.folder("t5_gated"), directory)
+    state = load_file(directory / "model.safetensors")
+    assert "lm_head.weight" not in state  # transformers 5 saved it tied
+    state["lm_head.weight"] = torch.randn(state["shared.weight"].shape,
+                                          generator=torch.Generator().manual_seed(3)) * 0.3
+    save_file(state, directory / "model.safetensors")
+    config = json.loads((directory / "config.json").read_text())
+    config.pop("scale_decoder_outputs", None)
+    config["tie_word_embeddings"] = False
+    (directory / "config.json").write_text(json.dumps(config))
+    ours = load_model(str(directory), device="cpu")
+    hf = transformers.AutoModelForSeq2SeqLM.from_pretrained(
+        directory, attn_implementation="eager").eval()
+    assert ours.model.spec.out_scale == 1.0
+    trace = ours.run(TWO)
+    assert_parity(trace, hf_forward(hf, trace))
