@@ -8,6 +8,9 @@ Three kinds of position, as `TransformerConfig.positions` names them:
   GPT-2); n_ctx x d_model parameters, and no position beyond n_ctx.
 - "rotary": no table is added; each pair of q and k components is rotated by an angle
   pos * theta_i (Llama), so q·k depends on the distance between the positions only.
+- "relative": no table and no rotation (T5): every score gets a learned number added that
+  depends only on the head and on the distance from query to key, in buckets that are one
+  position wide near the query and logarithmically wider further away (relative_bias).
 """
 
 from __future__ import annotations
@@ -19,11 +22,12 @@ import torch
 import torch.nn.functional as F
 
 from model.layers import Rotary, sinusoidal_table
+from model.seq2seq_stacks import relative_bucket
 from model.transformer import HookedTransformer
 
 __all__ = ["PositionTable", "model_positions", "position_similarity", "rotary_inv_freq",
            "rotary_qk_by_distance", "rotary_table", "similarity_by_distance",
-           "sinusoidal_frequencies", "sinusoidal_table", "wavelengths"]
+           "relative_bias", "sinusoidal_frequencies", "sinusoidal_table", "wavelengths"]
 
 SIMILARITIES = ("dot", "cosine")
 
@@ -137,3 +141,27 @@ def rotary_qk_by_distance(q: torch.Tensor, k: torch.Tensor, model: HookedTransfo
 def wavelengths(freq: torch.Tensor) -> torch.Tensor:
     """Positions per full turn, 2 pi / omega, for frequencies in radians per position."""
     return 2 * math.pi / freq
+
+
+def relative_bias(model, decoder: bool = False,
+                  max_distance: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """T5's relative position bias as a function of distance: (distances [n], bias [head, n]).
+
+    distance = key position - query position: negative for keys before the query. The encoder
+    looks both ways (distances -D .. D); the decoder only back (-D .. 0). D defaults to the
+    model's relative_attention_max_distance, past which every distance shares the last bucket
+    (the curve is flat). bias[h, i] is what head h adds to every score at distances[i], in
+    every layer of that stack: `model` is a Seq2SeqTransformer (model/seq2seq_stacks.py).
+    """
+    module = getattr(model.decoder if decoder else model, "rel_bias", None)
+    if module is None:
+        raise ValueError("this model has no relative position bias (only T5 models have one)")
+    span = module.max_distance if max_distance is None else int(max_distance)
+    if span < 1:
+        raise ValueError(f"max_distance must be positive, got {span}")
+    distances = torch.arange(-span, 1 if decoder else span + 1)  # [n]
+    buckets = relative_bucket(distances, module.bidirectional, module.n_buckets,
+                              module.max_distance)  # [n]
+    with torch.no_grad():
+        bias = module.W_bias.weight.detach().float().cpu()[buckets.cpu()]  # [n, head]
+    return distances, bias.T.contiguous()  # [n], [head, n]

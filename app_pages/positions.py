@@ -19,6 +19,7 @@ from model.hook_names import hook_names
 from ui.cache import shared
 from ui.sidebar import require_trace
 from ui.text import md_escape
+from ui.relative_positions import show_relative_bias
 from ui.view_state import page_view
 from ui.charts import chart_config
 from ui.widgets import index_slider, shown_model_name
@@ -324,6 +325,9 @@ def render() -> None:
         "a learned *embedding* (a trained table); Llama-style models *rotate* queries and keys "
         f"by an angle that grows with position. The loaded model, **{name}**, uses "
         f"**{cfg.positions}** positions.")
+    if cfg.positions == "relative":  # T5: no position table, a bias per head and distance
+        show_relative_bias(lm)
+        return
 
     # ----------------------------------------------------------------------------- controls
     own_width = (cfg.rotary_dim or cfg.d_head) if cfg.positions == "rotary" else cfg.d_model

@@ -11,12 +11,13 @@ import math
 from dataclasses import dataclass
 
 # "own": this project's models (training/). Each family names the converter of its weights
-# (model/convert.py, model/convert_decoders.py); Qwen, Mistral and Gemma are "llama".
-FAMILIES = ("bert", "gpt2", "llama", "own", "neox", "opt", "gpt_neo", "phi3")
+# (model/convert.py, model/convert_decoders.py, model/seq2seq_families.py); Qwen, Mistral
+# and Gemma are "llama", Marian is "bart".
+FAMILIES = ("bert", "gpt2", "llama", "own", "neox", "opt", "gpt_neo", "phi3", "bart", "t5")
 # Names in config files written before they were renamed.
 LEGACY_NAMES = {"head_dim": "d_head"}
 LEGACY_FAMILIES = {"sinusoidal": "own"}
-POSITIONS = ("learned", "sinusoidal", "rotary")
+POSITIONS = ("learned", "sinusoidal", "rotary", "relative")  # relative: T5's bias
 # gemma_rmsnorm: RMSNorm whose gain is (1 + weight), as Gemma stores it
 NORMS = ("layernorm", "rmsnorm", "gemma_rmsnorm")
 # parallel: attention and MLP read the same input (GPT-NeoX); sandwich: a norm before and
@@ -202,7 +203,7 @@ class TransformerConfig:
         d, dh, v = self.d_model, self.d_head, self.d_vocab
         attn = 2 * (self.n_heads + self.n_kv_heads) * d * dh  # W_Q, W_O; W_K, W_V
         mlp = (3 if self.gated_mlp else 2) * d * self.d_mlp
-        n_pos = 0 if self.positions == "rotary" else self.n_ctx + self.position_offset
+        n_pos = 0 if self.positions in ("rotary", "relative") else self.n_ctx + self.position_offset
         return {
             f"token embedding and LM head (d_vocab={v:,} x d_model={d:,})":
                 v * d * (2 if self.has_lm_head else 1) + self.n_token_types * d,

@@ -19,8 +19,10 @@ from .config import MAX_PARAMS, TransformerConfig
 from .convert import CONVERTERS, lm_head_missing
 from .convert_decoders import DECODER_CONVERTERS
 from .encoders import ENCODER_CONVERTERS
-from .runner import EncoderDecoderModel, LoadedModel
+from .runner import EncoderDecoderModel, LoadedModel, Seq2SeqModel
 from .seq2seq import EncoderDecoder, check_pair
+from .seq2seq_families import SEQ2SEQ_BUILDERS, SEQ2SEQ_CONVERTERS
+from .seq2seq_stacks import Seq2SeqTransformer
 from .device import pick_device
 from .hub import HUB_ID, fetch
 from .materialize import fill, params_on_meta, read_safetensors
@@ -231,6 +233,8 @@ def load_model(name_or_path: str, device: str | torch.device | None = None,
     config = read_config(directory)
     if is_encoder_decoder(config):
         return load_encoder_decoder(directory, config, name_or_path.strip(), device)
+    if isinstance(config.get("model_type"), str) and config["model_type"] in SEQ2SEQ_BUILDERS:
+        return load_seq2seq(directory, config, name_or_path.strip(), device, progress)
     if foreign and config.get("model_type") != OWN_MODEL_TYPE:
         from .foreign import knows, load_foreign
 
@@ -285,3 +289,42 @@ def load_encoder_decoder(directory: Path, data: dict, name: str,
     model.load_state_dict({k: v.float() for k, v in state.items()}, strict=True)
     dev, notice = pick_device(device)
     return EncoderDecoderModel(name, model.to(dev), tokenizer, dev, notice)
+
+
+def load_seq2seq(directory: Path, hf: dict, name: str, device=None,
+                 progress=None) -> Seq2SeqModel:
+    """A Hugging Face BART, Marian or T5 directory (model/seq2seq_families.py)."""
+    kind = hf["model_type"]
+    try:
+        enc_cfg, dec_cfg, spec = SEQ2SEQ_BUILDERS[kind](hf)
+    except KeyError as exc:
+        raise ModelLoadError(f"config.json lacks the field {exc.args[0]!r}") from exc
+    except (ValueError, TypeError) as exc:
+        raise ModelLoadError(f"config.json describes an invalid {kind} model: {exc}") from exc
+    if enc_cfg.n_params + dec_cfg.n_params > MAX_PARAMS:
+        raise ModelLoadError(f"the encoder and decoder in {directory} hold about "
+                             f"{enc_cfg.n_params + dec_cfg.n_params:.2g} parameters; the limit "
+                             f"is {MAX_PARAMS:,} (MAX_PARAMS in model/config.py)")
+    state = read_weights(directory, _stage(progress, "reading"))
+    try:
+        converted = SEQ2SEQ_CONVERTERS[kind](state, enc_cfg, dec_cfg, spec)
+    except KeyError as exc:
+        raise ModelLoadError(f"the weights in {directory} lack {exc.args[0]!r} for a {kind} "
+                             "model") from exc
+    except (RuntimeError, IndexError, ValueError) as exc:
+        raise ModelLoadError(f"the weights in {directory} do not fit config.json: {exc}") from exc
+    del state
+    model = Seq2SeqTransformer(enc_cfg, dec_cfg, spec)
+    expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    got = {k: tuple(v.shape) for k, v in converted.items()}
+    if expected != got:
+        wrong = sorted(set(expected) ^ set(got)) or sorted(k for k in got if got[k] != expected[k])
+        raise ModelLoadError(f"the weights do not fit the config: {wrong[:5]}")
+    model.load_state_dict({k: v.float() for k, v in converted.items()}, strict=True)
+    try:
+        tokenizer = HFTokenizer(directory)
+    except Exception as exc:  # transformers raises OSError, ValueError, TypeError...
+        raise ModelLoadError(f"could not load the tokenizer from {directory}: {exc}") from exc
+    dev, notice = pick_device(device)
+    keep_freed_memory()
+    return Seq2SeqModel(name, model.to(dev), tokenizer, dev, notice)

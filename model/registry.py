@@ -12,8 +12,8 @@ from .errors import ModelLoadError
 SUPPORTED = (
     "bert and roberta (BERT-style encoders, also xlm-roberta, distilbert and electra), "
     "gpt2 (GPT-2-style decoders), llama and mistral (Llama-style decoders), qwen2, qwen3, "
-    "gemma, gemma2, gemma3 (its text), gpt_neox (Pythia), phi3, opt, gpt_neo, and this "
-    "project's own sinusoidal models"
+    "gemma, gemma2, gemma3 (its text), gpt_neox (Pythia), phi3, opt, gpt_neo, the "
+    "encoder-decoders bart, marian, t5 and mt5, and this project's own sinusoidal models"
 )
 OWN_MODEL_TYPE = "attention_lab"
 

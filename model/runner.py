@@ -160,8 +160,9 @@ class EncoderDecoderModel(LoadedModel):
     def _run(self, enc: Encoding, keep) -> EncoderDecoderTrace:
         model, tok, dev = self.model, self.tokenizer, self.device
         src, mask = enc.input_ids.to(dev), enc.attention_mask.to(dev)  # [batch, src_pos]
+        start, eos = self._special()
         with torch.no_grad():
-            out = model.greedy(src, mask, tok.bos_id, tok.eos_id, src.shape[1])  # [batch, 1+out]
+            out = model.greedy(src, mask, start, eos, self._max_len(src.shape[1]))  # [batch, 1+out]
         dec_in = out[:, :-1] if out.shape[1] > 1 else out  # [batch, out_pos]
         cache: dict[str, torch.Tensor] = {}
         names = [n for n in model.hook_names if keep is None or keep(n)]
@@ -169,7 +170,7 @@ class EncoderDecoderModel(LoadedModel):
             result = model(src, mask, decoder_input_ids=dec_in)
         cache = {k: v.float().cpu() for k, v in cache.items()}
         written = [tok.tokens(r) for r in out[:, 1:].tolist()]
-        texts = ["".join(r).split(tok.chars[tok.eos_id])[0] for r in written]
+        texts = [self._text(r, eos) for r in out[:, 1:].tolist()]
         return EncoderDecoderTrace(
             model_name=self.name, cfg=self.cfg, batch_tokens=enc.tokens,
             input_ids=enc.input_ids, attention_mask=enc.attention_mask,
@@ -179,4 +180,31 @@ class EncoderDecoderModel(LoadedModel):
             notice=self.notice, dec_cfg=model.dec_cfg,
             decoder_tokens=[tok.tokens(r) for r in dec_in.tolist()], output_tokens=written,
             outputs=texts, decoder_logits=result.decoder_logits.float().cpu(),
+            decoder_ids=dec_in.cpu(),
         )
+
+    def _special(self) -> tuple[int, int]:
+        """The decoder's first input token and the token that ends its output."""
+        return self.tokenizer.bos_id, self.tokenizer.eos_id
+
+    def _max_len(self, n_src: int) -> int:
+        return n_src  # tiny-reverse writes the word backwards: as long as the source
+
+    def _text(self, ids: list[int], eos: int) -> str:
+        ids = ids[: ids.index(eos)] if eos in ids else ids
+        return "".join(self.tokenizer.tokens(ids))
+
+
+class Seq2SeqModel(EncoderDecoderModel):
+    """A Hugging Face encoder-decoder (BART, Marian, T5): its own start and end tokens, and an
+    output that may be longer than the source (a translation)."""
+
+    def _special(self) -> tuple[int, int]:
+        return self.model.spec.start_id, self.model.spec.eos_id
+
+    def _max_len(self, n_src: int) -> int:
+        return min(self.model.dec_cfg.n_ctx, 2 * n_src + 8)
+
+    def _text(self, ids: list[int], eos: int) -> str:
+        ids = ids[: ids.index(eos)] if eos in ids else ids
+        return self.tokenizer.decode(ids, skip_special=True)

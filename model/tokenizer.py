@@ -111,8 +111,8 @@ class HFTokenizer:
     def tokens(self, ids: list[int]) -> list[str]:
         return self._tok.convert_ids_to_tokens(ids)
 
-    def decode(self, ids: list[int]) -> str:
-        return self._tok.decode(ids)
+    def decode(self, ids: list[int], skip_special: bool = False) -> str:
+        return self._tok.decode(ids, skip_special_tokens=skip_special)
 
 
 # A character tokenizer's file holds one string of at most d_vocab characters: a few kilobytes.

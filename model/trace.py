@@ -149,6 +149,7 @@ class EncoderDecoderTrace(Trace):
     output_tokens: list[list[str]] = field(default_factory=list)  # [batch][out_pos]
     outputs: list[str] = field(default_factory=list)  # the decoded text of each item
     decoder_logits: torch.Tensor | None = None  # [batch, out_pos, vocab]
+    decoder_ids: torch.Tensor | None = None  # [batch, out_pos], what decoder_tokens name
 
     def _decoder_stack(self, hook: str) -> torch.Tensor:
         names = [f"decoder.blocks.{i}.{hook}" for i in range(self.dec_cfg.n_layers)]

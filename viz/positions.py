@@ -178,3 +178,24 @@ def rotary_distance_figure(curves: dict, title: str, subtitle: str = "") -> go.F
     """q·k after rotation against the distance between query and key, one curve per pair."""
     return distance_curves(curves, title, subtitle, y_title="q·k after rotation",
                            x_title="query position − key position")
+
+
+def relative_bias_figure(distances, bias, title: str, subtitle: str = "") -> go.Figure:
+    """T5's relative position bias: one row per head, one column per distance (key position −
+    query position), the number added to every attention score, centred on 0 (red adds,
+    blue takes away). distances [n], bias [head, n]."""
+    x = to_numpy(distances, "distances", ndim=1)
+    z = to_numpy(bias, "bias", ndim=2)
+    if z.shape[1] != len(x):
+        raise ValueError(f"bias must be [head, {len(x)}] (one column per distance), "
+                         f"got {list(z.shape)}")
+    limit = _symmetric(z) or 1.0
+    heads = list(range(z.shape[0]))
+    fig = go.Figure(go.Heatmap(
+        z=z, x=x, y=heads, colorscale=DIVERGING, zmin=-limit, zmax=limit,
+        colorbar=dict(title=dict(text="added to the score"), thickness=12),
+        hovertemplate="head %{y}, key %{x} positions from the query: %{z:+.3f}<extra></extra>"))
+    return _layout(fig, title, subtitle, height=max(260, 60 + 26 * len(heads)),
+                   figure_px=FULL_PAGE_PX,
+                   xaxis=dict(title=dict(text="key position − query position")),
+                   yaxis=dict(title=dict(text="head"), autorange="reversed", dtick=1))

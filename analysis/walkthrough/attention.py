@@ -134,6 +134,8 @@ def score_steps(w: Walk, layer: int) -> None:
           r"S_h = Q_h K_h^\top", [w.shown("scores", w.names.attn(layer, "qk"), BHQK)], "scores",
           layer)
     _scale_step(w, layer, qk)
+    if w.has("rel_bias.hook_bias"):  # T5: a learned number per head and distance
+        _relative_bias_step(w, layer)
     window = cfg.sliding_window if cfg.layer_type(layer) == "sliding" else None
     mask = attention_mask_bias(w.trace.attention_mask, cfg.causal, torch.float32, window)
     padded = bool((w.trace.attention_mask == 0).any())
@@ -233,3 +235,21 @@ def _scale_step(w: Walk, layer: int, qk: torch.Tensor) -> None:
           "A dot product of d_head random numbers spreads like √d_head. Without a division, "
           "wide heads would give near one-hot softmaxes and tiny gradients.",
           formula, shown, "scores", layer)
+
+
+def _relative_bias_step(w: Walk, layer: int) -> None:
+    """T5: the relative position bias, added to the scores of every layer."""
+    g = f"Layer {layer}: attention"
+    bias = w.hook("rel_bias.hook_bias")  # [1, heads, q_pos, k_pos]
+    w.add("relative_bias", g, "Add the position bias",
+          "This model has no position vectors. Instead, each head adds a learned number to "
+          "every score that depends only on how far the key is from the query: one number per "
+          "distance nearby, one per range of distances further away.",
+          "T5's relative position bias: a table of [bucket, head] numbers, looked up by the "
+          "bucket of key position − query position (the encoder tells before from after; the "
+          "decoder only looks back). It is computed once and added in every layer, together "
+          "with the mask; the scores are not divided by √d_head.",
+          r"S'_h \leftarrow S'_h + B_h,\quad B_{h,ij} = b_h(\text{bucket}(j - i))",
+          [Shown("position bias B", bias, ("batch (broadcast)", "heads", "q_pos", "k_pos"),
+                 "rel_bias.hook_bias", "`W_bias[bucket(k_pos - q_pos)]`, heads first",
+                 "the number each head adds at each distance")], None, layer)

@@ -159,8 +159,8 @@ BREAKAGES = {  # what is wrong -> (family, how to break it, what the message mus
     "missing tokenizer": ("llama", lambda d: (d / "tokenizer.json").unlink(),
                           "could not load the tokenizer.*no tokenizer files"),
     "tokenizer of special tokens only": ("bert", _only_special_tokens, "only special tokens"),
-    "unsupported model_type": ("bert", lambda d: _edit_config(d, model_type="t5"),
-                               r"unsupported architecture 't5'\. Supported: bert and roberta.*"
+    "unsupported model_type": ("bert", lambda d: _edit_config(d, model_type="bloom"),
+                               r"unsupported architecture 'bloom'\. Supported: bert and roberta.*"
                                r"gpt2.*llama and mistral"),
     "weights of the wrong shape": ("bert", lambda d: _edit_config(d, intermediate_size=64),
                                    r"do not fit the config: wrong shapes "
