@@ -64,21 +64,30 @@ def projection_steps(w: Walk, layer: int) -> None:
           "for), a key (what it offers) and a value (what it passes on)."
           + (f" {kv} key/value heads serve {h} query heads (grouped-query attention), so K and "
              "V are narrower." if kv != h else ""),
-          "Three matrix products over all tokens at once; in Hugging Face's BERT they are "
-          "`nn.Linear(d_model, d_model)` layers. This model keeps the same weights split per "
-          "head, so these tensors are its hook tensors with the heads side by side again.",
-          r"Q = XW_Q + b_Q,\quad K = XW_K + b_K,\quad V = XW_V + b_V",
+          "Three matrix products over all tokens at once; in Hugging Face's code they are "
+          f"`nn.Linear({cfg.d_model}, {h * dh}"
+          + ("" if cfg.attn_bias else ", bias=False") + ")` layers"
+          + ("" if cfg.attn_bias else " (no bias: this model adds nothing after the product)")
+          + ". This model keeps the same weights split per head, so these tensors are its hook "
+          "tensors with the heads side by side again.",
+          (r"Q = XW_Q + b_Q,\quad K = XW_K + b_K,\quad V = XW_V + b_V" if cfg.attn_bias
+           else r"Q = XW_Q,\quad K = XW_K,\quad V = XW_V"),
           [Shown(n.upper(), _join_heads(qkv[n]), ("batch", "pos", wd), w.names.attn(layer, n),
                  JOIN.format(f"hook_{n}", nh) + ": the heads side by side, as one Linear "
                  "layer outputs them", "with the heads laid side by side (no arithmetic)")
            for n, wd, nh in (("q", width, "heads"), ("k", kv_width, kv_dim),
                              ("v", kv_width, kv_dim))], None, layer)
     w.add("split_heads", g, "Split into heads",
-          f"Each row is cut into {h} heads of {cfg.d_model} / {h} = {dh} numbers each, and the "
-          "head axis moves before the sequence.",
+          (f"Each row is cut into {h} heads of {cfg.d_model} / {h} = {dh} numbers each, and "
+           if h * dh == cfg.d_model else
+           f"Each row of {h * dh} numbers is cut into {h} heads of {dh} numbers each (this "
+           f"model picks the head size on its own: {h} × {dh} = {h * dh}, not the "
+           f"{cfg.d_model} numbers of a token's vector), and ")
+          + "the head axis moves before the sequence.",
           "Nothing is computed: Hugging Face's code does `view` then `transpose(1, 2)`. Each "
           "head will build its own attention pattern; that is what 'multi-head' means.",
-          r"Q_h = Q[:, :, h\,d_h : (h+1)\,d_h],\qquad d_h = d_{model} / H",
+          r"Q_h = Q[:, :, h\,d_h : (h+1)\,d_h]"
+          + (r",\qquad d_h = d_{model} / H" if h * dh == cfg.d_model else ""),
           [w.shown(f"{n.upper()} per head", w.names.attn(layer, n),
                    ("batch", "heads" if n == "q" else kv_dim, "pos", "d_head")) for n in "qkv"],
           None, layer)
@@ -195,7 +204,8 @@ def output_steps(w: Walk, layer: int) -> None:
           "A last linear map W_O mixes the heads and brings the result back to "
           f"{cfg.d_model} numbers per token.",
           "Each head writes into the residual stream through its own slice of W_O.",
-          r"\text{Attn}(X) = \operatorname{concat}(Z_1, \dots, Z_H)\, W_O + b_O",
+          r"\text{Attn}(X) = \operatorname{concat}(Z_1, \dots, Z_H)\, W_O"
+          + (" + b_O" if cfg.has_out_bias else ""),
           [w.shown("attention output", w.names.out(layer, "attn"), BTD)], "values", layer)
 
 
@@ -215,8 +225,10 @@ def _scale_step(w: Walk, layer: int, qk: torch.Tensor) -> None:
                    "softmax from becoming too peaked.")
     elif scale == 1.0:
         title, formula = "No scaling", r"S'_h = Q_h K_h^\top"
-        summary = ("This model does not divide the scores at all (GPT-Neo was trained that "
-                   "way): the softmax sees the raw dot products.")
+        why = ("T5 was trained that way; it folds the division into how its query weights "
+               "start" if cfg.positions == "relative" else "it was trained that way")
+        summary = (f"This model does not divide the scores at all ({why}): the softmax sees "
+                   "the raw dot products.")
     else:
         title, formula = f"Multiply by {scale:.4g}", r"S'_h = s \, Q_h K_h^\top"
         summary = (f"Every score is multiplied by {scale:.4g}, the scale this model was "

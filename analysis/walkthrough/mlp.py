@@ -113,7 +113,7 @@ def mlp_steps(w: Walk, layer: int) -> None:
           "The feed-forward network works on every token alone: tokens do not mix here. Most "
           "of a transformer's parameters live in it.",
           r"G = X W_{\text{gate}},\quad U = X W_{\text{up}}" if cfg.gated_mlp else
-          r"H = X W_{\text{in}} + b_{\text{in}}",
+          r"H = X W_{\text{in}}" + (r" + b_{\text{in}}" if cfg.mlp_bias else ""),
           [w.shown("gate", w.names.mlp(layer, "pre"), up),
            w.shown("up", w.names.mlp(layer, "pre_linear"), up)]
           if cfg.gated_mlp else [w.shown("H", w.names.mlp(layer, "pre"), up)], "values", layer)
@@ -137,7 +137,8 @@ def mlp_steps(w: Walk, layer: int) -> None:
     w.add("mlp_down", g, "Feed-forward: down-projection",
           f"A last linear map brings each token back from {cfg.d_mlp} to {cfg.d_model} numbers.",
           "The output has the stream's shape, so it can be added to it.",
-          r"\text{MLP}(X) = \mathrm{act}(\dots)\, W_{\text{out}} + b_{\text{out}}",
+          r"\text{MLP}(X) = \mathrm{act}(\dots)\, W_{\text{out}}"
+          + (r" + b_{\text{out}}" if cfg.mlp_bias else ""),
           [w.shown("MLP output", w.names.out(layer, "mlp"), BTD)], "values", layer)
     if w.block in ("parallel", "sandwich"):
         _after_parallel_or_sandwich_mlp(w, layer)
