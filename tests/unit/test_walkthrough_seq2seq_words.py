@@ -58,3 +58,4 @@ def test_t5s_unscaled_scores_are_not_credited_to_another_model():
     scale = _words(steps["scale"])
     assert steps["scale"].title == "No scaling" and "GPT-Neo" not in scale and "T5" in scale
     assert "not divided" in steps["relative_bias"].teacher
+
