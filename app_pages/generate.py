@@ -8,6 +8,7 @@ import streamlit as st
 
 from analysis.generation import (MAX_NEW_TOKENS, MAX_PROMPT_TOKENS, Generation, Sampling,
                                  prompt_window)
+from ui.alphabet import show_unknown_note
 from ui.callbacks import set_state, step_state
 from ui.charts import chart_config
 from ui.decoder_lab import decoder_reason, generation, induction_head
@@ -192,8 +193,7 @@ def render() -> None:
     prompt_text, pieces = _pieces(loaded, gen)
     n_steps = len(gen.steps)
     step = _step_slider(n_steps)
-    if not left_out and not trace.dropped[0] and "?" in prompt_text and "?" not in selection.text:
-        st.caption("“?” marks characters of your text that this model has no token for.")
+    show_unknown_note(selection)
     st.caption("The text so far, with this step's new token marked:")
     st.markdown(("…" if left_out else "") + _text_so_far(prompt_text, pieces, step))
     row = st.container(horizontal=True, gap="small")  # side by side, or one under the other

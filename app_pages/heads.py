@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from analysis.head_stats import (STATISTICS, StatTotals, pooled_statistics, special_tokens_in,
-                                 trace_totals)
+                                 trace_totals, unknown_token)
 from ui import settings
 from ui.cache import get_model, shared
 from ui.charts import chart_config
@@ -45,14 +45,15 @@ def unbroken(text: str) -> str:
 
 @shared("head_totals")
 def _main_totals(_trace, key: tuple) -> StatTotals:
-    return trace_totals(_trace)
+    return trace_totals(_trace, unknown=unknown_token(get_model(key[0]).tokenizer))
 
 
 @shared("head_totals_text")
 def _text_totals(model_name: str, text: str) -> StatTotals:
     with st.spinner("Running the extra texts…"):
-        trace = get_model(model_name).run(text, keep=lambda n: n.endswith("attn.hook_pattern"))
-        return trace_totals(trace)
+        loaded = get_model(model_name)
+        trace = loaded.run(text, keep=lambda n: n.endswith("attn.hook_pattern"))
+        return trace_totals(trace, unknown=unknown_token(loaded.tokenizer))
 
 
 def _pick_and_define(cfg, names: list) -> None:
