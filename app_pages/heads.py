@@ -77,10 +77,10 @@ def _pick_and_define(cfg, names: list) -> None:
 # Two scores measured once per decoder on its own random test, not on the sidebar text:
 # column -> (header, width, what it means in one plain sentence).
 REPEAT_COLUMNS = {
-    "Induction score": ("Induct", 56, "Induction: on random tokens written twice, the share of "
+    "Induction score": ("Induct", 51, "Induct: on random tokens written twice, the share of "
                         "attention a token in the second copy gives to the token that came "
                         "right after its earlier copy, the one that will come next."),
-    "Previous-token score": ("Prev (test)", 72, "Prev (test): on the same random tokens, the "
+    "Previous-token score": ("Prev*", SHARE_PX, "Prev*: on the same random tokens, the "
                              "share of attention each token gives to the one just before it."),
 }
 REPEAT_LENGTH, REPEAT_SEQS = 20, 64  # like the patching page's scores
