@@ -50,9 +50,12 @@ STATISTICS: dict[str, tuple[str, str]] = {
 _MARKERS = ("Ġ", "▁", "Ċ", "ĉ", "##")  # byte-level / sentencepiece / wordpiece decorations
 
 
-def is_punctuation(token: str) -> bool:
+def is_punctuation(token: str, unknown: str | None = None) -> bool:
     """True for a token made only of punctuation once tokenizer markers are stripped
-    ("Ġ," -> ",")."""
+    ("Ġ," -> ","). `unknown` is the model's own unknown-character token ("?" in our character
+    models): it stands for any character the model lacks, so it is never punctuation."""
+    if unknown is not None and token == unknown:
+        return False
     text = token
     for marker in _MARKERS:
         text = text.replace(marker, "")
@@ -81,12 +84,13 @@ class StatTotals:
 
 
 def statistic_totals(attentions, tokens: Sequence[str], special_mask,
-                     attention_mask=None) -> StatTotals:
+                     attention_mask=None, unknown: str | None = None) -> StatTotals:
     """Row sums and counts of every statistic for one text.
 
     attentions: [n_layers, head, q_pos, k_pos] (torch or numpy); tokens: one string per position;
     special_mask, attention_mask: [pos], 1 for special tokens / real tokens. Padding (mask 0)
-    is dropped first, so the real tokens are positions 0..n-1 (right padding).
+    is dropped first, so the real tokens are positions 0..n-1 (right padding). unknown: the
+    model's unknown-character token, never counted as punctuation (see is_punctuation).
     """
     a = (attentions.float() if isinstance(attentions, torch.Tensor)
          else torch.from_numpy(np.array(attentions, dtype=np.float32)))  # [layer, head, q, k]
@@ -105,7 +109,7 @@ def statistic_totals(attentions, tokens: Sequence[str], special_mask,
         raise ValueError("attention_mask must mark the real tokens first (right padding)")
     a = a[..., :n, :n]  # [n_layers, head, q, k]
     special = special[:n] & real[:n]
-    punct = torch.tensor([is_punctuation(t) for t in tokens[:n]]) & ~special  # [k]
+    punct = torch.tensor([is_punctuation(t, unknown) for t in tokens[:n]], dtype=torch.bool) & ~special  # [k]
 
     logs = torch.where(a > 0, a.clamp_min(1e-30).log2(), torch.zeros(()))
     entropy = -(a * logs).sum(-1)  # [n_layers, head, q]
@@ -128,9 +132,9 @@ def statistic_totals(attentions, tokens: Sequence[str], special_mask,
 
 
 def head_statistics(attentions, tokens: Sequence[str], special_mask,
-                    attention_mask=None) -> dict[str, np.ndarray]:
+                    attention_mask=None, unknown: str | None = None) -> dict[str, np.ndarray]:
     """Every statistic of STATISTICS for one text: name -> [n_layers, head] (float64 numpy)."""
-    return statistic_totals(attentions, tokens, special_mask, attention_mask).means()
+    return statistic_totals(attentions, tokens, special_mask, attention_mask, unknown).means()
 
 
 def pooled_statistics(totals: Iterable[StatTotals]) -> dict[str, np.ndarray]:
@@ -144,7 +148,14 @@ def pooled_statistics(totals: Iterable[StatTotals]) -> dict[str, np.ndarray]:
     return pooled.means()
 
 
-def trace_totals(trace, item: int = 0) -> StatTotals:
+def unknown_token(tokenizer) -> str | None:
+    """The token that stands for every character a character model lacks ("?"); None for a
+    tokenizer without one (a word-piece `[UNK]` stays text: see SPECIAL_RULE)."""
+    unk = getattr(tokenizer, "unk_id", None)
+    return None if unk is None else tokenizer.tokens([unk])[0]
+
+
+def trace_totals(trace, item: int = 0, unknown: str | None = None) -> StatTotals:
     """`statistic_totals` for one text of a Trace (needs the attention patterns in its cache)."""
     names = hook_names(trace.cfg).every_layer("attn", "pattern")
     pattern = trace.cache[names[0]]
@@ -152,7 +163,7 @@ def trace_totals(trace, item: int = 0) -> StatTotals:
         raise ValueError(f"the trace holds {pattern.shape[0]} texts, not {item + 1}")
     attn = torch.stack([trace.cache[n][item] for n in names])
     return statistic_totals(attn, trace.batch_tokens[item], trace.special_mask[item],
-                            trace.attention_mask[item])
+                            trace.attention_mask[item], unknown)
 
 
 def special_tokens_in(trace, item: int = 0) -> list[str]:

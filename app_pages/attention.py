@@ -9,6 +9,7 @@ from analysis.head_stats import head_statistics
 from analysis.qk import qk_breakdown
 from analysis.rollout import attention_rollout, drop_special, head_average
 from ui import settings
+from ui.alphabet import show_unknown_note
 from ui.cache import shared
 from ui.charts import chart_config
 from ui.callbacks import pick_head
@@ -242,6 +243,7 @@ def render() -> None:
         f"{cfg.d_model} numbers (d_model); each head works on {cfg.d_head} of them (d_head). "
         "The weights of a row come from a softmax over the keys."
     )
+    show_unknown_note(selection)
     if trace.kind == "foreign":  # Hugging Face's own code: attention only (model/foreign.py)
         st.info(md_escape(selection.model.pages_note))
     else:  # the effect page needs the engine's own code

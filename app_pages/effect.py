@@ -11,6 +11,7 @@ from analysis.cost import effect_plan, largest_chunk
 from analysis.effect import MAX_OCCLUSION_TOKENS, METHODS, all_heads
 from analysis.effect_target import make_target, special_token_id, visible_length
 from analysis.gradients import MAX_GRADIENT_TOKENS, MAX_IG_BATCH_TOKENS, MAX_IG_STEPS
+from ui.alphabet import show_unknown_note
 from ui.cache import get_model, shared
 from ui.callbacks import pick_head
 from ui.charts import chart_config
@@ -266,6 +267,7 @@ def render() -> None:
     position = _position(labels, cfg.causal)
     target = _target(selection.model_name, selection.text, second, position)
     st.markdown(f"**Target:** {md_escape(target.label)}")
+    show_unknown_note(selection)
     if not cfg.causal and selection.pair:
         st.caption("The second sentence is only the point of comparison here: the tokens "
                    "measured are those of the first text.")
@@ -286,12 +288,21 @@ def render() -> None:
     if not _affordable(effect_plan(cfg, k, steps, mode is not None, allowance()), selection, k):
         return
     if request not in asked and k * steps > AUTO_WORK:
+        quick = [s for s in _steps_allowed(k) if k * s <= AUTO_WORK]
         runs = f"{k} occlusion runs" if mode else "no occlusion"
         slot = st.empty()
         if not slot.button(f"Measure every token ({steps} gradient steps, {runs}, {k} tokens)",
                            key="eff_run", type="primary"):
-            return
-        slot.empty()
+            if not quick:
+                st.caption(f"Nothing is measured until you press the button: even the fewest "
+                           f"gradient steps take too long on {k} tokens to run at once.")
+                return
+            st.caption(f"Shown now: integrated gradients with {quick[-1]} steps, which run at "
+                       f"once. The {steps} steps you chose are more exact and wait for the "
+                       "button above.")
+            request = request[:5] + (quick[-1],) + request[6:]
+        else:
+            slot.empty()
     if request not in asked:
         asked[:] = (asked + [request])[-8:]
     with st.spinner("Measuring every token six ways…"):

@@ -8,6 +8,7 @@ import streamlit as st
 
 from analysis.generation import (MAX_NEW_TOKENS, MAX_PROMPT_TOKENS, Generation, Sampling,
                                  prompt_window)
+from ui.alphabet import show_unknown_note
 from ui.callbacks import set_state, step_state
 from ui.charts import chart_config
 from ui.decoder_lab import decoder_reason, generation, induction_head
@@ -156,6 +157,20 @@ def _attention(loaded, gen: Generation, step_index: int, cfg) -> None:
                    "a repeated text and watch it look back.")
 
 
+def window_note_at(gen: Generation, step: int, n_ctx: int) -> str | None:
+    """Whether step `step` (from 1) read the whole text or only its last `n_ctx` tokens, in one
+    line; None while no step of this generation had to leave tokens out."""
+    first = next((i + 1 for i, s in enumerate(gen.steps) if s.window_start > 0), None)
+    if first is None:
+        return None
+    if step >= first:
+        return (f"By this step the text is longer than the {n_ctx} tokens this model reads at a "
+                f"time, so this step read only the last {n_ctx} (from step {first} on, every "
+                "step does).")
+    return (f"The text grows past the {n_ctx} tokens this model reads at a time at step "
+            f"{first}; from then on each step reads only the last {n_ctx}.")
+
+
 def render() -> None:
     selection = st.session_state["selection"]
     st.title("Generate, step by step", anchor=False)
@@ -186,14 +201,16 @@ def render() -> None:
             f"at a time, so generation continues from the prompt's last {limit} tokens (the first "
             f"{left_out:,} are left out), and each new step again reads only the last {limit}.")
     gen = generation(selection.model_name, tuple(prompt_ids), n_new, sampling)
-    for note in [] if left_out else gen.notes:  # with a cut prompt, the note above says it
-        st.info(note)
+    slid_note = st.empty()  # filled once the step is known: true at the step shown
 
     prompt_text, pieces = _pieces(loaded, gen)
     n_steps = len(gen.steps)
     step = _step_slider(n_steps)
-    if not left_out and not trace.dropped[0] and "?" in prompt_text and "?" not in selection.text:
-        st.caption("“?” marks characters of your text that this model has no token for.")
+    if not left_out:  # with a cut prompt, the note above says it
+        note = window_note_at(gen, step, cfg.n_ctx)
+        if note:
+            slid_note.info(note)
+    show_unknown_note(selection)
     st.caption("The text so far, with this step's new token marked:")
     st.markdown(("…" if left_out else "") + _text_so_far(prompt_text, pieces, step))
     row = st.container(horizontal=True, gap="small")  # side by side, or one under the other

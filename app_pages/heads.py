@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
 from analysis.head_stats import (STATISTICS, StatTotals, pooled_statistics, special_tokens_in,
-                                 trace_totals)
+                                 trace_totals, unknown_token)
+from analysis.induction import repeat_scores
 from ui import settings
 from ui.cache import get_model, shared
 from ui.charts import chart_config
@@ -45,14 +47,15 @@ def unbroken(text: str) -> str:
 
 @shared("head_totals")
 def _main_totals(_trace, key: tuple) -> StatTotals:
-    return trace_totals(_trace)
+    return trace_totals(_trace, unknown=unknown_token(get_model(key[0]).tokenizer))
 
 
 @shared("head_totals_text")
 def _text_totals(model_name: str, text: str) -> StatTotals:
     with st.spinner("Running the extra texts…"):
-        trace = get_model(model_name).run(text, keep=lambda n: n.endswith("attn.hook_pattern"))
-        return trace_totals(trace)
+        loaded = get_model(model_name)
+        trace = loaded.run(text, keep=lambda n: n.endswith("attn.hook_pattern"))
+        return trace_totals(trace, unknown=unknown_token(loaded.tokenizer))
 
 
 def _pick_and_define(cfg, names: list) -> None:
@@ -71,7 +74,42 @@ def _pick_and_define(cfg, names: list) -> None:
                     "attention of query $i$ on key $j$; each row sums to 1.")
 
 
-def _table(cfg, names: list, stats: dict, stat: str, label: str) -> None:
+# Two scores measured once per decoder on its own random test, not on the sidebar text:
+# column -> (header, width, what it means in one plain sentence).
+REPEAT_COLUMNS = {
+    "Induction score": ("Induct", 51, "Induct: on random tokens written twice, the share of "
+                        "attention a token in the second copy gives to the token that came "
+                        "right after its earlier copy, the one that will come next."),
+    "Previous-token score": ("Prev*", SHARE_PX, "Prev*: on the same random tokens, the "
+                             "share of attention each token gives to the one just before it."),
+}
+REPEAT_LENGTH, REPEAT_SEQS = 20, 64  # like the patching page's scores
+
+
+@shared("head_repeat_scores")
+def _repeat_scores(model_name: str) -> dict[str, np.ndarray]:
+    """Induction and previous-token scores of every head ([layer, head] each), from fresh random
+    repeated sequences (analysis/induction.py); once per model, in the shared memory budget."""
+    loaded = get_model(model_name)
+    length = min(REPEAT_LENGTH, loaded.cfg.n_ctx // 2)
+    with st.spinner("Measuring every head on random repeated tokens (once per model)…"):
+        scores = repeat_scores(loaded.model, n_seqs=REPEAT_SEQS, length=length)
+    return {"Induction score": scores["induction"].numpy(),
+            "Previous-token score": scores["previous"].numpy()}
+
+
+def _repeat_columns(selection, trace) -> dict[str, np.ndarray]:
+    """The two scores for a decoder the engine runs; nothing for other models."""
+    if not trace.cfg.causal or trace.kind != "transformer" or trace.cfg.n_ctx < 4:
+        return {}
+    try:
+        return _repeat_scores(selection.model_name)
+    except (ValueError, KeyError, RuntimeError):  # a model this test does not fit
+        return {}
+
+
+def _table(cfg, names: list, stats: dict, stat: str, label: str,
+           repeat: dict | None = None) -> None:
     """Every statistic of every head, sortable, the chosen one first."""
     st.subheader("All statistics, sortable")
     shares = [n for n in TABLE_ORDER if n in names and n not in ("entropy", "distance")]
@@ -87,6 +125,8 @@ def _table(cfg, names: list, stats: dict, stat: str, label: str) -> None:
     # The chosen statistic first; shares in percent ("26%" is narrower than "0.256").
     for name in [stat] + [n for n in TABLE_ORDER if n in names and n != stat]:
         table[STATISTICS[name][0]] = stats[name].reshape(-1) * (100 if name in shares else 1)
+    for column, values in (repeat or {}).items():
+        table[column] = values.reshape(-1) * 100
     table = table.sort_values(label, ascending=False, kind="stable").reset_index(drop=True)
     # No row selection: its checkbox column would push the last columns off a narrow screen;
     # "Or pick a head" below opens any head.
@@ -97,8 +137,14 @@ def _table(cfg, names: list, stats: dict, stat: str, label: str) -> None:
                                                 help="L = layer, H = head"),
             **{STATISTICS[n][0]: st.column_config.NumberColumn(
                 HEADERS[n][0], help=STATISTICS[n][0], width=HEADERS[n][1],
-                format=TABLE_FORMATS.get(n, "%.0f%%")) for n in names}},
+                format=TABLE_FORMATS.get(n, "%.0f%%")) for n in names},
+            **{c: st.column_config.NumberColumn(REPEAT_COLUMNS[c][0], help=c, format="%.0f%%",
+                                                width=REPEAT_COLUMNS[c][1]) for c in repeat or {}}},
     )
+    if repeat:
+        st.caption("The last two columns do not use your text: each head is measured once on "
+                   "random tokens written twice. " + " ".join(
+                       REPEAT_COLUMNS[c][2] for c in repeat))
 
 
 def render() -> None:
@@ -158,6 +204,6 @@ def render() -> None:
                     on_select=pick_head("hs_grid", cfg.n_heads),
                     selection_mode="points", config=chart_config("head-statistics", fig))
 
-    _table(cfg, names, stats, stat, label)
+    _table(cfg, names, stats, stat, label, _repeat_columns(selection, trace))
 
     _pick_and_define(cfg, names)

@@ -6,6 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from analysis.logit_lens import Lens, logit_lens
+from ui.alphabet import show_unknown_note
 from ui.cache import get_model, shared
 from ui.charts import chart_config
 from ui.examples import LEARNED_FROM, known_sentence
@@ -13,8 +14,8 @@ from ui.sidebar import require_trace, use_known_sentence
 from ui.switch import needs_lm_head, offer_decoder
 from ui.text import md_escape
 from ui.view_state import page_view
-from viz.labels import axis_labels, looks_byte_level, visible_text, plain_text
-from viz.lens import CELL_TEXT_LIMIT, detail_columns, lens_table
+from viz.labels import SEPARATOR, axis_labels, looks_byte_level, visible_text, plain_text
+from viz.lens import CELL_TEXT_LIMIT, detail_columns, labelled_width, lens_table
 
 VIEW = page_view("logit-lens")  # this page's settings (teaching/pages.py declares them)
 TOP_K = 5
@@ -34,6 +35,18 @@ def _lens(_trace, key: tuple) -> Lens:
         hidden = get_model(model_name).run(text, pair or None, keep=_keep_residual).hidden_states
     model = get_model(key[0]).model
     return logit_lens(model, hidden, _trace.token_ids, k=TOP_K)
+
+
+def _thinned_note(fig, n_pos: int) -> None:
+    """When the column labels (each position's token and the true next token) would overlap,
+    the table labels every step-th column: say which, and where the others are."""
+    ticks = list(fig.layout.xaxis.tickvals or [])
+    if not fig.layout.xaxis.showticklabels or len(ticks) >= n_pos or len(ticks) < 2:
+        return
+    step = list(fig.data[0].x).index(ticks[1])
+    st.caption(f"So that labels do not overlap, one column in every {step} is labelled (positions "
+               f"{ticks[0].split(SEPARATOR)[0]}, {ticks[1].split(SEPARATOR)[0]}, …); narrow the "
+               "positions to label each one, or hover a cell for its true next token.")
 
 
 def _guesses_note(lens: Lens, n: int, model_name: str) -> None:
@@ -111,9 +124,11 @@ def render() -> None:
         help="For the curious: each row is the residual stream after that layer, passed through "
         "the model's own final norm and unembedding, then a softmax over the vocabulary.")
 
+    show_unknown_note(selection)
     window = st.session_state.get("lens_window")
     if not (isinstance(window, tuple) and 0 <= window[0] <= window[1] < n):
-        st.session_state["lens_window"] = (max(0, n - DEFAULT_WIDTH), n - 1)
+        width = labelled_width(tokens, 0, DEFAULT_WIDTH)  # every label readable
+        st.session_state["lens_window"] = (0, width - 1)  # where the text starts
     cols = st.columns([4, 2])
     if n > 1:
         start, end = cols[0].slider("Positions", 0, n - 1, key="lens_window",
@@ -140,6 +155,7 @@ def render() -> None:
                      first_position=start)
     st.plotly_chart(fig, key="lens_table",
                     config=chart_config("logit-lens", fig, positions=f"{start}-{end}"))
+    _thinned_note(fig, len(span))
     _guesses_note(lens, n, selection.model_name)
 
     _one_position(selection, trace, lens, labels, end)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from analysis.head_stats import head_statistics
+from analysis.head_stats import head_statistics, unknown_token
 
 
 class FactError(ValueError):
@@ -40,9 +40,10 @@ class Fact:
     describe: str = ""
 
 
-def _stats(trace) -> dict[str, np.ndarray]:
+def _stats(f: FactInputs) -> dict[str, np.ndarray]:
+    trace = f.trace
     return head_statistics(trace.attentions, trace.tokens, trace.special_mask[0],
-                           trace.attention_mask[0])
+                           trace.attention_mask[0], unknown_token(f.model.tokenizer))
 
 
 def plain(token: str) -> str:
@@ -63,7 +64,7 @@ def amount(share: float) -> str:
 
 def _best(statistic: str):
     def compute(f: FactInputs) -> dict:
-        values = _stats(f.trace)[statistic]  # [n_layers, head]
+        values = _stats(f)[statistic]  # [n_layers, head]
         layer, head = divmod(int(values.argmax()), values.shape[1])
         share = float(values[layer, head])
         return {"layer": layer, "head": head, "share": share, "bits": share,
@@ -213,7 +214,7 @@ def find_row(tokens: list[str], wanted: str) -> int:
 
 def _head(f: FactInputs) -> dict:
     layer, head = int(f.settings.get("layer", 0)), int(f.settings.get("head", 0))
-    stats = _stats(f.trace)
+    stats = _stats(f)
     return {name: float(stats[name][layer, head])
             for name in ("previous", "next", "self", "special", "entropy", "distance")}
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import random
 import re
 
 SHORT = "The cat sat on the mat because it was warm."
@@ -44,7 +45,10 @@ EXAMPLES = {
 LEARNED_FROM = {
     "tiny-chars": "tiny-chars learned only from a few paragraphs we wrote about attention and "
                   "simple sentences like them, so on other English it guesses badly.",
+    "tiny-induction": "tiny-induction learned only from random lower-case letters and digits "
+                      "that repeat, so spaces, capitals and punctuation are all unknown to it.",
 }
+REPEATED_SYMBOLS = 12  # tiny-induction's sentence: this many random symbols, then them again
 
 
 def is_app_example(text: str) -> bool:
@@ -60,6 +64,8 @@ def known_sentence(name: str) -> str | None:
     on). None for a model without one."""
     if name not in LEARNED_FROM:
         return None
+    if name == "tiny-induction":
+        return _repeated_symbols(name)
     from model.loading import read_config
     from model.registry import BUNDLED
     from training.tasks import corpus
@@ -72,3 +78,18 @@ def known_sentence(name: str) -> str | None:
     held_out = corpus(seed, n_chars=1)[1]
     sentences = re.split(r"(?<=[.?!])\s+", held_out)
     return next((s.strip() for s in sentences if 0 < len(s.strip()) <= n_ctx), None)
+
+
+def _repeated_symbols(name: str) -> str | None:
+    """Random symbols from the model's own vocabulary (its unknown character left out), then the
+    same symbols again: the kind of text an induction model was trained on, all of it readable."""
+    from model.registry import BUNDLED
+    from model.tokenizer import CharTokenizer
+
+    try:
+        tokenizer = CharTokenizer.from_file(BUNDLED[name]() / "tokenizer.json")
+    except (KeyError, TypeError, ValueError, OSError):
+        return None
+    symbols = [c for i, c in enumerate(tokenizer.chars) if i != tokenizer.unk_id]
+    first = "".join(random.Random(0).choices(symbols, k=REPEATED_SYMBOLS))
+    return first + first

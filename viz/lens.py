@@ -87,6 +87,32 @@ def tick_layout(labels, n_pos: int, cell_px: float = None) -> tuple[int, list[in
     return angle, list(range(0, n_pos, step))
 
 
+def _columns(input_tokens, first_position: int, byte_level: bool) -> list[str]:
+    return [f"{first_position + i}{SEPARATOR}{token_label(t, byte_level)}"
+            for i, t in enumerate(input_tokens)]
+
+
+def _tick_texts(columns, next_tokens, byte_level: bool) -> list[str]:
+    """Each column's label: its position and token, and below it the true next token."""
+    return [f"{c}<br>→ {token_label(t, byte_level)}" if t else c
+            for c, t in zip(columns, next_tokens)]
+
+
+def labelled_width(tokens, start: int, limit: int) -> int:
+    """How many positions from `start` (at most `limit`, at least 1) the lens table can show
+    with every column labelled (token and true next token, no two labels touching)."""
+    byte_level = looks_byte_level(list(tokens))
+    best = 1
+    for width in range(1, min(limit, len(tokens) - start) + 1):
+        shown = tokens[start:start + width]
+        nexts = [tokens[p + 1] if p + 1 < len(tokens) else ""
+                 for p in range(start, start + width)]
+        labels = _tick_texts(_columns(shown, start, byte_level), nexts, byte_level)
+        if len(tick_layout(labels, width)[1]) == width:
+            best = width
+    return best
+
+
 def lens_table(row_names, input_tokens, top_tokens, top_probs, next_tokens, next_rank,
                next_prob, colour: str = "top", title: str = "Logit lens",
                first_position: int = 0) -> go.Figure:
@@ -119,8 +145,7 @@ def lens_table(row_names, input_tokens, top_tokens, top_probs, next_tokens, next
         raise ValueError(f"colour must be 'top' or 'next', got {colour!r}")
     everything = [t for r in top_tokens for c in r for t in c] + list(input_tokens)
     byte_level = looks_byte_level(everything)
-    columns = [f"{first_position + i}{SEPARATOR}{token_label(t, byte_level)}"
-               for i, t in enumerate(input_tokens)]
+    columns = _columns(input_tokens, first_position, byte_level)
 
     def lab(t: str) -> str:
         return token_label(t, byte_level)
@@ -146,7 +171,7 @@ def lens_table(row_names, input_tokens, top_tokens, top_probs, next_tokens, next
                       thickness=14),
         hovertemplate="%{customdata}<extra></extra>",
     ))
-    tick_text = [f"{c}<br>→ {lab(t)}" if t else c for c, t in zip(columns, next_tokens)]
+    tick_text = _tick_texts(columns, next_tokens, byte_level)
     angle, ticks = tick_layout(tick_text, n_pos)
     sub, top = subtitle_block(  # the figure spans the page
         "cell = the token the lens ranks first; colour = "

@@ -50,7 +50,8 @@ def test_lens_last_token_of_a_cut_text_is_not_called_the_last_token():
     text = page_text(at, ("caption",))
     assert "the last token the model read (the rest of the text was cut)" in text
     assert "This is the last token, so" not in text
-    at = open_page(LENS, "tiny-chars", TEXT)
+    at = open_page(LENS, "tiny-chars", TEXT)  # opens on the first positions: go to the last
+    at.select_slider(key="lens_pos").set_value(len(TEXT) - 1).run()
     assert "This is the last token, so there is no true next token" in page_text(at, ("caption",))
 
 

@@ -1,0 +1,38 @@
+"""Every page that shows tokens says, in one plain line, which characters of the text the
+bundled character model has no token for (they all show as "?"), and tiny-induction offers a
+sentence it reads fully, like tiny-chars."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+
+from page_links import open_page, page_text  # noqa: E402
+
+TEXT = "The cat sat."
+
+
+@pytest.mark.parametrize("page", ["attention", "logit-lens", "effect", "generate"])
+def test_pages_say_which_characters_the_model_cannot_read(page):
+    at = open_page(page, "tiny-induction", TEXT)
+    said = page_text(at, kinds=("caption",))
+    assert "does not know" in said, said
+    assert "space" in said and "“T”" in said and "“.”" in said
+
+
+def test_no_alphabet_note_when_the_model_reads_every_character():
+    at = open_page("attention", "tiny-induction", "abcabc")
+    assert "does not know" not in page_text(at, kinds=("caption",))
+
+
+def test_tiny_induction_offers_a_sentence_it_knows():
+    from ui.examples import known_sentence
+
+    at = open_page("attention", "tiny-induction", TEXT)
+    at.button(key="sb_known_text").click().run()
+    assert not at.exception
+    assert at.text_area(key="sb_text").value == known_sentence("tiny-induction")
+    assert "does not know" not in page_text(at, kinds=("caption",))

@@ -1,0 +1,39 @@
+"""Our own character models know only some characters; every other one reaches them as the
+unknown token ("?"). Every page that shows tokens says so in the same one plain line."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from .text import md_escape
+
+_NAMES = {" ": "space", "\n": "line break", "\t": "tab"}
+MAX_LISTED = 8
+
+
+def unknown_note(selection) -> str | None:
+    """One plain line naming the characters of the sidebar's text the model has no token for,
+    and what it reads instead; None when it reads every character (or is not a character
+    model)."""
+    loaded = getattr(selection, "model", None)
+    tokenizer = getattr(loaded, "tokenizer", None)
+    index, unk = getattr(tokenizer, "index", None), getattr(tokenizer, "unk_id", None)
+    if index is None or unk is None:
+        return None
+    text = " ".join(t for t in (selection.text, selection.pair or "") if t)
+    if type(tokenizer).__name__ == "ReversalTokenizer":
+        text = text.lower()  # it reads lower case
+    missing = list(dict.fromkeys(c for c in text if c not in index))
+    if not missing:
+        return None
+    listed = ", ".join(_NAMES.get(c, f"“{c}”") for c in missing[:MAX_LISTED])
+    more = f" and {len(missing) - MAX_LISTED} more" if len(missing) > MAX_LISTED else ""
+    return (f"“{tokenizer.chars[unk]}” stands for a character this model does not know: it "
+            f"reads {listed}{more} in your text all as that same unknown token.")
+
+
+def show_unknown_note(selection, where=st) -> None:
+    """The line of `unknown_note` as a caption, when there is one."""
+    note = unknown_note(selection)
+    if note:
+        where.caption(md_escape(note))
