@@ -8,7 +8,7 @@ import numpy as np
 import streamlit as st
 import torch
 
-from analysis.head_stats import STATISTICS, head_statistics
+from analysis.head_stats import STATISTICS, head_statistics, unknown_token
 from ui import settings
 from ui.cache import get_trace
 from ui.charts import chart_config
@@ -99,8 +99,11 @@ def _describe_b(note, trace_a, trace_b, swapped: bool, same_text: bool) -> None:
         note.caption(" ".join(lines))
 
 
-def _stats(trace):
-    return head_statistics(trace.attentions, trace.tokens, trace.special_mask[0])
+def _stats(trace, unknown: str | None):
+    """Every statistic of one text; `unknown` is the model's unknown-character token ("?"),
+    which is not punctuation."""
+    return head_statistics(trace.attentions, trace.tokens, trace.special_mask[0],
+                           unknown=unknown)
 
 
 def _difference(trace_a, trace_b, per_head, layer: int, head: int) -> None:
@@ -138,7 +141,7 @@ def _difference(trace_a, trace_b, per_head, layer: int, head: int) -> None:
             selection_mode="points", config=chart_config("compare_heads"))
 
 
-def _statistics_difference(trace_a, trace_b, layer: int, head: int) -> None:
+def _statistics_difference(trace_a, trace_b, layer: int, head: int, unknown=None) -> None:
     """One statistic of every head, B minus A."""
     cfg, tokens_a, tokens_b = trace_a.cfg, trace_a.tokens, trace_b.tokens
     st.subheader("Head statistics, B − A")
@@ -150,7 +153,7 @@ def _statistics_difference(trace_a, trace_b, layer: int, head: int) -> None:
         st.caption("Entropy and distance grow with the number of tokens, so between texts of "
                    "different lengths much of this difference is just length; the shares "
                    "(special tokens, previous token...) compare more fairly.")
-    delta = _stats(trace_b)[stat] - _stats(trace_a)[stat]  # [n_layers, head]
+    delta = _stats(trace_b, unknown)[stat] - _stats(trace_a, unknown)[stat]  # [n_layers, head]
     st.plotly_chart(
         head_grid(delta, title=f"{label}: B − A", value_name=f"Δ {label}", fmt=".2f",
                   diverging=True, marked=[(layer, head)],
@@ -227,4 +230,5 @@ def render() -> None:
 
     _difference(trace_a, trace_b, per_head, layer, head)
 
-    _statistics_difference(trace_a, trace_b, layer, head)
+    unknown = unknown_token(st.session_state["selection"].model.tokenizer)
+    _statistics_difference(trace_a, trace_b, layer, head, unknown)
