@@ -280,15 +280,20 @@ def load_encoder_decoder(directory: Path, data: dict, name: str,
         raise ModelLoadError(f"could not load the character tokenizer {tokenizer_file}: "
                              f"{exc}") from exc
     model = EncoderDecoder(enc_cfg, dec_cfg)
-    state = read_weights(directory)
+    _load_exactly(model, read_weights(directory))
+    dev, notice = pick_device(device)
+    return EncoderDecoderModel(name, model.to(dev), tokenizer, dev, notice)
+
+
+def _load_exactly(model: torch.nn.Module, state: dict[str, torch.Tensor]) -> None:
+    """Load `state` into an encoder–decoder after checking it has exactly the model's names and
+    shapes (a message naming the first few that differ), as float32, strict."""
     expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
     got = {k: tuple(v.shape) for k, v in state.items()}
     if expected != got:
         wrong = sorted(set(expected) ^ set(got)) or sorted(k for k in got if got[k] != expected[k])
         raise ModelLoadError(f"the weights do not fit the config: {wrong[:5]}")
     model.load_state_dict({k: v.float() for k, v in state.items()}, strict=True)
-    dev, notice = pick_device(device)
-    return EncoderDecoderModel(name, model.to(dev), tokenizer, dev, notice)
 
 
 def load_seq2seq(directory: Path, hf: dict, name: str, device=None,
@@ -315,12 +320,7 @@ def load_seq2seq(directory: Path, hf: dict, name: str, device=None,
         raise ModelLoadError(f"the weights in {directory} do not fit config.json: {exc}") from exc
     del state
     model = Seq2SeqTransformer(enc_cfg, dec_cfg, spec)
-    expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
-    got = {k: tuple(v.shape) for k, v in converted.items()}
-    if expected != got:
-        wrong = sorted(set(expected) ^ set(got)) or sorted(k for k in got if got[k] != expected[k])
-        raise ModelLoadError(f"the weights do not fit the config: {wrong[:5]}")
-    model.load_state_dict({k: v.float() for k, v in converted.items()}, strict=True)
+    _load_exactly(model, converted)
     try:
         tokenizer = HFTokenizer(directory)
     except Exception as exc:  # transformers raises OSError, ValueError, TypeError...
