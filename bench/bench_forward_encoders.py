@@ -27,7 +27,6 @@ import shutil
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -37,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 from bench.bench_forward import app_keep, machine_info, machine_line, max_diff  # noqa: E402
+from bench.timing import interleaved  # noqa: E402
 from model import load_model  # noqa: E402
 from model.registry import BUNDLED  # noqa: E402
 
@@ -98,19 +98,7 @@ def bench_family(family: str, directory: Path, n_tokens: int, repeats: int) -> d
     del out, trace
     calls = {"hf_fwd": run_hf, "ours_fwd": run_ours,
              "ours_app": lambda: lm.run_ids(ids, mask, types, keep=keep)}
-    times = {name: [] for name in calls}
-    gc.disable()
-    try:
-        for r in range(repeats):
-            order = list(calls)[r % 3:] + list(calls)[:r % 3]  # rotate: drift hits all three
-            for name in order:
-                start = time.perf_counter()
-                result = calls[name]()
-                times[name].append(time.perf_counter() - start)
-                del result
-                gc.collect()
-    finally:
-        gc.enable()
+    times = interleaved(calls, repeats)  # rotated: drift hits all three
     app_ratios = [o / h for o, h in zip(times["ours_app"], times["hf_fwd"])]
     ratios = [o / h for o, h in zip(times["ours_fwd"], times["hf_fwd"])]
     return {"family": family, "params": sum(p.numel() for p in hf.parameters()),

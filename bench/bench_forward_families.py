@@ -19,12 +19,10 @@ and hidden state is compared (max abs difference), so both sides compute the sam
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import os
 import statistics
 import sys
-import time
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -36,6 +34,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import torch  # noqa: E402
 
 from bench_forward import machine_info, machine_line  # noqa: E402
+from timing import interleaved  # noqa: E402
 from model.allocator import keep_freed_memory  # noqa: E402
 from model.convert import CONVERTERS  # noqa: E402
 from model.convert_decoders import DECODER_CONVERTERS  # noqa: E402
@@ -125,21 +124,7 @@ def bench(family: str, n_tokens: int, repeats: int, warmup: int) -> dict:
             return hf(input_ids=ids[None], output_attentions=True, output_hidden_states=True)
 
     calls = {"hf": run_hf, "ours": lambda: lm.run_ids(ids)}
-    for _ in range(warmup):
-        for fn in calls.values():
-            fn()
-    times = {name: [] for name in calls}
-    gc.disable()
-    try:
-        for r in range(repeats):
-            for name in (("hf", "ours") if r % 2 == 0 else ("ours", "hf")):
-                t0 = time.perf_counter()
-                result = calls[name]()
-                times[name].append(time.perf_counter() - t0)
-                del result
-                gc.collect()
-    finally:
-        gc.enable()
+    times = interleaved(calls, repeats, warmup)
     ratios = [o / h for o, h in zip(times["ours"], times["hf"])]
     return {"family": family, "n_params": sum(p.numel() for p in hf.parameters()),
             "verify": check, "hf_ms": 1000 * statistics.median(times["hf"]),

@@ -21,12 +21,10 @@ and cross-attention pattern is compared (max abs difference).
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import os
 import statistics
 import sys
-import time
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -38,6 +36,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import torch  # noqa: E402
 
 from bench_forward import machine_info, machine_line  # noqa: E402
+from timing import interleaved  # noqa: E402
 from model.allocator import keep_freed_memory  # noqa: E402
 from model.hooks import caching_hook, hooks  # noqa: E402
 from model.seq2seq_families import SEQ2SEQ_BUILDERS, SEQ2SEQ_CONVERTERS  # noqa: E402
@@ -114,21 +113,7 @@ def bench(family: str, n_src: int, n_out: int, repeats: int, warmup: int) -> dic
                       output_attentions=True, output_hidden_states=True)
 
     calls = {"hf": run_hf, "ours": lambda: run_ours(model, src, mask, dec)}
-    for _ in range(warmup):
-        for fn in calls.values():
-            fn()
-    times = {name: [] for name in calls}
-    gc.disable()
-    try:
-        for r in range(repeats):
-            for name in (("hf", "ours") if r % 2 == 0 else ("ours", "hf")):
-                t0 = time.perf_counter()
-                result = calls[name]()
-                times[name].append(time.perf_counter() - t0)
-                del result
-                gc.collect()
-    finally:
-        gc.enable()
+    times = interleaved(calls, repeats, warmup)
     ratios = [o / h for o, h in zip(times["ours"], times["hf"])]
     return {"family": family, "n_params": sum(p.numel() for p in hf.parameters()),
             "max_pattern_diff": check, "hf_ms": 1000 * statistics.median(times["hf"]),
