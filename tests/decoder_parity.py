@@ -65,3 +65,12 @@ def swapped_head_pattern(ours, trace) -> torch.Tensor:
                                                      caching_hook(cache))]):
         broken(trace.input_ids, trace.attention_mask, trace.token_type_ids)
     return cache["blocks.0.attn.hook_pattern"]
+
+
+def assert_padding_gets_nothing(trace) -> None:
+    """In a padded batch, the first text's real queries give its padding keys exactly nothing,
+    in every layer (a padding query whose whole window is padding spreads evenly, in HF as here)."""
+    real = trace.attention_mask[0] == 1
+    for layer in range(trace.cfg.n_layers):
+        pattern = trace.cache[f"blocks.{layer}.attn.hook_pattern"]  # [batch, head, q, k]
+        assert torch.count_nonzero(pattern[0][:, real][..., ~real]) == 0

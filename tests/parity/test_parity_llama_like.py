@@ -14,7 +14,8 @@ import torch
 from torch.testing import assert_close
 
 import tiny_decoders
-from decoder_parity import ONE, TOL, TWO, assert_parity, hf_run, swapped_head_pattern
+from decoder_parity import (ONE, TOL, TWO, assert_padding_gets_nothing, assert_parity, hf_run,
+                            swapped_head_pattern)
 
 FAMILIES = ["qwen2", "qwen3", "llama3", "mistral", "gemma", "gemma2", "gemma3",
             "gemma3_multimodal"]
@@ -34,11 +35,7 @@ def test_padded_batch_matches_hf_and_padding_gets_no_attention(family):
     mask = trace.attention_mask
     assert mask[0].sum() < mask[1].sum() and mask[0, -1] == 0, "the short text must be padded"
     assert_parity(trace, *hf_run(hf, family, trace))
-    real = mask[0] == 1
-    for layer in range(trace.cfg.n_layers):  # real queries give padding keys exactly nothing
-        # (a padding query whose whole window is padding spreads evenly, in HF as here)
-        pattern = trace.cache[f"blocks.{layer}.attn.hook_pattern"]  # [batch, head, q, k]
-        assert torch.count_nonzero(pattern[0][:, real][..., ~real]) == 0
+    assert_padding_gets_nothing(trace)
 
 
 @pytest.mark.parametrize("family", FAMILIES)
