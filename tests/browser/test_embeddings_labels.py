@@ -38,9 +38,11 @@ def test_scatter_labels_never_overlap(server, browser, width, text):  # noqa: F8
     page = browser.new_page(viewport={"width": width, "height": 5000})
     query = urllib.parse.urlencode({"model": "minilm", "text": text})
     _open(page, f"{server}/embeddings?{query}")
-    page.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot')]"
-                           ".filter(gd => gd.querySelector('.scatterlayer')).length >= 2",
-                           timeout=60_000)
+    # wait for the two scatter plots themselves, by title, with their labels drawn: every
+    # Plotly figure has a scatter layer, so counting layers can pass before the PCA is drawn
+    page.wait_for_function(f"() => ({OVERLAPS})().filter(f => (f.title.startsWith('PCA of')"
+                           " || f.title.includes('queries and')) && f.labels >= 3).length >= 2",
+                           timeout=90_000)
     figures = {f["title"]: f for f in page.evaluate(OVERLAPS)}
     page.close()
     scatters = [f for title, f in figures.items()
