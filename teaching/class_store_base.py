@@ -63,6 +63,10 @@ class Refused(ClassError):
     """Too many tries (rate limit), too many classes, or input that cannot be kept."""
 
 
+class StoreDown(ClassError):
+    """The store cannot be reached (Redis down, the SQLite file locked for too long)."""
+
+
 @dataclass(frozen=True)
 class NewClass:
     class_id: str
@@ -110,6 +114,7 @@ LINK_TOO_LONG = (f"This view is too long to share with the class (over {MAX_LINK
                  "bytes). Try a shorter text.")
 TOO_MANY_QUESTIONS = f"This class already has {MAX_QUESTIONS} questions, its limit."
 BAD_QUESTION = f"A question id must be text of 1 to {MAX_QUESTION_CHARS} characters."
+STORE_DOWN = "The class server is not answering just now. Please try again in a moment."
 NOT_A_MEMBER = "You are not in this class any more. Please join again with the code."
 
 

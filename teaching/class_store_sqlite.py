@@ -75,13 +75,16 @@ class SqliteClassStore(cs.ClassStore):
         """Run work(db, now, *args) in one transaction. A ClassError it *returns* is raised
         after the commit, so a counter it bumped (a failed code, a join) is kept."""
         db = self._db()
-        db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
         try:
+            db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             result = work(db, self.clock(), *args)
-        except BaseException:
-            db.execute("ROLLBACK")
+            db.execute("COMMIT")
+        except BaseException as exc:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.OperationalError):  # locked past the timeout, disk full
+                raise cs.StoreDown(cs.STORE_DOWN) from exc
             raise
-        db.execute("COMMIT")
         if isinstance(result, cs.ClassError):
             raise result
         return result
