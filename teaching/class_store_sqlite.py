@@ -169,8 +169,10 @@ class SqliteClassStore(cs.ClassStore):
         return cs.Refused(cs.TOO_MANY_CLASSES)
 
     def class_by_code(self, code: str) -> str | None:
-        found = self._tx(self._by_code, code)
-        return found if isinstance(found, str) else None
+        def work(db, now):
+            found = self._by_code(db, now, code)
+            return found if isinstance(found, str) else None  # None while guessing, too
+        return self._tx(work)
 
     def teacher_class(self, teacher_key: str) -> str | None:
         return self._tx(self._teacher, teacher_key, write=False)
