@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import abc
 import os
+import re
 import time
 from dataclasses import dataclass
 from typing import Callable
@@ -41,6 +42,7 @@ JOINS_PER_WINDOW = 30  # per class
 FAILED_CODES_PER_WINDOW = 50  # unknown codes tried, all clients together
 PRESENT_SECONDS = 30.0  # a member not seen for this long is not counted as present
 DEFAULT_CLASS_HOURS = 4.0
+_TOKEN = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 class ClassError(ValueError):
@@ -115,6 +117,7 @@ LINK_TOO_LONG = (f"This view is too long to share with the class (over {MAX_LINK
 TOO_MANY_QUESTIONS = f"This class already has {MAX_QUESTIONS} questions, its limit."
 BAD_QUESTION = f"A question id must be text of 1 to {MAX_QUESTION_CHARS} characters."
 STORE_DOWN = "The class server is not answering just now. Please try again in a moment."
+GONE = "This class is over: it is no longer on the server."
 NOT_A_MEMBER = "You are not in this class any more. Please join again with the code."
 
 
@@ -145,6 +148,12 @@ def check_link(link: object) -> str:
     if not isinstance(link, str) or len(link.encode("utf-8", "surrogatepass")) > MAX_LINK_BYTES:
         raise Refused(LINK_TOO_LONG)
     return link
+
+
+def is_token(value: object) -> bool:
+    """A class id or member key as the store makes them (URL-safe base64, short). Anything
+    else is unknown at once, before it reaches a query or a Redis key."""
+    return isinstance(value, str) and _TOKEN.fullmatch(value) is not None
 
 
 def answer_fits(question: object, choice: object) -> bool:

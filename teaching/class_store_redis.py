@@ -288,19 +288,23 @@ class RedisClassStore(cs.ClassStore):
         return int(version)
 
     def view(self, class_id: str) -> cs.ClassView:
-        found = self._run("view", class_id)
+        found = cs.is_token(class_id) and self._run("view", class_id)
         if not found:
-            raise cs.ClassNotFound("This class has ended or expired.")
+            raise cs.ClassNotFound(cs.GONE)
         version, link, ended, revealed = found
         return cs.ClassView(version=int(version), link=link, revealed=frozenset(revealed),
                             ended=ended != "0")
 
     def set_following(self, class_id: str, member_key: str, following: bool) -> None:
-        if not self._run("touch", class_id, member_key, "1" if following else "0"):
+        if not self._touch(class_id, member_key, "1" if following else "0"):
             raise cs.ClassNotFound(cs.NOT_A_MEMBER)
 
+    def _touch(self, class_id: str, member_key: str, following: str) -> bool:
+        return (cs.is_token(class_id) and cs.is_token(member_key)
+                and bool(self._run("touch", class_id, member_key, following)))
+
     def seen(self, class_id: str, member_key: str) -> None:
-        if not self._run("touch", class_id, member_key, ""):
+        if not self._touch(class_id, member_key, ""):
             raise cs.ClassNotFound(cs.NOT_A_MEMBER)
 
     def headcount(self, teacher_key: str) -> cs.Headcount:
@@ -313,7 +317,8 @@ class RedisClassStore(cs.ClassStore):
                             looking_around=members - following)
 
     def answer(self, class_id: str, member_key: str, question: str, choice: str) -> bool:
-        if not cs.answer_fits(question, choice):
+        if not (cs.answer_fits(question, choice) and cs.is_token(class_id)
+                and cs.is_token(member_key)):
             return False
         now = self.clock()
         return bool(self._run("answer", class_id, member_key, question, choice, cs.window(now),

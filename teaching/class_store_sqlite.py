@@ -212,11 +212,14 @@ class SqliteClassStore(cs.ClassStore):
         return self._tx(work)
 
     def view(self, class_id: str) -> cs.ClassView:
+        if not cs.is_token(class_id):
+            raise cs.ClassNotFound(cs.GONE)
+
         def work(db, now):
             row = db.execute("SELECT version, link, ended FROM classes WHERE id = ? "
                              "AND expires > ?", (class_id, now)).fetchone()
             if row is None:
-                return cs.ClassNotFound("This class has ended or expired.")
+                return cs.ClassNotFound(cs.GONE)
             revealed = db.execute("SELECT question FROM questions WHERE class_id = ? AND "
                                   "revealed = 1", (class_id,))
             return cs.ClassView(version=row[0], link=row[1],
@@ -224,6 +227,9 @@ class SqliteClassStore(cs.ClassStore):
         return self._tx(work, write=False)
 
     def _touch(self, class_id: str, member_key: str, following: bool | None) -> None:
+        if not (cs.is_token(class_id) and cs.is_token(member_key)):
+            raise cs.ClassNotFound(cs.NOT_A_MEMBER)
+
         def work(db, now):
             changed = db.execute(
                 "UPDATE members SET seen = ?, following = COALESCE(?, following) "
@@ -251,7 +257,8 @@ class SqliteClassStore(cs.ClassStore):
         return self._tx(work, write=False)
 
     def answer(self, class_id: str, member_key: str, question: str, choice: str) -> bool:
-        if not cs.answer_fits(question, choice):
+        if not (cs.answer_fits(question, choice) and cs.is_token(class_id)
+                and cs.is_token(member_key)):
             return False
         return self._tx(self._answer, class_id, member_key, question, choice)
 

@@ -183,3 +183,21 @@ def test_expiry_removes_every_trace_of_a_class(store, clock):
     store.join(later.join_code, "Late")
     assert store.expire(now=clock.now + 4 * 3600) == 4
     assert leftovers(store) == []
+
+
+def test_made_up_ids_and_keys_are_unknown_whatever_they_contain(store):
+    new = store.start_class()
+    member = store.join(new.join_code, "Ann")
+    store.answer(new.class_id, member.member_key, "q:1", "A")
+    for wrong in (f"{new.class_id}:seen", f"{new.class_id}:members", "*", "", None, 42,
+                  ["x"], "x" * 100):
+        with pytest.raises(cs.ClassNotFound):
+            store.view(wrong)
+        with pytest.raises(cs.ClassNotFound):
+            store.seen(wrong, member.member_key)
+        with pytest.raises(cs.ClassNotFound):
+            store.set_following(new.class_id, wrong, False)
+        assert not store.answer(wrong, member.member_key, "q:2", "A")
+        assert not store.answer(new.class_id, wrong, "q:2", "A")
+    assert store.tally(new.teacher_key, "q:2").answered == 0
+    assert store.headcount(new.teacher_key) == cs.Headcount(1, 1, 0)

@@ -11,7 +11,7 @@ import time
 import pytest
 
 import redis_server
-from class_stores import Clock, clock, redis_url  # noqa: F401 (fixtures)
+from class_stores import Clock, redis_url  # noqa: F401 (a fixture)
 from teaching import class_store as cs
 from teaching.class_store_redis import DEFAULT_PREFIX, RedisClassStore
 
