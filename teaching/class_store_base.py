@@ -200,6 +200,11 @@ class ClassStore(abc.ABC):
         """The class id for a teacher key; None when unknown, ended or expired."""
 
     @abc.abstractmethod
+    def join_code(self, teacher_key: str) -> str | None:
+        """The class's join code (stored form) for its teacher link, so a teacher who opens
+        the link on another machine can show it; None when the key is unknown or expired."""
+
+    @abc.abstractmethod
     def join(self, code: str, name: str = "") -> Member:
         """Join by code: ClassNotFound, ClassFull, Refused (join rate, guessing, bad name).
         An empty name becomes "Student <n>" (n: the order of joining)."""

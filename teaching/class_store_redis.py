@@ -106,9 +106,11 @@ for _, k in ipairs({c .. ':members', c .. ':following', c .. ':seen'}) do keep(k
 return {'ok', name}
 """ % RATE_TTL
 
+# ARGV[3] teacher key, [4] 'id' (live classes only) or 'code' (ended ones too).
 TEACHER_CLASS = """
-local c = teacher(ARGV[3], false)
+local c = teacher(ARGV[3], ARGV[4] == 'code')
 if not c then return false end
+if ARGV[4] == 'code' then return redis.call('HGET', c, 'code') end
 return string.sub(c, string.len(p) + 3)
 """
 
@@ -271,7 +273,10 @@ class RedisClassStore(cs.ClassStore):
         return found[1] if found[0] == "ok" else None
 
     def teacher_class(self, teacher_key: str) -> str | None:
-        return self._run("teacher_class", teacher_key) or None
+        return self._run("teacher_class", teacher_key, "id") or None
+
+    def join_code(self, teacher_key: str) -> str | None:
+        return self._run("teacher_class", teacher_key, "code") or None
 
     def join(self, code: str, name: str = "") -> cs.Member:
         name, key = cs.member_name(name), new_key()

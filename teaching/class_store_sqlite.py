@@ -177,6 +177,13 @@ class SqliteClassStore(cs.ClassStore):
     def teacher_class(self, teacher_key: str) -> str | None:
         return self._tx(self._teacher, teacher_key, write=False)
 
+    def join_code(self, teacher_key: str) -> str | None:
+        def work(db, now):
+            row = db.execute("SELECT code FROM classes WHERE teacher_key = ? AND expires > ?",
+                             (teacher_key if isinstance(teacher_key, str) else "", now)).fetchone()
+            return row[0] if row else None
+        return self._tx(work, write=False)
+
     def join(self, code: str, name: str = "") -> cs.Member:
         return self._tx(self._join, code, cs.member_name(name))
 

@@ -26,6 +26,8 @@ def test_a_new_class_has_a_short_code_and_long_secret_keys(store):
     other = store.start_class()
     assert {other.join_code, other.teacher_key} & {new.join_code, new.teacher_key} == set()
     assert store.teacher_class(new.teacher_key) == new.class_id
+    assert store.join_code(new.teacher_key) == new.join_code  # the teacher link shows the code
+    assert store.join_code(new.class_id) is None and store.join_code(None) is None
     assert store.view(new.class_id) == cs.ClassView(version=0, link="", revealed=frozenset(),
                                                     ended=False)
 
