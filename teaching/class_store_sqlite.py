@@ -11,6 +11,7 @@ are invisible at once (every query asks `expires > now`) and their rows are dele
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import threading
@@ -52,6 +53,9 @@ class SqliteClassStore(cs.ClassStore):
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
+        # This process's writers take turns here, in order, rather than in SQLite's busy
+        # handler (which sleeps and retries, so one writer can wait behind many others).
+        self._writing = threading.Lock()
         db = self._db()
         for statement in SCHEMA:
             db.execute(statement)
@@ -76,9 +80,10 @@ class SqliteClassStore(cs.ClassStore):
         after the commit, so a counter it bumped (a failed code, a join) is kept."""
         db = self._db()
         try:
-            db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-            result = work(db, self.clock(), *args)
-            db.execute("COMMIT")
+            with self._writing if write else contextlib.nullcontext():
+                db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+                result = work(db, self.clock(), *args)
+                db.execute("COMMIT")
         except BaseException as exc:
             if db.in_transaction:
                 db.execute("ROLLBACK")
