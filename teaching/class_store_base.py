@@ -1,18 +1,7 @@
 """The live class's store, shared part: what a class holds, the errors, the bounds, the base
 class both backends implement. Import it all from teaching.class_store (which adds
-`open_store()`); the backends import this module so that no import goes in a circle.
-
-A class has a join code for students, a teacher key that only the teacher holds, the teacher's
-current view (a link, with a version that goes up by one at every change), its members (a
-display name, following or looking around, when last seen), their answers (one per member per
-question) and the questions already revealed. Two backends keep it: SQLite in one file (the
-default; survives a restart of the server) and Redis (shared by replicas). Both behave the
-same; tests/unit/test_class_store.py runs the same tests on each.
-
-`ATTENTION_LAB_CLASS_STORE` picks the backend: unset or `sqlite:///path/file.sqlite` for SQLite
-(default file `$ATTENTION_LAB_DATA/classes.sqlite`, else `~/.cache/attention-lab/
-classes.sqlite`), `redis://host:port/db` for Redis. `ATTENTION_LAB_CLASS_HOURS` (default 4)
-is how long a class lives: then it and all its data are deleted.
+`open_store()` and says what a class is); the backends import this module so that no import
+goes in a circle.
 
 Every bound below is enforced by the store itself, so no page can forget one. Rate limits count
 in fixed windows of `RATE_WINDOW` seconds. Times come from the store's `clock` (time.time by
@@ -180,7 +169,7 @@ def window(now: float) -> int:
 
 class ClassStore(abc.ABC):
     """The live class store. Both backends implement every method; all are safe across
-    threads and processes. See the module docstring and /work/notes/class_contract.md."""
+    threads and processes. What a class is: teaching/class_store.py."""
 
     def __init__(self, clock: Callable[[], float] = time.time, hours: float | None = None):
         self.clock = clock

@@ -308,7 +308,7 @@ class SqliteClassStore(cs.ClassStore):
                 return cs.NotTeacher(cs.NOT_TEACHER)
             rows = db.execute("SELECT a.choice, m.name FROM answers a JOIN members m "
                               "ON m.member_key = a.member_key WHERE a.class_id = ? AND "
-                              "a.question = ?", (class_id, question)).fetchall()
+                              "a.question = ?", (class_id, str(question))).fetchall()
             return cs.make_tally(question, rows, with_names)
         return self._tx(work, write=False)
 

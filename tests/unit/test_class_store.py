@@ -85,6 +85,7 @@ def test_one_answer_per_member_per_question_the_last_one_counts(store):
     assert named.names == {"A": ["Bo"], "B": ["Ann", "Cy"]}
     assert store.tally(new.teacher_key, "cell:attention:1").counts == {"3,4": 1}
     assert store.tally(new.teacher_key, "never:asked") == cs.Tally("never:asked", {}, 0, None)
+    assert store.tally(new.teacher_key, ["intro:2"]).answered == 0  # not a question id
 
 
 def test_answers_that_cannot_be_kept_are_refused_with_false(store):
