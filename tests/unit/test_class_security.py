@@ -4,6 +4,7 @@ bounded and rate-limited, names stay plain text, and an expired class leaves not
 
 from __future__ import annotations
 
+import multiprocessing
 import random
 
 import pytest
@@ -201,3 +202,46 @@ def test_made_up_ids_and_keys_are_unknown_whatever_they_contain(store):
         assert not store.answer(new.class_id, wrong, "q:2", "A")
     assert store.tally(new.teacher_key, "q:2").answered == 0
     assert store.headcount(new.teacher_key) == cs.Headcount(1, 1, 0)
+
+
+def _join_from_another_process(kind, where, prefix, code, tries, results):
+    """A child process (another server process or replica): its own store, the real clock."""
+    from teaching.class_store_redis import RedisClassStore
+    from teaching.class_store_sqlite import SqliteClassStore
+
+    store = SqliteClassStore(where) if kind == "sqlite" else RedisClassStore(where, prefix=prefix)
+    outcome = []
+    for i in range(tries):
+        try:
+            store.join(code, f"late{i}")
+            outcome.append("joined")
+        except cs.ClassError as exc:
+            outcome.append(type(exc).__name__)
+    results.put(outcome)
+
+
+def test_joins_from_four_processes_at_once_never_pass_300(store, clock):
+    new = store.start_class()
+    for i in range(cs.MAX_MEMBERS - 10):  # 290 members, joined over the (test's) minutes
+        if i % cs.JOINS_PER_WINDOW == 0:
+            clock.now += cs.RATE_WINDOW
+        store.join(new.join_code, f"s{i}")
+    kind = "sqlite" if hasattr(store, "path") else "redis"
+    where = str(store.path) if kind == "sqlite" else store.redis.connection_pool.connection_kwargs
+    if kind == "redis":
+        where = f"redis://{where['host']}:{where['port']}/{where.get('db', 0)}"
+    context = multiprocessing.get_context("fork")
+    results = context.Queue()
+    children = [context.Process(target=_join_from_another_process,
+                                args=(kind, where, getattr(store, "prefix", ""), new.join_code,
+                                      6, results)) for _ in range(4)]
+    for child in children:
+        child.start()
+    outcomes = [o for _ in children for o in results.get(timeout=120)]
+    for child in children:
+        child.join(timeout=60)
+    assert outcomes.count("joined") == 10  # 24 tries for the last 10 places
+    assert set(outcomes) <= {"joined", "ClassFull", "Refused"}
+    clock.now += cs.RATE_WINDOW
+    with pytest.raises(cs.ClassFull):
+        store.join(new.join_code)
