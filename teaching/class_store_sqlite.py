@@ -16,6 +16,7 @@ import os
 import sqlite3
 import threading
 import time
+import weakref
 from pathlib import Path
 from typing import Callable
 
@@ -56,6 +57,8 @@ class SqliteClassStore(cs.ClassStore):
         # This process's writers take turns here, in order, rather than in SQLite's busy
         # handler (which sleeps and retries, so one writer can wait behind many others).
         self._writing = threading.Lock()
+        mine = weakref.ref(self)  # a forked child starts with fresh locks and no connections
+        os.register_at_fork(after_in_child=lambda: (store := mine()) and store._forget())
         db = self._db()
         for statement in SCHEMA:
             db.execute(statement)
@@ -93,6 +96,11 @@ class SqliteClassStore(cs.ClassStore):
         if isinstance(result, cs.ClassError):
             raise result
         return result
+
+    def _forget(self) -> None:
+        """In a forked child: the parent's locks may be held by a thread that is not here."""
+        self._lock, self._writing = threading.Lock(), threading.Lock()
+        self._connections, self._local = [], threading.local()
 
     def close(self) -> None:
         with self._lock:
