@@ -220,3 +220,26 @@ def test_sqlite_a_class_survives_a_restart(tmp_path, clock, request):
     assert again.set_view(new.teacher_key, "/attention") == 2
     assert again.tally(new.teacher_key, "q:1").counts == {"A": 1}
     assert again.answer(new.class_id, member.member_key, "q:1", "B")
+
+
+def _join_in_child(store, code, results):
+    results.put(store.join(code, "Forked").name)
+
+
+def test_sqlite_a_forked_child_is_not_blocked_by_a_parents_lock(tmp_path, request):
+    import multiprocessing
+
+    store = make_backend("sqlite", tmp_path, time.time, request)
+    new = store.start_class()
+    context = multiprocessing.get_context("fork")
+    results = context.Queue()
+    child = context.Process(target=_join_in_child, args=(store, new.join_code, results))
+    try:
+        with store._writing:  # a parent's thread in the middle of a write when it forks
+            child.start()
+            assert results.get(timeout=30) == "Forked"
+    finally:
+        child.join(timeout=5)
+        if child.is_alive():
+            child.kill()
+    assert store.headcount(new.teacher_key).members == 1
