@@ -23,6 +23,7 @@ MAX_MEMBERS = 300  # members per class
 MAX_CHOICE_CHARS = 100  # one answer's text ("row,col" or an option label)
 MAX_QUESTION_CHARS = 200  # a question id ("<lesson id>:<step>", "cell:<page>:<n>")
 MAX_QUESTIONS = 200  # distinct questions answered or revealed per class
+MAX_ANSWERS = 15_000  # answers kept per class: 300 members x 50 questions, or 75 x 200
 MAX_LINK_BYTES = 8_192  # the teacher's view as a link
 MAX_LIVE_CLASSES = 500  # classes not yet expired, per store
 RATE_WINDOW = 10.0  # seconds; the rate limits below count per window
@@ -223,7 +224,8 @@ class ClassStore(abc.ABC):
     @abc.abstractmethod
     def answer(self, class_id: str, member_key: str, question: str, choice: str) -> bool:
         """Keep one answer per member per question (a new one replaces the old). False when
-        rate-limited, revealed, too long, too many questions, ended, or not a member."""
+        rate-limited, revealed, too long, too many questions or answers in the class, ended,
+        or not a member."""
 
     @abc.abstractmethod
     def tally(self, teacher_key: str, question: str, with_names: bool = False) -> Tally:

@@ -154,7 +154,7 @@ return {#present, following}
 """
 
 # ARGV[3] class id, [4] member, [5] question, [6] choice, [7] window, [8] answers per window,
-# [9] questions per class.
+# [9] questions per class, [10] answers kept per class.
 ANSWER = """
 local c = live(ARGV[3])
 if not c or redis.call('HGET', c, 'ended') ~= '0' then return 0 end
@@ -162,13 +162,19 @@ if redis.call('HEXISTS', c .. ':members', ARGV[4]) == 0 then return 0 end
 local revealed = redis.call('HGET', c .. ':questions', ARGV[5])
 if revealed == '1' then return 0 end
 if not revealed and redis.call('HLEN', c .. ':questions') >= tonumber(ARGV[9]) then return 0 end
+local given = c .. ':a:' .. ARGV[5]
+local new = redis.call('HEXISTS', given, ARGV[4]) == 0
+if new and tonumber(redis.call('HGET', c, 'answers') or '0') >= tonumber(ARGV[10]) then
+  return 0
+end
 if not count(c .. ':rate:a:' .. ARGV[4] .. ':' .. ARGV[7], c, tonumber(ARGV[8])) then return 0 end
+if new then redis.call('HINCRBY', c, 'answers', 1) end
 if not revealed then
   redis.call('HSET', c .. ':questions', ARGV[5], '0')
   keep(c .. ':questions', c)
 end
-redis.call('HSET', c .. ':a:' .. ARGV[5], ARGV[4], ARGV[6])
-keep(c .. ':a:' .. ARGV[5], c)
+redis.call('HSET', given, ARGV[4], ARGV[6])
+keep(given, c)
 redis.call('ZADD', c .. ':seen', now, ARGV[4])
 return 1
 """
@@ -327,7 +333,8 @@ class RedisClassStore(cs.ClassStore):
             return False
         now = self.clock()
         return bool(self._run("answer", class_id, member_key, question, choice, cs.window(now),
-                              cs.ANSWERS_PER_WINDOW, cs.MAX_QUESTIONS, now=now))
+                              cs.ANSWERS_PER_WINDOW, cs.MAX_QUESTIONS, cs.MAX_ANSWERS,
+                              now=now))
 
     def tally(self, teacher_key: str, question: str, with_names: bool = False) -> cs.Tally:
         found = self._run("tally", teacher_key, question)

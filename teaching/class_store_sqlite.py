@@ -297,6 +297,12 @@ class SqliteClassStore(cs.ClassStore):
             return False
         if not self._bump(db, f"answers:{member_key}", class_id, now, cs.ANSWERS_PER_WINDOW):
             return False
+        known = row is not None and db.execute(
+            "SELECT 1 FROM answers WHERE class_id = ? AND question = ? AND member_key = ?",
+            (class_id, question, member_key)).fetchone()
+        if not known and not self._bump(db, f"answers-kept:{class_id}", class_id, 0,
+                                        cs.MAX_ANSWERS):  # window 0: counts for ever
+            return False
         if row is None:
             db.execute("INSERT INTO questions VALUES (?, ?, 0)", (class_id, question))
         db.execute("INSERT INTO answers VALUES (?, ?, ?, ?) ON CONFLICT DO UPDATE "

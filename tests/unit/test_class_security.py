@@ -11,6 +11,7 @@ import pytest
 
 from class_stores import clock, leftovers, redis_url, store  # noqa: F401 (fixtures)
 from teaching import class_store as cs
+from teaching import class_store_base as cs_base
 from teaching.class_codes import (CODE_ALPHABET, MAX_NAME_CHARS, clean_name, format_code,
                                   new_code, new_key, normalise_code)
 
@@ -159,6 +160,20 @@ def test_questions_per_class_and_link_length_are_bounded(store, clock):
     with pytest.raises(cs.Refused):
         store.set_view(new.teacher_key, None)
     assert store.view(new.class_id).version == 1
+
+
+def test_a_class_keeps_a_bounded_number_of_answers(store, clock, monkeypatch):
+    monkeypatch.setattr(cs_base, "MAX_ANSWERS", 12)  # 15,000 in use: the same code path
+    new = store.start_class()
+    members = [store.join(new.join_code, f"s{i}") for i in range(5)]
+    kept = [store.answer(new.class_id, m.member_key, f"q:{q}", "A")
+            for q in range(3) for m in members]
+    assert kept == [True] * 12 + [False] * 3
+    assert store.answer(new.class_id, members[0].member_key, "q:0", "B")  # a change still fits
+    assert store.answer(new.class_id, members[1].member_key, "q:2", "B")
+    assert not store.answer(new.class_id, members[4].member_key, "q:2", "B")
+    assert [store.tally(new.teacher_key, f"q:{q}").answered for q in range(3)] == [5, 5, 2]
+    assert store.tally(new.teacher_key, "q:2").counts == {"A": 1, "B": 1}
 
 
 def test_a_store_holds_at_most_500_live_classes(store, clock):
