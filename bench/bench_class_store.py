@@ -65,6 +65,38 @@ def alone(url: str, n: int = 300) -> dict[str, tuple[float, float]]:
     return out
 
 
+def worst_class(url: str) -> float:
+    """MB one class takes at every bound: 300 members with 40-character names, 15,000 answers
+    of 100 characters over 50 questions, a view link of 8 kB (Redis: used_memory; SQLite: the
+    file and its WAL after a checkpoint)."""
+    from teaching.class_store_base import MAX_ANSWERS, MAX_CHOICE_CHARS, MAX_LINK_BYTES
+
+    ticks = iter(range(10**9))
+    store = make_store(url, clock=lambda: 1_800_000_000.0 + next(ticks) * 0.5)  # 2 h in all
+    before = _size(store)
+    new = store.start_class()
+    store.set_view(new.teacher_key, "/" + "x" * (MAX_LINK_BYTES - 1))
+    members = [store.join(new.join_code, f"{i:03d}" + "n" * 37) for i in range(300)]
+    per_question = len(members)
+    for n in range(MAX_ANSWERS):
+        member = members[n % per_question]
+        assert store.answer(new.class_id, member.member_key, f"lesson:{n // per_question}",
+                            f"{n:05d}" + "c" * (MAX_CHOICE_CHARS - 5))
+    size = _size(store) - before
+    store.expire(now=2_000_000_000.0)
+    store.close()
+    return size / 2**20
+
+
+def _size(store) -> int:
+    if hasattr(store, "redis"):  # rate counters live 20 s: the fast clock here piles them up
+        for key in store.redis.scan_iter(match=f"{store.prefix}*:rate:*", count=1000):
+            store.redis.unlink(key)
+        return int(store.redis.info("memory")["used_memory"])
+    store._db().execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return sum(p.stat().st_size for p in store.path.parent.glob(store.path.name + "*"))
+
+
 def _student_process(url, class_id, keys, seconds, queue):
     store = make_store(url)
     results = []
@@ -142,6 +174,7 @@ def report(name: str, url: str, seconds: float) -> None:
     print("alone (ms)        median    p95")
     for call, (median, p95) in alone(url).items():
         print(f"  {call:<12} {median:9.3f} {p95:7.3f}")
+    print(f"one class at every bound: {worst_class(url):.1f} MB")
     result = pressure(url, seconds)
     print(f"pressure: {STUDENTS} students in {PROCESSES} processes + a teacher, {seconds:.0f} s:"
           f" {result['calls_per_s']:,.0f} calls/s; answers refused by the rate limit "

@@ -203,9 +203,8 @@ keep(q, c)
 return 'ok'
 """
 
-# KEYS: the class's keys. ARGV[3] class id, [4] its code, [5] its teacher key.
+# ARGV[3] class id, [4] its code, [5] its teacher key (its other keys are deleted before).
 DELETE = """
-if #KEYS > 0 then redis.call('DEL', unpack(KEYS)) end
 for _, k in ipairs({p .. 'code:' .. ARGV[4], p .. 'teacher:' .. ARGV[5]}) do
   if redis.call('GET', k) == ARGV[3] then redis.call('DEL', k) end
 end
@@ -244,11 +243,10 @@ class RedisClassStore(cs.ClassStore):
                               answer=ANSWER, tally=TALLY, reveal=REVEAL, end=END,
                               delete=DELETE).items()}
 
-    def _run(self, name: str, *args, now: float | None = None, keys=()):
+    def _run(self, name: str, *args, now: float | None = None):
         now = self.clock() if now is None else now
         try:
-            return self._scripts[name](keys=list(keys),
-                                       args=[self.prefix, repr(now), *map(str, args)])
+            return self._scripts[name](args=[self.prefix, repr(now), *map(str, args)])
         except redis.exceptions.ConnectionError as exc:
             raise cs.StoreDown(cs.STORE_DOWN) from exc
 
@@ -373,7 +371,9 @@ class RedisClassStore(cs.ClassStore):
         main = self.key(f"c:{class_id}")
         code, teacher_key = self.redis.hmget(main, "code", "teacher")
         doomed = [main, *self.redis.scan_iter(match=f"{_glob(main)}:*", count=1000)]
-        self._run("delete", class_id, code or "", teacher_key or "", keys=doomed)
+        for start in range(0, len(doomed), 500):  # a few hundred keys at a time
+            self.redis.unlink(*doomed[start:start + 500])
+        self._run("delete", class_id, code or "", teacher_key or "")
 
     def key(self, rest: str) -> str:
         return self.prefix + rest
