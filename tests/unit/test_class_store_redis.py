@@ -124,3 +124,15 @@ def test_without_redis_server_the_tests_fail_and_say_how_to_install_it(monkeypat
     with pytest.raises(redis_server.RedisMissing, match="stopped at start|did not answer"):
         with redis_server.running_redis(binary=str(broken), timeout=5):
             pass
+
+
+def test_a_class_with_thousands_of_keys_is_deleted_whole(redis_url):
+    clock = Clock()
+    store = _store(redis_url, clock=clock)
+    new = _busy_class(store)
+    pipe = store.redis.pipeline(transaction=False)
+    for i in range(9000):  # more keys than one script call can take at once
+        pipe.set(store.key(f"c:{new.class_id}:rate:a:m{i}:1"), 1, ex=60)
+    pipe.execute()
+    assert store.expire(now=clock.now + 4 * 3600) == 1
+    assert list(store.redis.scan_iter(match=f"{store.prefix}*")) == []
