@@ -32,6 +32,7 @@ from teaching import class_store_base as cs
 from teaching.class_codes import new_code, new_key, normalise_code
 
 DEFAULT_PREFIX = "attention-lab:class:"
+UNREACHABLE = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)  # -> StoreDown
 RATE_TTL = int(2 * cs.RATE_WINDOW)
 
 # Shared start of every script: ARGV[1] prefix, ARGV[2] now. live(id) -> the class's hash key
@@ -247,7 +248,7 @@ class RedisClassStore(cs.ClassStore):
         now = self.clock() if now is None else now
         try:
             return self._scripts[name](args=[self.prefix, repr(now), *map(str, args)])
-        except redis.exceptions.ConnectionError as exc:
+        except UNREACHABLE as exc:
             raise cs.StoreDown(cs.STORE_DOWN) from exc
 
     def close(self) -> None:
@@ -362,7 +363,7 @@ class RedisClassStore(cs.ClassStore):
             for class_id in ids:
                 self._delete(class_id)
             return len(ids)
-        except redis.exceptions.ConnectionError as exc:
+        except UNREACHABLE as exc:
             raise cs.StoreDown(cs.STORE_DOWN) from exc
 
     def _delete(self, class_id: str) -> None:
