@@ -17,6 +17,7 @@ from viz.labels import axis_labels, looks_byte_level, plain_text, visible_text
 from viz.numbers import percent, plain
 
 N_CHOICES = 10
+GRID_PX = 460  # the two head grids side by side on a wide screen, stacked on a narrow one
 MODES = {"one": "One token's logit", "diff": "Difference between two tokens"}
 
 
@@ -137,17 +138,18 @@ def render_seq2seq_attribution(selection, trace, view, sum_check) -> None:
     st.plotly_chart(fig, key="attr_layers", config=chart_config("attribution-layers", fig,
                                                                  position=pos))
     st.subheader("Every head")
-    cols = st.columns(2)
-    for col, heads, title, key in (
-            (cols[0], a.self_heads, "Self-attention: heads that read the output so far",
-             "attr_grid"),
-            (cols[1], a.cross_heads, "Cross-attention: heads that read your text",
-             "attr_cross_grid")):
+    st.caption("Both grids share one colour scale, so their cells compare directly.")
+    top = float(max(abs(a.self_heads).max(), abs(a.cross_heads).max(), 1e-12))
+    row = st.container(horizontal=True, gap="small")  # side by side, or one under the other
+    for heads, title, key in (
+            (a.self_heads, "Self-attention: heads that read the output so far", "attr_grid"),
+            (a.cross_heads, "Cross-attention: heads that read your text", "attr_cross_grid")):
         grid = head_attribution_grid(heads, title=title, subtitle="each head's direct part of "
                                      f"the {what}; red pushes the target up, blue down",
                                      value_name=what)
-        col.plotly_chart(grid, key=key, config=chart_config(key.replace("_", "-"), grid,
-                                                            position=pos))
+        grid.data[0].update(zmin=-top, zmax=top)
+        row.container(width=GRID_PX).plotly_chart(
+            grid, key=key, config=chart_config(key.replace("_", "-"), grid, position=pos))
     with st.expander("Every part as a table"):
         table = pd.DataFrame(a.components(), columns=["part", what])
         st.dataframe(table, hide_index=True, width="stretch", key="attr_table",

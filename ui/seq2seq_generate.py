@@ -18,7 +18,7 @@ from ui.widgets import index_slider
 from viz.generation import attention_row_figure
 from viz.labels import looks_byte_level, visible_text
 
-CHART_PX = 460
+CHART_PX = (420, 480)  # as the decoder's Generate page: side by side when wide
 SEEN_KEY = "_gen_config_model"  # the model whose generation_config.json set this session's knobs
 
 
@@ -90,33 +90,37 @@ def _cross_figure(gen, step_index: int, layer: int, head: int):
     return fig
 
 
-def attention_views(loaded, gen, step_index: int, view) -> None:
-    """Layer and head pickers, then the newest token's self- and cross-attention rows."""
+def attention_views(loaded, gen, step_index: int, view, distribution) -> None:
+    """Layer and head pickers; the next-token chart beside the newest token's cross-attention
+    over the source; then its self-attention over the output so far."""
     cfg = loaded.model.dec_cfg
     step = gen.steps[step_index]
     view.setdefault("layer", cfg.n_layers - 1)
     view.setdefault("head", 0)
     cols = st.columns(2)
-    layer = index_slider(cols[0], "Decoder layer", cfg.n_layers, view.key("layer"))
+    layer = index_slider(cols[0], "Decoder layer", cfg.n_layers, view.key("layer"),
+                         help="For the two attention charts: which layer of the decoder.")
     head = index_slider(cols[1], "Head", cfg.n_heads, view.key("head"))
+    row = st.container(horizontal=True, gap="small")  # side by side, or one under the other
+    with row.container(width=CHART_PX[0]):
+        distribution(loaded, gen, step_index)
+    with row.container(width=CHART_PX[1]):
+        fig = _cross_figure(gen, step_index, layer, head)
+        st.plotly_chart(fig, key="gen_cross", config=chart_config(
+            "generation-cross-attention", fig, layer=layer, head=head))
     keys = gen.ids[:step.position + 1]
     tokens = loaded.tokenizer.tokens(keys)
-    row = st.container(horizontal=True, gap="small")
-    with row.container(width=CHART_PX):
+    with st.container(width=CHART_PX[1]):
         fig = attention_row_figure(tokens, step.attention[layer, head].numpy(), 0, 1,
                                    title=f"Layer {layer}, head {head}: where it looked in the "
                                    "output so far", subtitle="blue: the start token; orange: "
                                    "written by the model; outlined: the token itself")
         st.plotly_chart(fig, key="gen_attention", config=chart_config(
             "generation-attention", fig, layer=layer, head=head))
-    with row.container(width=CHART_PX):
-        fig = _cross_figure(gen, step_index, layer, head)
-        st.plotly_chart(fig, key="gen_cross", config=chart_config(
-            "generation-cross-attention", fig, layer=layer, head=head))
     reader = md_escape(visible_text(tokens[-1], looks_byte_level(tokens)))
     st.caption(f"To choose step {step_index + 1}'s token the decoder read its output up to "
-               f"“{reader}” (position {step.position}): its self-attention covers only that "
-               "output so far (the causal mask hides what is not written yet), and its "
+               f"“{reader}” (position {step.position}): its self-attention (above) covers only "
+               "that output so far (the causal mask hides what is not written yet), and its "
                "cross-attention covers the whole source, which the encoder read once.")
 
 
@@ -152,8 +156,7 @@ def render_seq2seq(selection, view, controls, step_slider, distribution) -> None
     if step == 1 and gen.forced_first:
         st.caption("This first token was forced by generation_config.json; the bars still show "
                    "what the model itself would have chosen.")
-    distribution(loaded, gen, step - 1)
-    attention_views(loaded, gen, step - 1, view)
+    attention_views(loaded, gen, step - 1, view, distribution)
     st.subheader("The source and the whole output")
     st.code(tok.decode(gen.source_ids), language=None, wrap_lines=True)
     st.code(tok.decode(gen.new_ids), language=None, wrap_lines=True)

@@ -79,17 +79,20 @@ def _grids(r: dict, loaded) -> None:
                         title="Metric recovered, patching the decoder",
                         subtitle="rows = where in the decoder; columns = output tokens; "
                         "outlined: where the metric is read", marked_pos=r["position"])
+    fig.update_xaxes(title_text="output token (the same in both runs)")
     st.plotly_chart(fig, key="pt_s2s_decoder", config=chart_config("patching_decoder"))
     st.markdown("**Every decoder head.** One head's output (at every output token) put back "
                 "from the clean run. Cross-attention heads read the source; a self-attention "
                 "head can only pass on what cross-attention brought in before it.")
-    cols = st.columns(2)
-    for col, grid, title, key in ((cols[0], r["own"], "Self-attention heads", "pt_s2s_own"),
-                                  (cols[1], r["cross"], "Cross-attention heads",
-                                   "pt_s2s_cross")):
+    row = st.container(horizontal=True, gap="small")  # side by side, or one under the other
+    top = float(max(abs(r["own"]).max(), abs(r["cross"]).max(), 1e-12))
+    for grid, title, key in ((r["own"], "Self-attention heads", "pt_s2s_own"),
+                             (r["cross"], "Cross-attention heads", "pt_s2s_cross")):
         fig = head_grid(grid, title=title, value_name="recovered", diverging=True,
-                        subtitle="rows = decoder layers, columns = heads")
-        col.plotly_chart(fig, key=key, config=chart_config(key.replace("_", "-")))
+                        subtitle="rows = decoder layers, columns = heads; one colour scale")
+        fig.data[0].update(zmin=-top, zmax=top)
+        row.container(width=460).plotly_chart(fig, key=key,
+                                              config=chart_config(key.replace("_", "-")))
 
 
 def render_seq2seq_patching(selection, view) -> None:
