@@ -1,4 +1,5 @@
-"""Direct logit attribution in the decoder of an encoder–decoder (BART, Marian, T5).
+"""Direct logit attribution in the decoder of an encoder–decoder (BART, Marian, T5; and
+tiny-reverse, a pre-norm decoder like T5's with LayerNorm and learned positions).
 
 The logit of token t at decoder position p is split into what wrote it: the decoder's token
 (and position) embeddings, every self-attention head, every cross-attention head (the heads
@@ -26,7 +27,8 @@ import numpy as np
 import torch
 
 from .attribution import _check_token, frozen_norm
-from .seq2seq_runs import as_row, decoder_names, decoder_run, encode_source, is_seq2seq
+from .seq2seq_runs import (as_row, decoder_names, decoder_run, encode_source, is_seq2seq,
+                           out_scale)
 
 
 @dataclass
@@ -51,6 +53,7 @@ class Seq2SeqAttribution:
     embed_norm_bias: float  # BART: the bias of the norm after the embeddings
     logits_bias: float  # BART, Marian: the bias added to the logits
     post_norm: bool
+    final_norm_bias: float = 0.0  # tiny-reverse: the final LayerNorm's bias (T5's has none)
 
     has_mlp = True
 
@@ -63,7 +66,7 @@ class Seq2SeqAttribution:
         return float(sum(self.embeddings.values()) + self.self_heads.sum() + self.self_bias.sum()
                      + self.cross_heads.sum() + self.cross_bias.sum() + self.mlps.sum()
                      + self.mlp_bias.sum() + self.norm_bias.sum() + self.embed_norm_bias
-                     + self.logits_bias)
+                     + self.final_norm_bias + self.logits_bias)
 
     def per_layer(self) -> np.ndarray:
         """[layer, 3]: each layer's self-attention, cross-attention and MLP, biases included."""
@@ -85,6 +88,7 @@ class Seq2SeqAttribution:
             out.append((f"layer {layer} MLP bias", float(self.mlp_bias[layer])))
             if self.post_norm:
                 out.append((f"layer {layer} norms' biases", float(self.norm_bias[layer])))
+        out.append(("final norm's bias", self.final_norm_bias))
         out.append(("logits' bias", self.logits_bias))
         return out
 
@@ -115,12 +119,12 @@ def _mlp(block, out: torch.Tensor, r: torch.Tensor) -> tuple[float, float]:
 
 
 def _final_direction(dec, resid: torch.Tensor, u: torch.Tensor):
-    """(r, scale): the direction in the last residual stream that the logit reads."""
-    u = u * dec.spec.out_scale  # [d_model]; T5's tied head scales the output first
+    """(r, c, scale): the direction in the last residual stream that the logit reads, and the
+    final norm's bias part (0 for RMSNorm or no final norm)."""
+    u = u * out_scale(dec)  # [d_model]; T5's tied head scales the output first
     if dec.ln_final is None:
-        return u, None
-    r, _, scale = frozen_norm(dec.ln_final, resid, u)
-    return r, scale
+        return u, 0.0, None
+    return frozen_norm(dec.ln_final, resid, u)
 
 
 def _walk_back(dec, cache, names, pos: int, r: torch.Tensor, a: Seq2SeqAttribution):
@@ -158,7 +162,7 @@ def attribute_seq2seq(loaded, src_ids, dec_ids, position: int = -1, target: int 
     [src_pos]. target: default the model's top token there; baseline: optional, for the logit
     difference target − baseline."""
     if not is_seq2seq(loaded):
-        raise ValueError("this attribution is for BART, Marian and T5 encoder–decoders")
+        raise ValueError("this attribution is for encoder–decoders")
     model, dec_cfg = loaded.model, loaded.model.dec_cfg
     dec = model.decoder
     src = as_row(src_ids, model.cfg.d_vocab, "source", loaded.device)
@@ -178,7 +182,8 @@ def attribute_seq2seq(loaded, src_ids, dec_ids, position: int = -1, target: int 
                                                                       "target")
     w_u = dec.unembed.weight.detach()  # [vocab, d_model], read only
     u, value = w_u[target].double().cpu(), float(logits[target])  # [d_model]
-    b_u = None if dec.b_U is None else dec.b_U.detach().double().cpu()  # [vocab]
+    b_u = getattr(dec, "b_U", None)  # BART, Marian
+    b_u = None if b_u is None else b_u.detach().double().cpu()  # [vocab]
     logits_bias = 0.0 if b_u is None else float(b_u[target])
     if baseline is not None:
         baseline = _check_token(baseline, dec_cfg.d_vocab, "baseline")
@@ -187,20 +192,22 @@ def attribute_seq2seq(loaded, src_ids, dec_ids, position: int = -1, target: int 
         u, value = u - w_u[baseline].double().cpu(), value - float(logits[baseline])
         logits_bias -= 0.0 if b_u is None else float(b_u[baseline])
     last = cache[names.resid(dec_cfg.n_layers - 1, "post")][0, pos].double().cpu()  # [d_model]
-    r, scale = _final_direction(dec, last, u)
+    r, final_bias, scale = _final_direction(dec, last, u)
     n_layers, n_heads = dec_cfg.n_layers, dec_cfg.n_heads
     zeros = np.zeros(n_layers)
     a = Seq2SeqAttribution(
         tokens=loaded.tokenizer.tokens(out_ids[0].tolist()), position=pos, target=target,
-        baseline=baseline, value=value, norm_scale=scale, out_scale=dec.spec.out_scale,
+        baseline=baseline, value=value, norm_scale=scale, out_scale=out_scale(dec),
         embeddings={}, self_heads=np.zeros((n_layers, n_heads)), self_bias=zeros.copy(),
         cross_heads=np.zeros((n_layers, n_heads)), cross_bias=zeros.copy(), mlps=zeros.copy(),
         mlp_bias=zeros.copy(), norm_bias=zeros.copy(), embed_norm_bias=0.0,
-        logits_bias=logits_bias, post_norm=dec_cfg.block == "post_ln")
+        logits_bias=logits_bias, post_norm=dec_cfg.block == "post_ln",
+        final_norm_bias=final_bias)
     r = _walk_back(dec, cache, names, pos, r, a)
-    if dec.embed.ln is not None:  # BART: a LayerNorm on the embedding sum
+    embed_norm = getattr(dec.embed, "ln", None)
+    if embed_norm is not None:  # BART: a LayerNorm on the embedding sum
         r, a.embed_norm_bias, _ = frozen_norm(
-            dec.embed.ln, cache[names.embed("sum")][0, pos].double().cpu(), r)
+            embed_norm, cache[names.embed("sum")][0, pos].double().cpu(), r)
     a.embeddings["token"] = float(cache[names.embed("tok")][0, pos].double().cpu() @ r)
     pos_name = names.embed("pos", required=False)
     if pos_name is not None and pos_name in cache:

@@ -19,7 +19,8 @@ import torch
 
 from .generation import MAX_NEW_TOKENS, TOP_SHOWN, Generation, Sampling, Step, choose
 from .generation_config import GenerationDefaults
-from .seq2seq_runs import as_row, decoder_names, decoder_run, encode_source, is_seq2seq
+from .seq2seq_runs import (as_row, decoder_names, decoder_run, encode_source, is_seq2seq,
+                           start_ids)
 
 MAX_SOURCE_TOKENS = 256
 
@@ -48,12 +49,13 @@ class Seq2SeqStart:
 
 def seq2seq_start(loaded, defaults: GenerationDefaults | None = None) -> Seq2SeqStart:
     """The start, end and forced first token: generation_config.json's where it sets them."""
-    spec = loaded.model.spec
     d = defaults or GenerationDefaults()
-    start, start_from = spec.start_id, "config.json"
+    first, end = start_ids(loaded)
+    own = "config.json" if hasattr(loaded.model, "spec") else "the model's own tokenizer"
+    start, start_from = first, own
     if d.decoder_start_token_id is not None:
         start, start_from = d.decoder_start_token_id, "generation_config.json"
-    eos, eos_from = (spec.eos_id,), "config.json"
+    eos, eos_from = (end,), own
     if d.eos_token_ids:
         eos, eos_from = d.eos_token_ids, "generation_config.json"
     where = [("start token", start_from), ("end token", eos_from)]
@@ -71,7 +73,7 @@ def _rows(cache: dict, names, n_layers: int, cross: bool) -> torch.Tensor:
 
 def _check(loaded, n_new: int, n_src: int) -> None:
     if not is_seq2seq(loaded):
-        raise ValueError("this generation is for BART, Marian and T5 encoder–decoders")
+        raise ValueError("this generation is for encoder–decoders")
     if not isinstance(n_new, int) or isinstance(n_new, bool) or not 1 <= n_new <= MAX_NEW_TOKENS:
         raise ValueError(f"the number of new tokens must be between 1 and {MAX_NEW_TOKENS}, "
                          f"got {n_new!r}")

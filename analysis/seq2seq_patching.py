@@ -83,7 +83,7 @@ def _metric(p: Seq2SeqPatching, logits: torch.Tensor) -> torch.Tensor:
 
 def _check(loaded, src, bad, dec) -> None:
     if not is_seq2seq(loaded):
-        raise ValueError("this patching is for BART, Marian and T5 encoder–decoders")
+        raise ValueError("this patching is for encoder–decoders")
     if src.shape[1] != bad.shape[1]:
         raise ValueError(f"The clean source is {src.shape[1]} tokens long and the corrupted "
                          f"one {bad.shape[1]}: they must have the same number of tokens, so "

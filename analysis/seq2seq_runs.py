@@ -1,9 +1,9 @@
 """Running the decoder of an encoder–decoder (BART, Marian, T5) for the decoder-lab pages: the
 source is encoded once, then the decoder reads its own tokens (teacher forcing) with hooks.
 
-Which encoder–decoders the lab takes: those whose decoder comes from a Hugging Face checkpoint
-(model/seq2seq_stacks.py's Seq2SeqTransformer). The project's own tiny-reverse is turned away
-with a sentence, as before.
+Every encoder–decoder the engine runs: BART, Marian and T5 (model/seq2seq_stacks.py) and the
+project's own tiny-reverse (model/seq2seq.py), whose decoder has no family extras (no logits'
+bias, no output scaling, no norm after the embeddings).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from model.runner import EncoderDecoderModel
 
 
 def is_seq2seq(loaded) -> bool:
-    """A Hugging Face encoder–decoder (BART, Marian, T5) the decoder lab can take apart."""
-    return isinstance(loaded, EncoderDecoderModel) and hasattr(loaded.model, "spec")
+    """An encoder–decoder (BART, Marian, T5, tiny-reverse): the decoder lab takes it apart."""
+    return isinstance(loaded, EncoderDecoderModel)
 
 
 def decoder_names(loaded):
@@ -57,6 +57,15 @@ def decoder_run(loaded, memory, memory_mask, dec: torch.Tensor, keep=None, fwd_h
 
 
 def start_ids(loaded) -> tuple[int, int]:
-    """The decoder's first input token and its end token, from the model's config."""
-    spec = loaded.model.spec
-    return spec.start_id, spec.eos_id
+    """The decoder's first input token and its end token: a Hugging Face model's config.json
+    (its spec), else the tokenizer's start and end marks (tiny-reverse)."""
+    spec = getattr(loaded.model, "spec", None)
+    if spec is not None:
+        return spec.start_id, spec.eos_id
+    return loaded.tokenizer.bos_id, loaded.tokenizer.eos_id
+
+
+def out_scale(decoder) -> float:
+    """What the decoder's output is multiplied by before the head (T5 with a tied head)."""
+    spec = getattr(decoder, "spec", None)
+    return 1.0 if spec is None else spec.out_scale

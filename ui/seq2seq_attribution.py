@@ -84,6 +84,9 @@ def _parts(a) -> tuple[list[str], list[float]]:
         if a.post_norm:
             names.append(f"layer {layer} norms' biases")
             values.append(float(a.norm_bias[layer]))
+    if a.final_norm_bias:  # a final LayerNorm (tiny-reverse); T5's RMSNorm has no bias
+        names.append("final norm's bias")
+        values.append(a.final_norm_bias)
     if a.logits_bias or a.post_norm:
         names.append("the logits' own bias")
         values.append(a.logits_bias)
@@ -92,8 +95,11 @@ def _parts(a) -> tuple[list[str], list[float]]:
 
 def _frozen_note(loaded, a) -> str:
     if not a.post_norm:
+        centred = getattr(loaded.model.decoder.ln_final, "centred", False)
+        spread = ("its spread (standard deviation) after taking away its mean" if centred
+                  else "its root mean square")
         note = (f"**Frozen scale.** Just before the scores, the decoder's final norm divides the "
-                f"running sum by its root mean square; here that divisor is held at the value it "
+                f"running sum by {spread}; here that divisor is held at the value it "
                 f"had in this run (it divides by {plain(1 / a.norm_scale, 3)}).")
         if a.out_scale != 1.0:
             note += (f" Because the output layer shares its weights with the token embedding, "

@@ -57,7 +57,7 @@ def config_note(loaded, d: GenerationDefaults, start) -> str:
     if knobs:
         line += (f" The settings above start from generation_config.json ({', '.join(knobs)}); "
                  "change them freely.")
-    elif d.path is None:
+    elif d.path is None and hasattr(loaded.model, "spec"):  # a Hugging Face folder
         line += " This model folder has no generation_config.json; the settings start plain."
     return " ".join([line, *d.notes])
 

@@ -40,6 +40,22 @@ def _patch(model_name: str, clean: str, corrupted: str, dec_ids: tuple) -> dict:
                 clean_value=p.clean_value, corrupted_value=p.corrupted_value)
 
 
+def letter_changed(loaded, text: str) -> str:
+    """The text with one letter changed (from the middle out) so that it keeps its number of
+    tokens: a default for a model that reads letters (tiny-reverse); "" when none does."""
+    n = token_count(loaded, text)
+    middle = len(text) // 2
+    for i in sorted(range(len(text)), key=lambda i: abs(i - middle)):
+        if not text[i].isalpha():
+            continue
+        for other in "aeioutsnrl":
+            if other != text[i].lower():
+                candidate = text[:i] + other + text[i + 1:]
+                if token_count(loaded, candidate) == n:
+                    return candidate
+    return ""
+
+
 def _rows(n_layers: int, stack: str) -> list[str]:
     return [f"into {stack} layer {i}" for i in range(n_layers)] + \
         [f"out of {stack} layer {n_layers - 1}"]
@@ -105,7 +121,7 @@ def render_seq2seq_patching(selection, view) -> None:
     clean = clean_prompt(selection, loaded, limit)
     if clean is None:
         return
-    made = default_corruption(loaded, clean, limit)
+    made = default_corruption(loaded, clean, limit) or letter_changed(loaded, clean)
     view.setdefault("corrupt", made)
     follow_default(view.key("corrupt"), "_pt_default", made)
     corrupted = st.text_input("Corrupted source (same number of tokens, one small change)",

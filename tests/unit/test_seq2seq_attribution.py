@@ -87,3 +87,18 @@ def test_bad_input_is_refused_in_words():
         attribute_seq2seq(lm, src, dec, 0, target=3, baseline=3)
     with pytest.raises(ValueError, match="token ids"):
         attribute_seq2seq(lm, src, torch.tensor([0, 10 ** 6]), 0)
+
+
+def test_tiny_reverse_parts_add_up_to_its_logit():
+    """The project's own encoder–decoder (no Hugging Face counterpart): its final LayerNorm's
+    bias is a part of its own, and the parts add up to the logit of its run."""
+    from model.loading import load_model
+
+    lm = load_model("tiny-reverse", device="cpu")
+    trace = lm.run("softmax")
+    src, dec = trace.token_ids.reshape(-1)[:trace.n_tokens], trace.decoder_ids[0]
+    for pos in range(dec.numel()):
+        a = attribute_seq2seq(lm, src, dec, pos)
+        assert a.target == int(trace.decoder_logits[0, pos].argmax())
+        assert abs(a.total() - float(trace.decoder_logits[0, pos].max())) < TOL
+        assert a.final_norm_bias != 0 and set(a.embeddings) == {"token", "position"}

@@ -105,3 +105,13 @@ def test_bad_requests_are_refused_in_words():
         generate_seq2seq(lm, [3, 4], 0)
     with pytest.raises(ValueError, match="token ids"):
         generate_seq2seq(lm, [3, 10 ** 6], 2)
+
+
+def test_tiny_reverse_writes_the_word_backwards_as_its_run_does():
+    lm = load_model("tiny-reverse", device="cpu")
+    trace = lm.run("softmax")
+    src, _ = source_window(lm, "softmax")
+    g = generate_seq2seq(lm, src, 20, start=seq2seq_start(lm))
+    assert g.ids[:-1] == trace.decoder_ids[0].tolist() and g.stopped_at_end
+    assert lm.tokenizer.decode(g.new_ids[:-1]) == "xamtfos"
+    assert dict(seq2seq_start(lm).settings_from)["start token"] == "the model's own tokenizer"

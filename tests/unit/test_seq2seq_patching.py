@@ -92,3 +92,18 @@ def test_unequal_sources_are_refused_in_words():
         prepare_seq2seq(lm, a, b, [0, 5])
     with pytest.raises(ValueError, match="nothing to recover"):
         prepare_seq2seq(lm, a, a, [0, 5])
+
+
+def test_tiny_reverse_patching_finds_the_changed_letter():
+    """softmax -> softmix: patching the changed letter's embedding brings the whole answer back;
+    in the decoder, only where the metric is read does the last row."""
+    from model.loading import load_model
+
+    lm = load_model("tiny-reverse", device="cpu")
+    a, b = lm.encode("softmax").input_ids[0], lm.encode("softmix").input_ids[0]
+    p = prepare_seq2seq(lm, a, b, lm.run("softmax").decoder_ids[0])
+    enc = encoder_residual_patching(p)
+    changed = int((a != b).nonzero()[0, 0])
+    assert enc[0, changed] == pytest.approx(1.0, abs=ATOL)
+    res = decoder_residual_patching(p)
+    assert res[-1, p.position] == pytest.approx(1.0, abs=ATOL) and np.abs(res[0]).max() < ATOL
