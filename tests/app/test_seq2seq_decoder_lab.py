@@ -99,3 +99,53 @@ def test_patching_takes_a_corrupted_source():
     _clean(at)
     assert "same number of tokens" in " ".join(e.value for e in at.warning)
     assert "pt_s2s_encoder" not in chart_specs(at)
+
+
+def test_generation_config_sets_the_pages_defaults_and_says_where(tmp_path):
+    import json
+    import shutil
+
+    folder = tmp_path / "t5"
+    shutil.copytree(tiny_seq2seq.folder("t5"), folder)
+    (folder / "generation_config.json").write_text(json.dumps(
+        {"decoder_start_token_id": 5, "eos_token_id": 9, "forced_bos_token_id": 7,
+         "max_new_tokens": 17, "do_sample": True, "temperature": 0.7, "top_k": 12}))
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.query_params["model"] = str(folder)
+    at.query_params["text"] = TEXT
+    switch(at, "generate").run()
+    _clean(at)
+    assert at.slider(key="gen_n").value == 17 and at.radio(key="gen_mode").value == "sample"
+    assert at.slider(key="gen_temp").value == pytest.approx(0.7)
+    assert at.number_input(key="gen_topk").value == 12
+    said = " ".join(e.value for e in at.caption)
+    assert "from generation_config.json" in said and "forced" in said
+    assert "(max_new_tokens, do_sample, temperature, top_k)" in said
+    # a link's own setting wins over the file
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.query_params.update(model=str(folder), text=TEXT, gn="3")
+    switch(at, "generate").run()
+    assert at.slider(key="gen_n").value == 3
+
+
+def test_a_decoder_folder_stops_at_its_generation_configs_end_token(tmp_path):
+    import json
+    import shutil
+
+    import tiny_decoders
+    from analysis.generation import generate_ids, prompt_window
+    from model.loading import load_model
+
+    folder = tmp_path / "qwen2"
+    shutil.copytree(tiny_decoders.saved("qwen2"), folder)
+    lm = load_model(str(folder), device="cpu")
+    ids, _ = prompt_window(lm, TEXT)
+    first = generate_ids(lm, ids, 3).new_ids  # greedy: the end token is its second token
+    (folder / "generation_config.json").write_text(json.dumps({"eos_token_id": first[1]}))
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.query_params.update(model=str(folder), text=TEXT, gn="10")
+    switch(at, "generate").run()
+    _clean(at)
+    said = " ".join(e.value for e in at.caption)
+    assert "Stopped after 2 new tokens: the model wrote an end token." in said
+    assert "eos_token_id in generation_config.json" in said
