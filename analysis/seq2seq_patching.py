@@ -30,7 +30,7 @@ import torch
 from model.hook_names import hook_names
 from model.hooks import caching_hook, hooks
 
-from .patching import MAX_GRID_CELLS, MAX_PATCH_TOKENS, MIN_GAP, default_pair
+from .patching import MAX_GRID_CELLS, MAX_PATCH_TOKENS, MIN_GAP, default_pair, patch_chunk
 from .seq2seq_runs import as_row, decoder_names, decoder_run, is_seq2seq
 
 MAX_OUT_TOKENS = 64  # decoder positions patched
@@ -141,7 +141,8 @@ def _decode(p: Seq2SeqPatching, memory: torch.Tensor, fwd_hooks=()) -> torch.Ten
     """The raw metric [batch] of the decoder over memory [batch, src_pos, d_model]."""
     model = p.loaded.model
     mask = model.memory_mask(torch.ones_like(p.clean_ids), memory.dtype)  # [1, 1, 1, src]
-    dec = p.dec_ids.expand(memory.shape[0], -1)  # [batch, out_pos]
+    # the decoder is causal: the tokens after the metric's position cannot change it
+    dec = p.dec_ids[:, :p.position + 1].expand(memory.shape[0], -1)  # [batch, position + 1]
     logits, _ = decoder_run(p.loaded, memory, mask, dec, fwd_hooks=fwd_hooks)
     return _metric(p, logits)
 
@@ -151,21 +152,26 @@ def _progress(progress, done: int, total: int) -> None:
         progress(done, total)
 
 
-def encoder_residual_patching(p: Seq2SeqPatching, progress: Callable | None = None) -> np.ndarray:
+def encoder_residual_patching(p: Seq2SeqPatching, progress: Callable | None = None,
+                              chunk: int | None = None) -> np.ndarray:
     """[enc_layers + 1, src_pos]: row l < n is encoder block l's input, the last row the last
-    block's output; each cell's patch is run through the rest of the encoder and the decoder."""
+    block's output; each cell's patch is run through the rest of the encoder and the decoder.
+    Up to `chunk` patched copies per pass (default: as many as fit patching's working-memory
+    allowance, analysis/cost.py)."""
     model, cfg = p.loaded.model, p.loaded.cfg
     names = hook_names(cfg)
+    chunk = chunk or patch_chunk(cfg, p.n_src, most=p.n_src)
     grid = torch.zeros(cfg.n_layers + 1, p.n_src, dtype=torch.float64)  # [row, src_pos]
-    pos = torch.arange(p.n_src)  # [src_pos]: one patched copy per position
-    mask = torch.ones(p.n_src, p.n_src, dtype=torch.long, device=p.clean_ids.device)
     for row in range(cfg.n_layers + 1):
         name = names.resid(min(row, cfg.n_layers - 1), "pre" if row < cfg.n_layers else "post")
-        x = p.corrupted[name].repeat(p.n_src, 1, 1)  # [src_pos (copies), src_pos, d_model]
-        x[pos, pos] = p.clean[name][0, pos]
-        with torch.no_grad():
-            out = model.forward_from(min(row, cfg.n_layers), x, mask)
-        grid[row] = _decode(p, out.final)
+        for start in range(0, p.n_src, chunk):
+            pos = torch.arange(start, min(start + chunk, p.n_src))  # [b]: one copy per position
+            x = p.corrupted[name].repeat(pos.numel(), 1, 1)  # [b, src_pos, d_model]
+            x[torch.arange(pos.numel()), pos] = p.clean[name][0, pos]
+            mask = torch.ones(pos.numel(), p.n_src, dtype=torch.long, device=x.device)
+            with torch.no_grad():
+                out = model.forward_from(min(row, cfg.n_layers), x, mask)
+            grid[row, pos] = _decode(p, out.final)
         _progress(progress, row + 1, cfg.n_layers + 1)
     return p.normalise(grid).numpy()
 
@@ -179,7 +185,7 @@ def _head_grid(p: Seq2SeqPatching, get_name: Callable[[int], str], memory) -> np
 
         def patch(z: torch.Tensor, _name: str, clean_z=clean_z) -> torch.Tensor:
             out = z.clone()  # [head (copies), head, out_pos, d_head]
-            out[heads, heads] = clean_z[0, heads]
+            out[heads, heads] = clean_z[0, heads, :out.shape[2]]  # up to the metric's position
             return out
 
         grid[layer] = _decode(p, memory.expand(dec_cfg.n_heads, -1, -1),
@@ -206,10 +212,12 @@ def decoder_residual_patching(p: Seq2SeqPatching) -> np.ndarray:
     """[dec_layers + 1, out_pos]: the decoder's residual stream at one (layer, position) put
     back from the clean run (row l < n: block l's input; last row: the last block's output)."""
     names, n_layers = decoder_names(p.loaded), p.loaded.model.dec_cfg.n_layers
-    n_out = p.dec_ids.shape[1]
-    memory = _corrupted_memory(p).expand(n_out, -1, -1)  # [out_pos (copies), src, d_model]
-    grid = torch.zeros(n_layers + 1, n_out, dtype=torch.float64)
-    pos = torch.arange(n_out)
+    n_out, n_read = p.dec_ids.shape[1], p.position + 1
+    # [position + 1 (copies), src, d_model]: a patch after the metric's position changes nothing
+    # (the decoder is causal), so those cells stay at 0, the corrupted run's value
+    memory = _corrupted_memory(p).expand(n_read, -1, -1)
+    grid = torch.full((n_layers + 1, n_out), p.corrupted_value, dtype=torch.float64)
+    pos = torch.arange(n_read)
     for row in range(n_layers + 1):
         name = names.resid(row, "pre") if row < n_layers else names.resid(n_layers - 1, "post")
         clean = p.clean[name]  # [1, out_pos, d_model]
@@ -219,5 +227,5 @@ def decoder_residual_patching(p: Seq2SeqPatching) -> np.ndarray:
             out[pos, pos] = clean[0, pos]
             return out
 
-        grid[row] = _decode(p, memory, [(name, patch)])
+        grid[row, :n_read] = _decode(p, memory, [(name, patch)])
     return p.normalise(grid).numpy()

@@ -52,6 +52,7 @@ def test_identities_and_cells_equal_ordinary_runs(family):
     # the first row: the sources' embeddings, alike but where the word changed
     assert enc[0, differs] == pytest.approx(1.0, abs=ATOL)
     assert np.abs(np.delete(enc[0], differs)).max() < ATOL
+    np.testing.assert_allclose(encoder_residual_patching(p, chunk=3), enc, atol=ATOL)
     name = "blocks.1.hook_resid_pre"
     assert enc[1, 2] == pytest.approx(_one_run(lm, p, name, _put_back(p.clean[name], (2,))),
                                       abs=ATOL)
