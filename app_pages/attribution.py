@@ -9,7 +9,9 @@ import streamlit as st
 
 from ui.callbacks import open_chosen_head, pick_head
 from ui.charts import chart_config
+from analysis.seq2seq_runs import is_seq2seq
 from ui.decoder_lab import attribution, decoder_reason
+from ui.seq2seq_attribution import render_seq2seq_attribution
 from ui.sidebar import require_trace
 from ui.switch import offer_decoder
 from ui.view_state import page_view
@@ -114,12 +116,16 @@ def render() -> None:
         "that sum at the end, so it can be taken apart: this page shows how much each part added "
         "to it directly.")
     trace = require_trace(selection)
-    reason = decoder_reason(selection, "Taking the score apart", attribution=True)
+    reason = decoder_reason(selection, "Taking the score apart", attribution=True,
+                            seq2seq_ok=True)
     if reason is not None:
         offer_decoder(reason, key="attr_switch")
         st.stop()
 
     loaded, cfg = selection.model, trace.cfg
+    if is_seq2seq(loaded):  # the decoder's score, with its cross-attention heads
+        render_seq2seq_attribution(selection, trace, VIEW, _sum_check)
+        return
     labels = axis_labels(trace.tokens)
     pos, target, base, names = _pickers(loaded, trace, labels)
     a = attribution(selection.model_name, selection.text, selection.pair, pos, target, base,

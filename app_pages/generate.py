@@ -11,7 +11,9 @@ from analysis.generation import (MAX_NEW_TOKENS, MAX_PROMPT_TOKENS, Generation, 
 from ui.alphabet import show_unknown_note
 from ui.callbacks import set_state, step_state
 from ui.charts import chart_config
+from analysis.seq2seq_runs import is_seq2seq
 from ui.decoder_lab import decoder_reason, generation, induction_head
+from ui.seq2seq_generate import apply_config_defaults, decoder_config_note, render_seq2seq
 from ui.sidebar import require_trace
 from ui.switch import offer_decoder
 from ui.text import md_escape
@@ -174,7 +176,8 @@ def window_note_at(gen: Generation, step: int, n_ctx: int) -> str | None:
 def render() -> None:
     selection = st.session_state["selection"]
     st.title("Generate, step by step", anchor=False)
-    reason = None if selection.model is None else decoder_reason(selection, "Generation")
+    reason = None if selection.model is None else decoder_reason(selection, "Generation",
+                                                                 seq2seq_ok=True)
     # Generation reads a long prompt's LAST tokens (said below), so not the sidebar's note that
     # the run read the FIRST ones; a model that cannot generate keeps that note.
     trace = require_trace(selection, context_note=reason is not None)
@@ -184,12 +187,18 @@ def render() -> None:
         st.stop()
 
     loaded, cfg = selection.model, trace.cfg
+    if is_seq2seq(loaded):  # the source is the sidebar's text; the decoder writes
+        render_seq2seq(selection, VIEW, _controls, _step_slider, _distribution)
+        return
     limit = min(MAX_PROMPT_TOKENS, cfg.n_ctx)
     st.caption(
         "The model writes one token at a time: it reads the text so far, gives every token of its "
         "vocabulary a probability of coming next, picks one, adds it to the text and reads again. "
         "The prompt is the text in the sidebar; change it there.")
+    defaults = apply_config_defaults(VIEW, loaded, selection.model_name, cfg.d_vocab)
     n_new, sampling = _controls(cfg.d_vocab)
+    if defaults.path is not None:
+        st.caption(decoder_config_note(loaded, defaults))
     st.caption(f"Bounds: up to {MAX_NEW_TOKENS} new tokens. Generation starts from the last "
                f"{limit} tokens of a longer prompt. This model reads {cfg.n_ctx} tokens at a time: "
                f"once the text is longer, each step reads only the last {cfg.n_ctx}.")
@@ -200,7 +209,8 @@ def render() -> None:
             f"{limit} "
             f"at a time, so generation continues from the prompt's last {limit} tokens (the first "
             f"{left_out:,} are left out), and each new step again reads only the last {limit}.")
-    gen = generation(selection.model_name, tuple(prompt_ids), n_new, sampling)
+    gen = generation(selection.model_name, tuple(prompt_ids), n_new, sampling,
+                     defaults.eos_token_ids)
     slid_note = st.empty()  # filled once the step is known: true at the step shown
 
     prompt_text, pieces = _pieces(loaded, gen)

@@ -13,6 +13,7 @@ from analysis.patching import (
     prepare, residual_patching,
 )
 from analysis.cost import patching_plan
+from analysis.seq2seq_runs import is_seq2seq
 from ui import settings
 from ui.heavy import allowance, cost_words, room_for
 from ui.cache import get_model, shared
@@ -22,6 +23,7 @@ from ui.patching_inputs import (
     open_chosen, open_patched_head, switch_model, token_count,
 )
 from ui.patching_notes import clean_prompt, mismatch, top_head_line
+from ui.seq2seq_patching import render_seq2seq_patching
 from ui.sidebar import require_trace
 from ui.switch import needs_lm_head, offer_decoder
 from ui.text import md_escape
@@ -353,6 +355,9 @@ def render() -> None:
     st.caption(INTRO, help=HOW)
     trace = require_trace(selection, context_note=False)  # a long text: one message, below
     model = selection.model
+    if is_seq2seq(model):  # BART, Marian, T5: a clean and a corrupted source
+        render_seq2seq_patching(selection, VIEW)
+        return
     if trace.kind == "encoder_decoder":
         offer_decoder(needs_lm_head(selection, "Patching") or "", key="pt_switch")
         st.stop()

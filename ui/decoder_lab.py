@@ -1,6 +1,7 @@
 """Shared pieces of the decoder-lab pages (/generate, /attribution): why a model does not apply,
 the page's own settings read from a link, and their cached computations (in the server's one
-memory budget, shared by every session; never mutate what they return)."""
+memory budget, shared by every session; never mutate what they return). Encoder–decoders
+(BART, Marian, T5) have their own cached generation and attribution here."""
 
 from __future__ import annotations
 
@@ -10,14 +11,21 @@ import torch
 from analysis.attribution import Attribution, attribute_ids, attribution_unavailable
 from analysis.generation import Generation, Sampling, decoder_unavailable, generate_ids
 from analysis.induction import fresh_repeats, induction_score, pattern_cache
+from analysis.seq2seq_attribution import Seq2SeqAttribution, attribute_seq2seq
+from analysis.seq2seq_generation import Seq2SeqGeneration, Seq2SeqStart, generate_seq2seq
+from analysis.seq2seq_runs import is_seq2seq
 from model.hook_names import hook_names
 
 from .cache import get_model, shared
 from .switch import needs_lm_head
 from .text import md_escape
 
-def decoder_reason(selection, what: str, attribution: bool = False) -> str | None:
-    """Why `what` does not apply to the sidebar's model (Markdown, escaped), or None."""
+def decoder_reason(selection, what: str, attribution: bool = False,
+                   seq2seq_ok: bool = False) -> str | None:
+    """Why `what` does not apply to the sidebar's model (Markdown, escaped), or None.
+    seq2seq_ok: BART, Marian and T5 apply too (a page that takes their decoder apart)."""
+    if seq2seq_ok and selection.model is not None and is_seq2seq(selection.model):
+        return None
     reason = needs_lm_head(selection, what)
     if reason is not None:
         return reason
@@ -26,9 +34,11 @@ def decoder_reason(selection, what: str, attribution: bool = False) -> str | Non
 
 
 @shared("generation")
-def generation(model_name: str, prompt_ids: tuple, n_new: int, sampling: Sampling) -> Generation:
+def generation(model_name: str, prompt_ids: tuple, n_new: int, sampling: Sampling,
+               stop_ids: tuple = ()) -> Generation:
+    """Stops early after a token of stop_ids (generation_config.json's end tokens)."""
     with st.spinner("Writing, one token at a time…"):
-        return generate_ids(get_model(model_name), list(prompt_ids), n_new, sampling)
+        return generate_ids(get_model(model_name), list(prompt_ids), n_new, sampling, stop_ids)
 
 
 @shared("gen_induction_head")
@@ -51,3 +61,18 @@ def attribution(model_name: str, text: str, pair: str, position: int, target: in
     """Direct logit attribution on the token ids the sidebar's run read (_ids, keyed by the
     model, text and pair)."""
     return attribute_ids(get_model(model_name), _ids, position, target, baseline)
+
+
+@shared("seq2seq_generation")
+def seq2seq_generation(model_name: str, source_ids: tuple, n_new: int, sampling: Sampling,
+                       start: Seq2SeqStart) -> Seq2SeqGeneration:
+    with st.spinner("Writing, one token at a time…"):
+        return generate_seq2seq(get_model(model_name), list(source_ids), n_new, sampling, start)
+
+
+@shared("seq2seq_attribution")
+def seq2seq_attribution(model_name: str, source_ids: tuple, decoder_ids: tuple, position: int,
+                        target: int, baseline: int | None) -> Seq2SeqAttribution:
+    """Direct logit attribution in the decoder reading decoder_ids over the source."""
+    return attribute_seq2seq(get_model(model_name), list(source_ids), list(decoder_ids),
+                             position, target, baseline)

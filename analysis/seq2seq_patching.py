@@ -1,0 +1,231 @@
+"""Activation patching for an encoder–decoder (BART, Marian, T5): a clean source and a corrupted
+source of the same length in tokens; the decoder reads the same output in both runs (the one
+the model wrote for the clean source: teacher forcing), so the only difference between the
+runs is what the encoder made of the two sources, which the decoder reads through
+cross-attention.
+
+The metric is a logit difference at one decoder position (by default the position where the
+two sources' scores differ most): the clean run's top token minus the corrupted run's. It is
+normalised as analysis/patching.py does: 0 = the corrupted run, 1 = the clean run.
+
+- `encoder_residual_patching` [enc_layers + 1, src_pos]: the encoder's residual stream at one
+  (layer, source position) put back from the clean run; the encoder runs on from there.
+- `decoder_head_patching` -> (self [layers, heads], cross [layers, heads]): one decoder head's
+  output (all positions) put back. The decoder's own tokens are the same in both runs, so a
+  self-attention head differs only through what cross-attention brought in before it.
+- `decoder_residual_patching` [dec_layers + 1, out_pos]: the decoder's residual stream at one
+  (layer, decoder position) put back.
+
+Every patch is a hook during one run; the shared model never changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from model.hook_names import hook_names
+from model.hooks import caching_hook, hooks
+
+from .patching import MAX_GRID_CELLS, MAX_PATCH_TOKENS, MIN_GAP, default_pair, patch_chunk
+from .seq2seq_runs import as_row, decoder_names, decoder_run, is_seq2seq
+
+MAX_OUT_TOKENS = 64  # decoder positions patched
+
+
+@dataclass
+class Seq2SeqPatching:
+    loaded: object
+    clean_ids: torch.Tensor  # [1, src_pos]
+    corrupted_ids: torch.Tensor  # [1, src_pos]
+    dec_ids: torch.Tensor  # [1, out_pos], the decoder's input in both runs
+    clean: dict[str, torch.Tensor]  # hook name -> [1, ...] (encoder and decoder)
+    corrupted: dict[str, torch.Tensor]
+    position: int  # decoder position where the metric is read
+    answer: int
+    wrong: int
+    clean_value: float
+    corrupted_value: float
+
+    @property
+    def n_src(self) -> int:
+        return self.clean_ids.shape[1]
+
+    def normalise(self, raw):
+        return (raw - self.corrupted_value) / (self.clean_value - self.corrupted_value)
+
+
+def _keep(loaded) -> set[str]:
+    enc, dec = hook_names(loaded.cfg), decoder_names(loaded)
+    n_dec = loaded.model.dec_cfg.n_layers
+    return {*enc.every_layer("resid", "pre"), *enc.every_layer("resid", "post"),
+            *enc.every_layer("attn", "z"), *dec.every_layer("resid", "pre"),
+            dec.resid(n_dec - 1, "post"), *dec.every_layer("attn", "z"),
+            *(dec.cross_attn(layer, "z") for layer in range(n_dec))}
+
+
+def _full_run(loaded, src: torch.Tensor, dec: torch.Tensor):
+    """(logits [1, out_pos, vocab], cache) of one run with the activations patching reads."""
+    cache: dict[str, torch.Tensor] = {}
+    keep = _keep(loaded)
+    with torch.no_grad(), hooks(loaded.hook_names, [(keep.__contains__, caching_hook(cache))]):
+        out = loaded.model(src, torch.ones_like(src), decoder_input_ids=dec)
+    return out.decoder_logits, cache
+
+
+def _metric(p: Seq2SeqPatching, logits: torch.Tensor) -> torch.Tensor:
+    pair = logits[:, p.position][:, [p.answer, p.wrong]].double()  # [batch, 2]
+    return (pair[:, 0] - pair[:, 1]).cpu()  # [batch]
+
+
+def _check(loaded, src, bad, dec) -> None:
+    if not is_seq2seq(loaded):
+        raise ValueError("this patching is for encoder–decoders")
+    if src.shape[1] != bad.shape[1]:
+        raise ValueError(f"The clean source is {src.shape[1]} tokens long and the corrupted "
+                         f"one {bad.shape[1]}: they must have the same number of tokens, so "
+                         "that each position has a partner.")
+    if src.shape[1] > min(MAX_PATCH_TOKENS, loaded.cfg.n_ctx):
+        raise ValueError(f"The sources are {src.shape[1]} tokens long; patching takes at most "
+                         f"{min(MAX_PATCH_TOKENS, loaded.cfg.n_ctx)}. Shorten both.")
+    if dec.shape[1] > MAX_OUT_TOKENS:
+        raise ValueError(f"patching reads at most {MAX_OUT_TOKENS} decoder tokens")
+    cfg, dec_cfg = loaded.cfg, loaded.model.dec_cfg
+    cells = max((cfg.n_layers + 1) * src.shape[1], (dec_cfg.n_layers + 1) * dec.shape[1],
+                dec_cfg.n_layers * dec_cfg.n_heads)
+    if cells > MAX_GRID_CELLS:
+        raise ValueError(f"That grid would have {cells:,} cells; patching computes at most "
+                         f"{MAX_GRID_CELLS:,}. Use shorter texts or a smaller model.")
+
+
+def prepare_seq2seq(loaded, clean_ids, corrupted_ids, dec_ids, position: int | None = None,
+                    answer: int | None = None, wrong: int | None = None) -> Seq2SeqPatching:
+    """Run both sources with the decoder reading dec_ids [out_pos]; fix the metric. position:
+    default the decoder position where default_pair's logit gap is largest."""
+    vocab, dev = loaded.cfg.d_vocab, loaded.device
+    src = as_row(clean_ids, vocab, "clean source", dev)  # [1, src_pos]
+    bad = as_row(corrupted_ids, vocab, "corrupted source", dev)  # [1, src_pos]
+    dec = as_row(dec_ids, vocab, "decoder's input", dev)  # [1, out_pos]
+    _check(loaded, src, bad, dec)
+    clean_logits, clean = _full_run(loaded, src, dec)
+    bad_logits, corrupted = _full_run(loaded, bad, dec)
+    a, b = clean_logits[0].double().cpu(), bad_logits[0].double().cpu()  # [out_pos, vocab]
+    if position is None:
+        gaps = []
+        for i in range(a.shape[0]):
+            x, y = default_pair(a[i], b[i])
+            gaps.append(abs(float(a[i, x] - a[i, y] - b[i, x] + b[i, y])))
+        position = int(np.argmax(gaps))
+    if not -a.shape[0] <= position < a.shape[0]:
+        raise ValueError(f"the position must be within the decoder's {a.shape[0]} tokens")
+    position %= a.shape[0]
+    x, y = default_pair(a[position], b[position])
+    answer, wrong = (x if answer is None else int(answer)), (y if wrong is None else int(wrong))
+    if not (0 <= answer < vocab and 0 <= wrong < vocab) or answer == wrong:
+        raise ValueError(f"the two tokens must be two different token ids in [0, {vocab})")
+    p = Seq2SeqPatching(loaded, src, bad, dec, clean, corrupted, position, answer, wrong,
+                        0.0, 0.0)
+    p.clean_value = float(_metric(p, clean_logits)[0])
+    p.corrupted_value = float(_metric(p, bad_logits)[0])
+    if abs(p.clean_value - p.corrupted_value) < MIN_GAP:
+        raise ValueError("The two sources give the decoder the same scores, so there is "
+                         "nothing to recover: change the corrupted source in a way that "
+                         "changes the output.")
+    return p
+
+
+def _decode(p: Seq2SeqPatching, memory: torch.Tensor, fwd_hooks=()) -> torch.Tensor:
+    """The raw metric [batch] of the decoder over memory [batch, src_pos, d_model]."""
+    model = p.loaded.model
+    mask = model.memory_mask(torch.ones_like(p.clean_ids), memory.dtype)  # [1, 1, 1, src]
+    # the decoder is causal: the tokens after the metric's position cannot change it
+    dec = p.dec_ids[:, :p.position + 1].expand(memory.shape[0], -1)  # [batch, position + 1]
+    logits, _ = decoder_run(p.loaded, memory, mask, dec, fwd_hooks=fwd_hooks)
+    return _metric(p, logits)
+
+
+def _progress(progress, done: int, total: int) -> None:
+    if progress is not None:
+        progress(done, total)
+
+
+def encoder_residual_patching(p: Seq2SeqPatching, progress: Callable | None = None,
+                              chunk: int | None = None) -> np.ndarray:
+    """[enc_layers + 1, src_pos]: row l < n is encoder block l's input, the last row the last
+    block's output; each cell's patch is run through the rest of the encoder and the decoder.
+    Up to `chunk` patched copies per pass (default: as many as fit patching's working-memory
+    allowance, analysis/cost.py)."""
+    model, cfg = p.loaded.model, p.loaded.cfg
+    names = hook_names(cfg)
+    chunk = chunk or patch_chunk(cfg, p.n_src, most=p.n_src)
+    grid = torch.zeros(cfg.n_layers + 1, p.n_src, dtype=torch.float64)  # [row, src_pos]
+    for row in range(cfg.n_layers + 1):
+        name = names.resid(min(row, cfg.n_layers - 1), "pre" if row < cfg.n_layers else "post")
+        for start in range(0, p.n_src, chunk):
+            pos = torch.arange(start, min(start + chunk, p.n_src))  # [b]: one copy per position
+            x = p.corrupted[name].repeat(pos.numel(), 1, 1)  # [b, src_pos, d_model]
+            x[torch.arange(pos.numel()), pos] = p.clean[name][0, pos]
+            mask = torch.ones(pos.numel(), p.n_src, dtype=torch.long, device=x.device)
+            with torch.no_grad():
+                out = model.forward_from(min(row, cfg.n_layers), x, mask)
+            grid[row, pos] = _decode(p, out.final)
+        _progress(progress, row + 1, cfg.n_layers + 1)
+    return p.normalise(grid).numpy()
+
+
+def _head_grid(p: Seq2SeqPatching, get_name: Callable[[int], str], memory) -> np.ndarray:
+    dec_cfg = p.loaded.model.dec_cfg
+    grid = torch.zeros(dec_cfg.n_layers, dec_cfg.n_heads, dtype=torch.float64)
+    heads = torch.arange(dec_cfg.n_heads)  # [head]: one patched copy per head
+    for layer in range(dec_cfg.n_layers):
+        clean_z = p.clean[get_name(layer)]  # [1, head, out_pos, d_head]
+
+        def patch(z: torch.Tensor, _name: str, clean_z=clean_z) -> torch.Tensor:
+            out = z.clone()  # [head (copies), head, out_pos, d_head]
+            out[heads, heads] = clean_z[0, heads, :out.shape[2]]  # up to the metric's position
+            return out
+
+        grid[layer] = _decode(p, memory.expand(dec_cfg.n_heads, -1, -1),
+                              [(get_name(layer), patch)])
+    return p.normalise(grid).numpy()
+
+
+def decoder_head_patching(p: Seq2SeqPatching) -> tuple[np.ndarray, np.ndarray]:
+    """(self [dec_layers, heads], cross [dec_layers, heads]): one decoder head's output z at
+    every decoder position put back from the clean run, over the corrupted source."""
+    names = decoder_names(p.loaded)
+    memory = _corrupted_memory(p)
+    return (_head_grid(p, lambda layer: names.attn(layer, "z"), memory),
+            _head_grid(p, lambda layer: names.cross_attn(layer, "z"), memory))
+
+
+def _corrupted_memory(p: Seq2SeqPatching) -> torch.Tensor:
+    with torch.no_grad():
+        _, memory = p.loaded.model.encode(p.corrupted_ids, torch.ones_like(p.corrupted_ids))
+    return memory  # [1, src_pos, d_model]
+
+
+def decoder_residual_patching(p: Seq2SeqPatching) -> np.ndarray:
+    """[dec_layers + 1, out_pos]: the decoder's residual stream at one (layer, position) put
+    back from the clean run (row l < n: block l's input; last row: the last block's output)."""
+    names, n_layers = decoder_names(p.loaded), p.loaded.model.dec_cfg.n_layers
+    n_out, n_read = p.dec_ids.shape[1], p.position + 1
+    # [position + 1 (copies), src, d_model]: a patch after the metric's position changes nothing
+    # (the decoder is causal), so those cells stay at 0, the corrupted run's value
+    memory = _corrupted_memory(p).expand(n_read, -1, -1)
+    grid = torch.full((n_layers + 1, n_out), p.corrupted_value, dtype=torch.float64)
+    pos = torch.arange(n_read)
+    for row in range(n_layers + 1):
+        name = names.resid(row, "pre") if row < n_layers else names.resid(n_layers - 1, "post")
+        clean = p.clean[name]  # [1, out_pos, d_model]
+
+        def patch(x: torch.Tensor, _name: str, clean=clean) -> torch.Tensor:
+            out = x.clone()  # [out_pos (copies), out_pos, d_model]
+            out[pos, pos] = clean[0, pos]
+            return out
+
+        grid[row, :n_read] = _decode(p, memory, [(name, patch)])
+    return p.normalise(grid).numpy()
