@@ -22,6 +22,7 @@ from viz.labels import visible_text
 from . import class_session
 from .charts import chart_config
 from .class_session import Membership
+from .text import md_escape
 
 TALLY_SECONDS = 1.0  # the teacher's live count redraws this often
 NAMES_KEY = "class_show_names"
@@ -106,13 +107,30 @@ def _teacher(m: Membership, question: str, step: Step, settings: dict, texts: di
         return True
     st.markdown("**Your class's answers** come in below as students answer.")
     shape = _shape(step, settings, texts, revealed)
-    _live_tally(m.teacher_key, question, shape)
+    tally, join = st.columns([3, 1])
+    with tally:
+        _live_tally(m.teacher_key, question, shape)
+    _join_corner(join, m)
     if revealed:
+        if shape.get("answer_text"):
+            st.success(f"The model's answer: “{md_escape(shape['answer_text'])}”.")
         return True
     st.button("Reveal to everyone", key=REVEAL_KEY, type="primary", icon=":material/visibility:",
               on_click=_reveal, args=(question,),
               help="Shows the answer and the figure on every student's screen at once.")
     return False
+
+
+def _join_corner(column, m: Membership) -> None:
+    """The join code and QR code beside the answers, for students who arrive late."""
+    from .class_teach import qr_png
+
+    code = class_session.shown_code(m.join_code)
+    if not code:
+        return
+    column.subheader(code, anchor=False)
+    link = class_session.join_link(m.join_code, class_session.server_address("lessons"))
+    column.image(qr_png(link), width="stretch", caption="Scan to join")
 
 
 def _reveal(question: str) -> None:
@@ -137,7 +155,8 @@ def _shape(step: Step, settings: dict, texts: dict, revealed: bool) -> dict:
 
             right = step_texts(step)[1]["answer"]
             answer = options.index(right) if right in options else None
-        return {"kind": "choice", "options": options, "answer": answer}
+        return {"kind": "choice", "options": options, "answer": answer,
+                "answer_text": options[answer] if answer is not None else ""}
     trace, row = _cell_row(step, texts)
     weights = None
     if revealed:

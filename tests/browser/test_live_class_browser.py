@@ -48,6 +48,8 @@ def server(tmp_path_factory):
 def _shot(page, name: str) -> None:
     folder = os.environ.get("LIVE_CLASS_SHOTS")
     if folder:
+        page.mouse.move(2, 400)  # no tooltip of the last button clicked
+        page.wait_for_timeout(400)
         Path(folder).mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(Path(folder) / f"{name}.png"), full_page=False)
 
@@ -144,7 +146,7 @@ def _projector(teacher) -> None:
 def _lesson_step_with_answers(teacher, student) -> None:
     _nav(teacher, "Lessons")
     teacher.get_by_role("button", name="Start").first.click()
-    _wait_title(student, "Lessons", timeout=120_000)
+    student.get_by_text("Lesson: Reading an attention heatmap").wait_for(timeout=120_000)
     for _ in range(2):
         _idle(teacher)
         teacher.get_by_role("button", name="Next ▶").first.click()
@@ -157,13 +159,15 @@ def _lesson_step_with_answers(teacher, student) -> None:
     student.get_by_text("Your answer is in").wait_for(timeout=60_000)
     teacher.get_by_text("1 answered").wait_for(timeout=10_000)  # the live count, no click
     _projector(teacher)
-    teacher.get_by_text("1 answered").wait_for(timeout=10_000)
+    teacher.get_by_text("Your class's answers").scroll_into_view_if_needed()
+    teacher.mouse.wheel(0, 200)
     _shot(teacher, "teacher-projector-live-answers")
     student.get_by_text("Your answer is in").scroll_into_view_if_needed()
     _shot(student, "student-following-answer-in")
     teacher.get_by_role("button", name="Reveal to everyone").click()
     student.get_by_text("Not quite: you chose").wait_for(timeout=10_000)
     _idle(teacher)
+    teacher.get_by_text("Your class's answers").scroll_into_view_if_needed()
     _shot(teacher, "teacher-projector-revealed")
 
 
