@@ -12,7 +12,7 @@ import pytest
 
 from redis_server import running_redis
 
-BACKENDS = ("sqlite",)  # Redis joins when its backend is in
+BACKENDS = ("sqlite", "redis")
 START = 1_800_000_000.0  # a whole number of rate windows, so a test knows where one begins
 
 
