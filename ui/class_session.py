@@ -87,8 +87,7 @@ def lead(teacher_key: str) -> Membership | None:
     class_id = s.teacher_class(teacher_key)
     if class_id is None:
         return None
-    code_of = getattr(s, "join_code", None)  # the store may say the class's code
-    code = code_of(teacher_key) if callable(code_of) else ""
+    code = s.join_code(teacher_key)  # shown again on this machine's projector
     m = Membership("teacher", class_id, join_code=code or "", teacher_key=teacher_key)
     st.session_state[KEY] = m
     return m

@@ -164,6 +164,8 @@ def test_the_teacher_link_leads_the_class_and_leaves_the_address_bar(store):
     assert again.session_state["_class"].class_id == m.class_id
     assert "class" not in again.query_params
     assert "joined" in bar(again)
+    code = f"{m.join_code[:3]}-{m.join_code[3:]}"
+    assert code in [t.value for t in again.title]  # the code on this machine's screen too
     stale = AppTest.from_file(APP, default_timeout=300)
     stale.query_params["class"] = "not-a-key"
     switch(stale, "teach")
