@@ -8,7 +8,6 @@ import io
 import streamlit as st
 
 from . import class_session, projector
-from .class_bar import headcount_said
 
 LINK_PARAM = "class"  # /teach?class=<teacher key>: the teacher link
 
@@ -115,17 +114,7 @@ def _join_card(m) -> None:
         if link:
             words.caption("or open this link:")
             words.code(link, language=None, wrap_lines=True)
-        words.markdown(headcount_text(m))
-
-
-def headcount_text(m) -> str:
-    from teaching.class_store import ClassError
-
-    try:
-        count = class_session.store().headcount(m.teacher_key)
-    except ClassError:
-        return "The class has ended."
-    return headcount_said(count.members, count.following, count.looking_around) + "."
+        words.caption("The bar at the top of every page counts who follows you, live.")
 
 
 def _teacher_link(m) -> None:
