@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.test_narrow import CHROME_ARGS, browser  # noqa: F401 - fixture
+from tests.browser.test_narrow import PROBLEMS, browser  # noqa: F401 - fixture
 from tests.browser.app_server import running_app
 
 pytestmark = pytest.mark.browser
@@ -192,3 +192,26 @@ def _look_around(teacher, student) -> None:
     _idle(teacher)
     _shot(teacher, "teacher-projector-join-code")
     assert _title(student) == "Head statistics"  # the teacher's Teach page is not followed
+
+
+def test_the_class_pages_fit_a_narrow_window(server, browser):
+    """The Teach page's class card, the join page and the class bar at 800 px with the sidebar
+    open: nothing cut, clipped or pushed past the window (test_narrow.py's checks)."""
+    size = {"width": 800, "height": 900}
+    teacher = browser.new_context(viewport=size).new_page()
+    student = browser.new_context(viewport=size).new_page()
+    code = _start_class(teacher, server)
+    report = {"teach": teacher.evaluate(PROBLEMS)}
+    _open(student, f"{server}/join?code={code}")
+    report["join"] = student.evaluate(PROBLEMS)
+    _join(student, server, code)
+    _nav(teacher, "Head statistics")
+    _wait_title(student, "Head statistics", timeout=120_000)
+    _idle(student)
+    report["following"] = student.evaluate(PROBLEMS)
+    student.get_by_role("button", name="Look around").click()
+    student.get_by_text("Looking around on your own").wait_for(timeout=30_000)
+    report["looking around"] = student.evaluate(PROBLEMS)
+    _shot(student, "student-looking-around-800px")
+    report = {where: problems for where, problems in report.items() if problems}
+    assert not report, report
