@@ -172,3 +172,13 @@ def test_the_teacher_link_leads_the_class_and_leaves_the_address_bar(store):
     _clean(stale.run())
     assert "ended or expired" in " ".join(e.value for e in stale.error)
     assert "_class" not in stale.session_state
+
+
+def test_a_name_with_markup_is_shown_as_plain_text_and_the_student_waits_for_a_page(store):
+    _, m = start_class()  # the teacher stays on the Teach page: nothing to follow yet
+    name = "<script>alert(1)</script> **Bo**"
+    student = join(m.join_code, name)
+    assert [t.value for t in student.title] == ["Join a class"]
+    assert "Waiting for the teacher to open a page" in page_text(student, ("info",))
+    assert [t.value for t in student.text] == [name]  # st.text: never Markdown or HTML
+    assert name not in page_text(student, ("markdown", "success"), unescape=False)

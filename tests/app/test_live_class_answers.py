@@ -52,14 +52,19 @@ def teacher_on_step(store, step: int):
     return teacher, new
 
 
-def student_in(new) -> AppTest:
+def student_in_page(new, page: str = "lessons") -> AppTest:
+    """A student who joined the class by code, now on the teacher's page."""
     student = AppTest.from_file(APP, default_timeout=600)
     student.query_params["code"] = new.join_code
     switch(student, "join").run()
     student.text_input(key="class_name").input(NAME)
     _clean(student.button(key="class_join").click().run())
-    assert student.session_state["_class_page"] == "lessons"
-    return switch(student, "lessons")
+    assert student.session_state["_class_page"] == page
+    return switch(student, page)
+
+
+def student_in(new) -> AppTest:
+    return student_in_page(new, "lessons")
 
 
 def tally_figure(at: AppTest) -> dict:
@@ -128,3 +133,26 @@ def test_a_student_looking_around_answers_on_their_own(store):
     _clean(student.button(key="lesson_check").click().run())
     assert "Right" in page_text(student, ("success",))  # no wait for the teacher
     assert store.tally(new.teacher_key, f"{LESSON}:3").answered == 0
+
+
+def test_an_uploaded_lesson_is_followed_as_the_view_its_step_opens(store):
+    """Only the teacher's browser has an uploaded lesson, so the class gets the step's page,
+    model and text instead of a lesson link the students could not open."""
+    from teaching.format import parse_lesson
+    from ui.class_session import Membership
+    from ui.lesson_library import EXAMPLE_FILE
+
+    lesson = parse_lesson(EXAMPLE_FILE.read_bytes(), "my-upload", "upload")
+    new = store.start_class()
+    teacher = AppTest.from_file(APP, default_timeout=600)
+    teacher.session_state["_class"] = Membership("teacher", new.class_id,
+                                                 join_code=new.join_code,
+                                                 teacher_key=new.teacher_key)
+    teacher.session_state["lesson_uploads"] = {lesson.id: lesson}
+    teacher.query_params.update({"lesson": lesson.id, "step": "1"})
+    switch(teacher, "lessons")
+    _clean(teacher.run())
+    link = store.view(new.class_id).link
+    assert link.startswith("/attention?") and "lesson=" not in link
+    student = student_in_page(new, "attention")
+    assert student.session_state["sb_text"] == lesson.steps[0].text
