@@ -40,6 +40,8 @@ def take_teacher_link() -> None:
         st.session_state["_class_teach_error"] = (
             "This teacher link belongs to a class that has ended or expired. Start a new "
             "class below.")
+        return
+    st.rerun()  # again from the top: the class bar (drawn before this page) and its poll
 
 
 def _start() -> None:
