@@ -76,7 +76,7 @@ def _title(page) -> str:
     return page.locator('[data-testid="stMain"] h1').first.inner_text(timeout=60_000)
 
 
-def _wait_title(page, wanted: str, timeout: float = 60_000) -> float:
+def _wait_title(page, wanted: str, timeout: float = 120_000) -> float:
     """Seconds until the page's first title is `wanted`."""
     start = time.monotonic()
     page.wait_for_function(
@@ -85,7 +85,7 @@ def _wait_title(page, wanted: str, timeout: float = 60_000) -> float:
     return time.monotonic() - start
 
 
-def _heatmap_title(page, wanted: str, timeout: float = 60_000) -> float:
+def _heatmap_title(page, wanted: str, timeout: float = 120_000) -> float:
     start = time.monotonic()
     page.wait_for_function(f"w => ({HEATMAP_TITLE})().startsWith(w)", arg=wanted,
                            timeout=timeout)
