@@ -10,6 +10,7 @@ from analysis.qk import qk_breakdown
 from analysis.rollout import attention_rollout, drop_special, head_average
 from ui import settings
 from ui.alphabet import show_unknown_note
+from ui.attention_window import label_note, window_control
 from ui.cache import shared
 from ui.charts import chart_config
 from ui.callbacks import pick_head
@@ -85,20 +86,41 @@ def _opening_head(trace) -> tuple[int, int, float] | None:
     return (int(layer), int(head), share) if share >= CLEAR_SHARE else None
 
 
-def _long_text_note(key: tuple, n_tokens: int, layer: int, head: int, one_head: bool) -> None:
-    """Under a long text's map: why it opened on this head (while it shows that head), and
-    how to zoom."""
-    if n_tokens <= TICK_LABEL_LIMIT:
-        return
+def _opening_note(key: tuple, layer: int, head: int, one_head: bool) -> None:
+    """Under a long text's map, while it shows the head it opened on: why that head."""
     opened = st.session_state.get("_attn_opened")
-    why = ""
     if one_head and opened and opened[0] == key and opened[1:3] == (layer, head):
-        why = (f"This text is long, so the map opened on layer {layer}, head {head}: of all "
-               "heads it looks most at the token just before ("
-               f"{opened[3]:.0%} of each row on average), the bright line beside the "
-               "diagonal. ")
-    st.caption(why + f"{n_tokens} tokens are too many to label: drag a box on the map to "
-               "zoom in (double-click zooms out), and hover a cell to read its tokens.")
+        st.caption(f"This text is long, so the map opened on layer {layer}, head {head}: of "
+                   "all heads it looks most at the token just before ("
+                   f"{opened[3]:.0%} of each row on average), the bright line beside the "
+                   "diagonal.")
+
+
+def _chosen_matrix(trace, key: tuple, layer: int, head: int, mode: str, average: bool):
+    """The matrix the map shows, and its title."""
+    if mode == "Attention rollout":
+        return _rollout(trace, key)[layer], f"Attention rollout through layer {layer}"
+    if average:
+        return (head_average(trace.attentions, layer),
+                f"Layer {layer}, average of {trace.cfg.n_heads} heads")
+    return trace.attentions[layer, head].numpy(), f"Layer {layer}, head {head}"
+
+
+def _masks_note(cfg, layer: int, mode: str, n: int):
+    """Say what the grey cells are; the sliding-window mask [q_pos, k_pos] (or None)."""
+    if cfg.causal:
+        st.caption("Causal model: a token may only attend to itself and earlier tokens, so the "
+                   "upper triangle (keys after the query) is left out and shown grey. "
+                   "Convention: rows = queries, columns = keys. (Some books and papers draw it "
+                   "the other way round, with keys as rows.)")
+    window = cfg.sliding_window if cfg.layer_type(layer) == "sliding" else None
+    if window is None or mode != "Raw attention":
+        return None
+    st.caption(f"Layer {layer} looks through a sliding window: each token sees only itself "
+               f"and the {window - 1} tokens before it. Keys further back are masked and "
+               "shown grey too.")
+    q_pos, k_pos = np.indices((n, n))
+    return q_pos - k_pos >= window
 
 
 @st.fragment
@@ -130,16 +152,8 @@ def explorer(selection) -> None:
         help="Drop the special tokens, then renormalise each row to sum to 1. Special tokens "
         "are the markers the model knows by their id: [CLS], [SEP], BOS, padding, also when "
         "typed in the text itself.")
-
-    if mode == "Attention rollout":
-        matrix = _rollout(trace, key)[layer]
-        title = f"Attention rollout through layer {layer}"
-    elif average:
-        matrix = head_average(trace.attentions, layer)
-        title = f"Layer {layer}, average of {cfg.n_heads} heads"
-    else:
-        matrix = trace.attentions[layer, head].numpy()
-        title = f"Layer {layer}, head {head}"
+    window = window_control(st, len(tokens), labels, VIEW.key("window"))
+    matrix, title = _chosen_matrix(trace, key, layer, head, mode, average)
 
     shown = list(range(len(tokens)))
     if hide_special:
@@ -148,29 +162,26 @@ def explorer(selection) -> None:
         hidden = [tokens[i] for i in range(len(tokens)) if not keep[i]]
         st.info(f"Hiding {len(hidden)} special tokens; each row was renormalised to sum to 1, so "
                 "these are shares of the attention that went to ordinary tokens.")
-    shown_labels = [labels[i] for i in shown]
-
-    if cfg.causal:
-        st.caption("Causal model: a token may only attend to itself and earlier tokens, so the "
-                   "upper triangle (keys after the query) is left out and shown grey. "
-                   "Convention: rows = queries, columns = keys. (Some books and papers draw it "
-                   "the other way round, with keys as rows.)")
-    window = cfg.sliding_window if cfg.layer_type(layer) == "sliding" else None
-    outside = None  # keys beyond a sliding window: masked like the causal triangle
-    if window is not None and mode == "Raw attention":
-        q_pos, k_pos = np.indices((len(tokens), len(tokens)))
-        outside = (q_pos - k_pos >= window)[np.ix_(shown, shown)]
-        st.caption(f"Layer {layer} looks through a sliding window: each token sees only itself "
-                   f"and the {window - 1} tokens before it. Keys further back are masked and "
-                   "shown grey too.")
+    outside = _masks_note(cfg, layer, mode, len(tokens))
+    inside = [j for j, i in enumerate(shown) if window.keeps(i)]  # rows/columns of `matrix`
+    in_window = [shown[j] for j in inside]  # their positions in the text
+    matrix = matrix[np.ix_(inside, inside)]
+    shown_labels = [labels[i] for i in in_window]
+    if outside is not None:
+        outside = outside[np.ix_(in_window, in_window)]
     if mode == "Attention rollout":
         st.markdown(ROLLOUT_DEFINITION)
 
     fig = attention_heatmap(matrix, shown_labels, shown_labels, title=title,
-                            causal=cfg.causal and mode == "Raw attention", masked=outside)
-    _long_text_note(key, len(shown_labels), layer, head, mode == "Raw attention" and not average)
+                            causal=cfg.causal and mode == "Raw attention", masked=outside,
+                            max_width=window.column, tick_every=(window.fit.x_step,
+                                                                  window.fit.y_step))
+    if len(tokens) > TICK_LABEL_LIMIT:
+        _opening_note(key, layer, head, mode == "Raw attention" and not average)
     st.plotly_chart(fig, key="attn_heatmap", config=chart_config("attention", fig, title),
                     width="content")
+    if label_note(window):
+        st.caption(label_note(window))
     if trace.kind == "encoder_decoder":  # tiny-reverse: the decoder reads the source too
         _cross_attention(trace, trace.cross_attentions, head)
 

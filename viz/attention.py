@@ -12,6 +12,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .labels import axis_labels
+from .heatmap_fit import tick_margins, tick_text
 from .lines import LINE_MAX_TOKENS, head_lines
 from .overview import head_overview
 from .qk import qk_figure
@@ -48,7 +49,8 @@ def masked_cells(shape: tuple[int, int], causal: bool = False, masked=None) -> n
 def attention_heatmap(matrix, q_tokens, k_tokens, title: str = "Attention",
                       causal: bool = False, masked=None, max_width: int | None = None,
                       zmax: float | None = None,
-                      window: tuple[int, int] | None = None, changed=()) -> go.Figure:
+                      window: tuple[int, int] | None = None, changed=(),
+                      tick_every: tuple[int, int] | None = None) -> go.Figure:
     """One attention matrix [q_pos, k_pos] as a heatmap (Viridis, 0 to the matrix's maximum,
     or to `zmax`, e.g. one scale shared by two maps). When that top is below 1, the subtitle
     says so ("colours stretched: yellow = 0.30"), since other figures colour 0 to 1.
@@ -67,6 +69,10 @@ def attention_heatmap(matrix, q_tokens, k_tokens, title: str = "Attention",
     zoomed on those positions, labelled (a double-click shows it all): every position in the
     window when the labels fit, else every other one (or fewer), always with the `changed`
     positions (e.g. where two compared texts differ; review 8c #3).
+
+    `tick_every` (x_step, y_step) writes every step-th label of each axis, counted from the
+    first, cut to a few characters (viz/heatmap_fit.py: the attention page's rule for a map
+    whose labels do not all fit), at any length; hover keeps the whole label of every cell.
     """
     z = to_numpy(matrix, "matrix", ndim=2)
     q_labels, k_labels = axis_labels(q_tokens), axis_labels(k_tokens)
@@ -88,7 +94,7 @@ def attention_heatmap(matrix, q_tokens, k_tokens, title: str = "Attention",
         colorbar=dict(title=dict(text="weight"), thickness=14),
         hovertemplate="query %{y} → key %{x}: %{z:.3f}<extra></extra>",
     ))
-    long_q, long_k = (n > TICK_LABEL_LIMIT and window is None
+    long_q, long_k = (n > TICK_LABEL_LIMIT and window is None and tick_every is None
                       for n in (len(q_labels), len(k_labels)))
     subtitle = ROWS_ARE_QUERIES
     if hidden.any():
@@ -101,7 +107,8 @@ def attention_heatmap(matrix, q_tokens, k_tokens, title: str = "Attention",
                      f"{len(q_labels)})")
     subtitle, top = subtitle_block(subtitle)
     margin = dict(r=COLORBAR_MARGIN, t=top, pad=0,  # pad: no grey frame round the cells
-                  **label_margins(q_labels, k_labels, 60, not long_q, not long_k))
+                  **(label_margins(q_labels, k_labels, 60, not long_q, not long_k)
+                     if tick_every is None else tick_margins(q_labels, k_labels)))
     fig.update_layout(
         template=TEMPLATE, plot_bgcolor=MASKED_GREY, margin=margin,
         title=dict(text=html.escape(title, quote=False), subtitle=dict(text=subtitle)),
@@ -117,6 +124,12 @@ def attention_heatmap(matrix, q_tokens, k_tokens, title: str = "Attention",
                            font=dict(color="#444"), bgcolor="rgba(255,255,255,0.6)")
     if window:
         _zoom(fig, window, margin, q_labels, k_labels, changed)
+    if tick_every is not None:
+        for axis, labels, step in (("xaxis", k_labels, tick_every[0]),
+                                   ("yaxis", q_labels, tick_every[1])):
+            shown = labels[::max(1, int(step))]
+            fig.update_layout({axis: dict(tickmode="array", tickvals=shown,
+                                          ticktext=[tick_text(t) for t in shown])})
     return fig
 
 
