@@ -8,7 +8,6 @@ import streamlit as st
 from analysis.head_stats import head_statistics
 from analysis.qk import qk_breakdown
 from analysis.rollout import attention_rollout, drop_special, head_average
-from ui import settings
 from ui.alphabet import show_unknown_note
 from ui.attention_window import label_note, window_control
 from ui.cache import shared
@@ -18,14 +17,15 @@ from ui.text import md_escape
 from ui.page_registry import page_link
 from ui.reference import check_numbers
 from ui.sidebar import require_trace
+from ui.token_lines import BOX_PX, ROW_PX, token_lines
 from ui.view_state import page_view
 from ui.widgets import index_slider, shown_model_name
 from viz.attention import (
-    TICK_LABEL_LIMIT, attention_heatmap, cross_attention_heatmap, head_lines, head_overview,
-    qk_figure,
+    TICK_LABEL_LIMIT, attention_heatmap, cross_attention_heatmap, head_overview, qk_figure,
 )
 from viz.export import matrix_csv, trace_npz
 from viz.labels import axis_labels, plain_text
+from viz.lines import LINES_PER_QUERY, MIN_WEIGHT, line_data
 
 
 VIEW = page_view("attention")  # this page's settings (teaching/pages.py declares them)
@@ -201,14 +201,17 @@ def _detail_view(view: str, selection, trace, layer: int, head: int, matrix,
     cfg, tokens = trace.cfg, trace.tokens
     labels = axis_labels(tokens)
     if view == "Token lines":
-        if len(tokens) > settings.LINE_VIEW_MAX_TOKENS:
-            st.info(f"The line view is for inputs up to {settings.LINE_VIEW_MAX_TOKENS} tokens; "
-                    f"this one has {len(tokens)}. Use the heatmap above.")
-        else:
-            heads = st.multiselect("Heads", list(range(cfg.n_heads)), default=[head],
-                                   key="attn_line_heads")
-            st.plotly_chart(head_lines(trace.attentions[layer].numpy(), labels, heads),
-                            key="attn_lines", config=chart_config("token-lines", layer=layer))
+        heads = st.multiselect("Heads", list(range(cfg.n_heads)), default=[head],
+                               key="attn_line_heads")
+        token_lines(line_data(trace.attentions[layer].numpy(), labels, heads), "attn_lines")
+        st.caption(f"Layer {layer}: each line joins a token on the left (the query) to a token "
+                   "it looks at on the right (the key); the stronger the weight, the darker the "
+                   "line, and each head has its colour. Hover a token to see only its lines; "
+                   "click it to keep them. "
+                   + (f"The {len(tokens)} tokens scroll inside the box. "
+                      if len(tokens) > BOX_PX // ROW_PX else "")
+                   + f"Lines below {MIN_WEIGHT:.0%} are left out, and a token draws at most "
+                   f"its {LINES_PER_QUERY} strongest per head.")
 
     elif view == "Where a row comes from (Q·K)" and trace.kind == "foreign":
         st.info("This view needs each head's queries and keys, and Hugging Face's own code "
