@@ -24,6 +24,7 @@ from viz.attention import (
     TICK_LABEL_LIMIT, attention_heatmap, cross_attention_heatmap, head_overview, qk_figure,
 )
 from viz.export import matrix_csv, trace_npz
+from viz.heatmap_fit import whole_labels
 from viz.labels import axis_labels, plain_text
 from viz.lines import LINES_PER_QUERY, MIN_WEIGHT, line_data
 
@@ -167,6 +168,7 @@ def explorer(selection) -> None:
     in_window = [shown[j] for j in inside]  # their positions in the text
     matrix = matrix[np.ix_(inside, inside)]
     shown_labels = [labels[i] for i in in_window]
+    hover = [whole[i] for i in in_window] if (whole := whole_labels(tokens)) != labels else None
     if outside is not None:
         outside = outside[np.ix_(in_window, in_window)]
     if mode == "Attention rollout":
@@ -174,8 +176,9 @@ def explorer(selection) -> None:
 
     fig = attention_heatmap(matrix, shown_labels, shown_labels, title=title,
                             causal=cfg.causal and mode == "Raw attention", masked=outside,
-                            max_width=window.column, tick_every=(window.fit.x_step,
-                                                                  window.fit.y_step))
+                            max_width=window.column,
+                            tick_every=(window.fit.x_step, window.fit.y_step),
+                            hover_labels=hover and (hover, hover))
     if len(tokens) > TICK_LABEL_LIMIT:
         _opening_note(key, layer, head, mode == "Raw attention" and not average)
     st.plotly_chart(fig, key="attn_heatmap", config=chart_config("attention", fig, title),

@@ -17,7 +17,8 @@ WIDTH_PX = 680
 LEFT_X, RIGHT_X = 230, 450  # where the two columns of tokens end and begin
 
 _CSS = f"""
-.box {{ max-height: {BOX_PX}px; max-width: 100%; width: fit-content; overflow: auto; border: 1px solid #ddd; border-radius: 6px; }}
+.box {{ max-height: {BOX_PX}px; max-width: 100%; width: fit-content; overflow: auto;
+        border: 1px solid #ddd; border-radius: 6px; }}
 svg {{ display: block; font-size: 13px; }}
 .head {{ width: {WIDTH_PX}px; display: flex; justify-content: center; gap: {RIGHT_X - LEFT_X + 20}px;
          font-size: 14px; margin-bottom: 4px; }}

@@ -14,6 +14,7 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass
 
+from .labels import SEPARATOR, looks_byte_level, visible_text
 from .style import (COLORBAR_MARGIN, ROOM_SCALE, TEMPLATE_TOP, heatmap_size, label_margins,
                     room_size, tick_step)
 
@@ -29,6 +30,13 @@ def tick_text(label: str) -> str:
     if len(text) > TICK_CHARS:
         text = text[: TICK_CHARS - 1] + "…"
     return html.escape(text, quote=False)
+
+
+def whole_labels(tokens) -> list[str]:
+    """Like `axis_labels`, but never cut: "4·averyveryverylongtoken", for hover text."""
+    byte_level = looks_byte_level(tokens)
+    return [f"{i}{SEPARATOR}{html.escape(visible_text(t, byte_level), quote=False)}"
+            for i, t in enumerate(tokens)]
 
 
 def tick_margins(q_labels, k_labels) -> dict:
