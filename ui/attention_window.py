@@ -62,8 +62,10 @@ def choose(n_tokens: int, asked, labels, column_px: float | None, room: bool) ->
     note = ""
     wanted = parse_window(asked) if asked else None
     if asked and (wanted is None or wanted[0] >= n_tokens):
-        note = (f"The link asks for tokens “{asked}”, which this text of {n_tokens} tokens "
-                "does not have (write it as first-last, counting from 0): showing the start. ")
+        what = f"tokens {wanted[0]}–{wanted[1]}" if wanted else "a window"
+        note = (f"The link asks for {what}, which this text of {n_tokens} tokens does not have "
+                f"(a window is written first-last, from 0 to {n_tokens - 1}): showing the "
+                "start. ")
         wanted = None
     if wanted is None:
         first, last = 0, min(n_tokens, most) - 1
