@@ -2,7 +2,7 @@
 (ui.examples.LONG on MiniLM) and tiny-induction's 43 tokens. Every heatmap cell is at least the
 readable minimum wide and high (the page opens on a window of the text that fits), no two tick
 labels overlap, hovering a cell names both of its tokens with their positions, and hovering a
-token in the line view shows only that token's lines."""
+token in the line view shows only that token's lines and names where they go."""
 
 from __future__ import annotations
 
@@ -112,7 +112,7 @@ def test_hovering_a_token_isolates_its_lines_at_any_length(server, browser):  # 
         return {on: on.length, fromIt: on.filter(l => l.getAttribute('y1') === y).length,
                 shown: [...s.querySelectorAll('line')].filter(l =>
                     getComputedStyle(l).display !== 'none').length,
-                text: t.textContent}; }""")
+                text: t.textContent, title: t.querySelector('title').textContent}; }""")
     page.mouse.move(5, 5)  # away: every line again
     page.wait_for_timeout(300)
     after = svg.evaluate("s => [...s.querySelectorAll('line')].filter(l => "
@@ -120,5 +120,6 @@ def test_hovering_a_token_isolates_its_lines_at_any_length(server, browser):  # 
     context.close()
     assert tokens == 325
     assert mine["text"].startswith("7·")
+    assert mine["title"].startswith(mine["text"] + " → ")  # names where its lines go
     assert 0 < mine["on"] == mine["fromIt"] == mine["shown"] < total, mine
     assert after == total
