@@ -112,7 +112,8 @@ def test_hovering_a_token_isolates_its_lines_at_any_length(server, browser):  # 
         return {on: on.length, fromIt: on.filter(l => l.getAttribute('y1') === y).length,
                 shown: [...s.querySelectorAll('line')].filter(l =>
                     getComputedStyle(l).display !== 'none').length,
-                text: t.textContent, title: t.querySelector('title').textContent}; }""")
+                text: t.firstChild.textContent, title: t.querySelector('title').textContent};
+    }""")
     page.mouse.move(5, 5)  # away: every line again
     page.wait_for_timeout(300)
     after = svg.evaluate("s => [...s.querySelectorAll('line')].filter(l => "
