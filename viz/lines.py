@@ -137,11 +137,10 @@ def line_data(matrix_per_head, tokens, heads_selected, min_weight: float = MIN_W
     lines = []
     for h in heads:
         weights = np.nan_to_num(w[h])
-        strongest = np.argsort(-weights, axis=1, kind="stable")[:, :per_query]
-        for q in range(n_q):
-            for k in strongest[q]:
-                if weights[q, k] < min_weight:
-                    break
-                lines.append([q, int(k), round(float(weights[q, k]), 3), h])
+        strongest = np.argsort(-weights, axis=1, kind="stable")[:, :per_query]  # [q, rank]
+        kept = np.take_along_axis(weights, strongest, axis=1)  # [q, rank], descending
+        q_idx, rank = np.nonzero(kept >= min_weight)
+        lines += [[int(q), int(k), round(float(v), 3), h] for q, k, v in
+                  zip(q_idx, strongest[q_idx, rank], kept[q_idx, rank])]
     return {"tokens": [html.unescape(label) for label in labels], "lines": lines,
             "colours": {str(h): HEAD_COLOURS[h % len(HEAD_COLOURS)] for h in heads}}
