@@ -104,7 +104,8 @@ def window_control(container, n_tokens: int, labels, setting_key: str) -> Window
     zoomed = "" if window.whole else (
         f"This text has {n_tokens} tokens, too many to draw readably at once on this screen: "
         if n_tokens > window.most else "Zoomed in: ") + shows
-    container.caption(window.note + zoomed)
+    if window.note or zoomed:
+        container.caption(window.note + zoomed)
     return window
 
 

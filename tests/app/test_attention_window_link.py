@@ -86,3 +86,13 @@ def test_token_lines_draw_every_token_of_a_long_text_for_the_chosen_heads(minilm
     at.multiselect(key="attn_line_heads").set_value([3, 7]).run()
     lines = [c for c in at.get("bidi_component") if c.proto.id.endswith("attn_lines")]
     assert {h for *_, h in json.loads(lines[0].proto.json)["lines"]} == {3, 7}
+
+
+def test_a_short_text_zoomed_by_a_link_says_so_and_widens_back():
+    at = open_page("attention", "minilm", "The cat sat on the mat because it was warm.",
+                   window="2-8")
+    assert at.slider(key=SLIDER).value == (2, 8) and _heatmap_rows(at) == 7
+    assert "Zoomed in: the map shows tokens 2–8" in page_text(at, KINDS, unescape=False)
+    at.slider(key=SLIDER).set_value((0, 12)).run()
+    assert _heatmap_rows(at) == 13 and "Zoomed in" not in page_text(at, KINDS)
+    assert not [c for c in at.caption if not c.value.strip()]  # no empty caption
