@@ -8,8 +8,8 @@ import streamlit as st
 from analysis.head_stats import head_statistics
 from analysis.qk import qk_breakdown
 from analysis.rollout import attention_rollout, drop_special, head_average
-from ui import settings
 from ui.alphabet import show_unknown_note
+from ui.attention_window import label_note, window_control
 from ui.cache import shared
 from ui.charts import chart_config
 from ui.callbacks import pick_head
@@ -17,14 +17,16 @@ from ui.text import md_escape
 from ui.page_registry import page_link
 from ui.reference import check_numbers
 from ui.sidebar import require_trace
+from ui.token_lines import BOX_PX, ROW_PX, token_lines
 from ui.view_state import page_view
 from ui.widgets import index_slider, shown_model_name
 from viz.attention import (
-    TICK_LABEL_LIMIT, attention_heatmap, cross_attention_heatmap, head_lines, head_overview,
-    qk_figure,
+    TICK_LABEL_LIMIT, attention_heatmap, cross_attention_heatmap, head_overview, qk_figure,
 )
 from viz.export import matrix_csv, trace_npz
+from viz.heatmap_fit import whole_labels
 from viz.labels import axis_labels, plain_text
+from viz.lines import LINES_PER_QUERY, MIN_WEIGHT, line_data
 
 
 VIEW = page_view("attention")  # this page's settings (teaching/pages.py declares them)
@@ -85,20 +87,41 @@ def _opening_head(trace) -> tuple[int, int, float] | None:
     return (int(layer), int(head), share) if share >= CLEAR_SHARE else None
 
 
-def _long_text_note(key: tuple, n_tokens: int, layer: int, head: int, one_head: bool) -> None:
-    """Under a long text's map: why it opened on this head (while it shows that head), and
-    how to zoom."""
-    if n_tokens <= TICK_LABEL_LIMIT:
-        return
+def _opening_note(key: tuple, layer: int, head: int, one_head: bool) -> None:
+    """Under a long text's map, while it shows the head it opened on: why that head."""
     opened = st.session_state.get("_attn_opened")
-    why = ""
     if one_head and opened and opened[0] == key and opened[1:3] == (layer, head):
-        why = (f"This text is long, so the map opened on layer {layer}, head {head}: of all "
-               "heads it looks most at the token just before ("
-               f"{opened[3]:.0%} of each row on average), the bright line beside the "
-               "diagonal. ")
-    st.caption(why + f"{n_tokens} tokens are too many to label: drag a box on the map to "
-               "zoom in (double-click zooms out), and hover a cell to read its tokens.")
+        st.caption(f"This text is long, so the map opened on layer {layer}, head {head}: of "
+                   "all heads it looks most at the token just before ("
+                   f"{opened[3]:.0%} of each row on average), the bright line beside the "
+                   "diagonal.")
+
+
+def _chosen_matrix(trace, key: tuple, layer: int, head: int, mode: str, average: bool):
+    """The matrix the map shows, and its title."""
+    if mode == "Attention rollout":
+        return _rollout(trace, key)[layer], f"Attention rollout through layer {layer}"
+    if average:
+        return (head_average(trace.attentions, layer),
+                f"Layer {layer}, average of {trace.cfg.n_heads} heads")
+    return trace.attentions[layer, head].numpy(), f"Layer {layer}, head {head}"
+
+
+def _masks_note(cfg, layer: int, mode: str, n: int):
+    """Say what the grey cells are; the sliding-window mask [q_pos, k_pos] (or None)."""
+    if cfg.causal:
+        st.caption("Causal model: a token may only attend to itself and earlier tokens, so the "
+                   "upper triangle (keys after the query) is left out and shown grey. "
+                   "Convention: rows = queries, columns = keys. (Some books and papers draw it "
+                   "the other way round, with keys as rows.)")
+    window = cfg.sliding_window if cfg.layer_type(layer) == "sliding" else None
+    if window is None or mode != "Raw attention":
+        return None
+    st.caption(f"Layer {layer} looks through a sliding window: each token sees only itself "
+               f"and the {window - 1} tokens before it. Keys further back are masked and "
+               "shown grey too.")
+    q_pos, k_pos = np.indices((n, n))
+    return q_pos - k_pos >= window
 
 
 @st.fragment
@@ -130,16 +153,8 @@ def explorer(selection) -> None:
         help="Drop the special tokens, then renormalise each row to sum to 1. Special tokens "
         "are the markers the model knows by their id: [CLS], [SEP], BOS, padding, also when "
         "typed in the text itself.")
-
-    if mode == "Attention rollout":
-        matrix = _rollout(trace, key)[layer]
-        title = f"Attention rollout through layer {layer}"
-    elif average:
-        matrix = head_average(trace.attentions, layer)
-        title = f"Layer {layer}, average of {cfg.n_heads} heads"
-    else:
-        matrix = trace.attentions[layer, head].numpy()
-        title = f"Layer {layer}, head {head}"
+    window = window_control(st, len(tokens), labels, VIEW.key("window"))
+    matrix, title = _chosen_matrix(trace, key, layer, head, mode, average)
 
     shown = list(range(len(tokens)))
     if hide_special:
@@ -148,29 +163,28 @@ def explorer(selection) -> None:
         hidden = [tokens[i] for i in range(len(tokens)) if not keep[i]]
         st.info(f"Hiding {len(hidden)} special tokens; each row was renormalised to sum to 1, so "
                 "these are shares of the attention that went to ordinary tokens.")
-    shown_labels = [labels[i] for i in shown]
-
-    if cfg.causal:
-        st.caption("Causal model: a token may only attend to itself and earlier tokens, so the "
-                   "upper triangle (keys after the query) is left out and shown grey. "
-                   "Convention: rows = queries, columns = keys. (Some books and papers draw it "
-                   "the other way round, with keys as rows.)")
-    window = cfg.sliding_window if cfg.layer_type(layer) == "sliding" else None
-    outside = None  # keys beyond a sliding window: masked like the causal triangle
-    if window is not None and mode == "Raw attention":
-        q_pos, k_pos = np.indices((len(tokens), len(tokens)))
-        outside = (q_pos - k_pos >= window)[np.ix_(shown, shown)]
-        st.caption(f"Layer {layer} looks through a sliding window: each token sees only itself "
-                   f"and the {window - 1} tokens before it. Keys further back are masked and "
-                   "shown grey too.")
+    outside = _masks_note(cfg, layer, mode, len(tokens))
+    inside = [j for j, i in enumerate(shown) if window.keeps(i)]  # rows/columns of `matrix`
+    in_window = [shown[j] for j in inside]  # their positions in the text
+    matrix = matrix[np.ix_(inside, inside)]
+    shown_labels = [labels[i] for i in in_window]
+    hover = [whole[i] for i in in_window] if (whole := whole_labels(tokens)) != labels else None
+    if outside is not None:
+        outside = outside[np.ix_(in_window, in_window)]
     if mode == "Attention rollout":
         st.markdown(ROLLOUT_DEFINITION)
 
     fig = attention_heatmap(matrix, shown_labels, shown_labels, title=title,
-                            causal=cfg.causal and mode == "Raw attention", masked=outside)
-    _long_text_note(key, len(shown_labels), layer, head, mode == "Raw attention" and not average)
+                            causal=cfg.causal and mode == "Raw attention", masked=outside,
+                            max_width=window.column,
+                            tick_every=(window.fit.x_step, window.fit.y_step),
+                            hover_labels=hover and (hover, hover))
+    if len(tokens) > TICK_LABEL_LIMIT:
+        _opening_note(key, layer, head, mode == "Raw attention" and not average)
     st.plotly_chart(fig, key="attn_heatmap", config=chart_config("attention", fig, title),
                     width="content")
+    if label_note(window):
+        st.caption(label_note(window))
     if trace.kind == "encoder_decoder":  # tiny-reverse: the decoder reads the source too
         _cross_attention(trace, trace.cross_attentions, head)
 
@@ -190,14 +204,17 @@ def _detail_view(view: str, selection, trace, layer: int, head: int, matrix,
     cfg, tokens = trace.cfg, trace.tokens
     labels = axis_labels(tokens)
     if view == "Token lines":
-        if len(tokens) > settings.LINE_VIEW_MAX_TOKENS:
-            st.info(f"The line view is for inputs up to {settings.LINE_VIEW_MAX_TOKENS} tokens; "
-                    f"this one has {len(tokens)}. Use the heatmap above.")
-        else:
-            heads = st.multiselect("Heads", list(range(cfg.n_heads)), default=[head],
-                                   key="attn_line_heads")
-            st.plotly_chart(head_lines(trace.attentions[layer].numpy(), labels, heads),
-                            key="attn_lines", config=chart_config("token-lines", layer=layer))
+        heads = st.multiselect("Heads", list(range(cfg.n_heads)), default=[head],
+                               key="attn_line_heads")
+        token_lines(line_data(trace.attentions[layer].numpy(), labels, heads), "attn_lines")
+        st.caption(f"Layer {layer}: each line joins a token on the left (the query) to a token "
+                   "it looks at on the right (the key); the stronger the weight, the darker the "
+                   "line, and each head has its colour. Hover a token to see only its lines; "
+                   "click it to keep them. "
+                   + (f"The {len(tokens)} tokens scroll inside the box. "
+                      if len(tokens) > BOX_PX // ROW_PX else "")
+                   + f"Lines below {MIN_WEIGHT:.0%} are left out, and a token draws at most "
+                   f"its {LINES_PER_QUERY} strongest per head.")
 
     elif view == "Where a row comes from (Q·K)" and trace.kind == "foreign":
         st.info("This view needs each head's queries and keys, and Hugging Face's own code "
@@ -259,7 +276,7 @@ def render() -> None:
             st.session_state["_attn_opened"] = (key, *opening)
     VIEW.setdefault("layer", opening[0] if opening else 0)
     VIEW.setdefault("head", opening[1] if opening else 0)
-    for name in ("mode", "average", "hide_special"):
+    for name in ("mode", "average", "hide_special", "window"):
         VIEW.setdefault(name)
     st.session_state["_attn_view_drawn"] = VIEW.setdefault("view") or VIEWS[0]
     explorer(selection)

@@ -161,6 +161,7 @@ PAGE_SPECS: tuple[PageSpec, ...] = (
         _s("average", "bool", False, url="avg"),
         _s("hide_special", "bool", False, url="hide"),
         _s("view", "choice", ATTENTION_VIEWS[0], ATTENTION_VIEWS),
+        _s("window", "text"),  # "first-last" token positions; unset: what fits the screen
         _s("cross_layer", "layer", url="xlayer"),  # encoder-decoder models only
         _s("cross_head", "head", 0, url="xhead"))),
     PageSpec("effect", "effect", "Attention vs effect", "Explore", ":material/balance:", "eff", (

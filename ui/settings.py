@@ -18,7 +18,6 @@ MAX_URL_TEXT = 1_500  # longer texts go in the shareable link compressed (ui/url
 # The compressed texts of one link, in characters: the whole link stays under the 8 KB a
 # request line may have behind common proxies (nginx's default), so a shared link opens.
 MAX_URL_PACKED = 6_000
-LINE_VIEW_MAX_TOKENS = 60  # the token-to-token line view is unreadable beyond this
 MODEL_CACHE_ENTRIES = 3
 TRACE_CACHE_ENTRIES = 12
 # The memory budget: every run and everything derived from one (rollout, figures, statistics,

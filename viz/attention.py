@@ -12,6 +12,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .labels import axis_labels
+from .heatmap_fit import tick_margins, tick_text
 from .lines import LINE_MAX_TOKENS, head_lines
 from .overview import head_overview
 from .qk import qk_figure
@@ -47,8 +48,8 @@ def masked_cells(shape: tuple[int, int], causal: bool = False, masked=None) -> n
 
 def attention_heatmap(matrix, q_tokens, k_tokens, title: str = "Attention",
                       causal: bool = False, masked=None, max_width: int | None = None,
-                      zmax: float | None = None,
-                      window: tuple[int, int] | None = None, changed=()) -> go.Figure:
+                      zmax: float | None = None, window: tuple[int, int] | None = None,
+                      changed=(), tick_every=None, hover_labels=None) -> go.Figure:
     """One attention matrix [q_pos, k_pos] as a heatmap (Viridis, 0 to the matrix's maximum,
     or to `zmax`, e.g. one scale shared by two maps). When that top is below 1, the subtitle
     says so ("colours stretched: yellow = 0.30"), since other figures colour 0 to 1.
@@ -67,6 +68,10 @@ def attention_heatmap(matrix, q_tokens, k_tokens, title: str = "Attention",
     zoomed on those positions, labelled (a double-click shows it all): every position in the
     window when the labels fit, else every other one (or fewer), always with the `changed`
     positions (e.g. where two compared texts differ; review 8c #3).
+
+    `tick_every` (x_step, y_step) writes every step-th label of each axis from the first, cut
+    short (viz/heatmap_fit.py), at any length. `hover_labels` (q, k): what hover names instead
+    (e.g. `whole_labels`, never cut), sent only when they differ from the axis labels.
     """
     z = to_numpy(matrix, "matrix", ndim=2)
     q_labels, k_labels = axis_labels(q_tokens), axis_labels(k_tokens)
@@ -88,20 +93,13 @@ def attention_heatmap(matrix, q_tokens, k_tokens, title: str = "Attention",
         colorbar=dict(title=dict(text="weight"), thickness=14),
         hovertemplate="query %{y} → key %{x}: %{z:.3f}<extra></extra>",
     ))
-    long_q, long_k = (n > TICK_LABEL_LIMIT and window is None
-                      for n in (len(q_labels), len(k_labels)))
-    subtitle = ROWS_ARE_QUERIES
-    if hidden.any():
-        subtitle += "; grey = masked (causal)" if causal else "; grey = masked"
-    if low == 0 and top is not None and 0 < top < STRETCHED_BELOW:
-        subtitle += (f"; colours stretched: yellow = {top:.2f}"
-                     + (" (largest weight)" if zmax is None else "") + ", not 1")
-    if window:
-        subtitle += (f"; zoomed on tokens {window[0]}–{window[1]} (double-click to see all "
-                     f"{len(q_labels)})")
-    subtitle, top = subtitle_block(subtitle)
+    long_q, long_k = (n > TICK_LABEL_LIMIT and window is None and tick_every is None
+                      for n in z.shape)
+    subtitle, top = subtitle_block(_subtitle(hidden.any(), causal, top if low == 0 else None, zmax,
+                                             window, len(q_labels)))
     margin = dict(r=COLORBAR_MARGIN, t=top, pad=0,  # pad: no grey frame round the cells
-                  **label_margins(q_labels, k_labels, 60, not long_q, not long_k))
+                  **(label_margins(q_labels, k_labels, 60, not long_q, not long_k)
+                     if tick_every is None else tick_margins(q_labels, k_labels)))
     fig.update_layout(
         template=TEMPLATE, plot_bgcolor=MASKED_GREY, margin=margin,
         title=dict(text=html.escape(title, quote=False), subtitle=dict(text=subtitle)),
@@ -117,7 +115,38 @@ def attention_heatmap(matrix, q_tokens, k_tokens, title: str = "Attention",
                            font=dict(color="#444"), bgcolor="rgba(255,255,255,0.6)")
     if window:
         _zoom(fig, window, margin, q_labels, k_labels, changed)
+    _label(fig, q_labels, k_labels, tick_every, hover_labels)
     return fig
+
+
+def _subtitle(masked: bool, causal: bool, top, zmax, window, n: int) -> str:
+    """What the map's subtitle says: the axes, grey cells, a stretched scale (`top`: the
+    colour scale's top when it starts at 0, else None), a zoom."""
+    subtitle = ROWS_ARE_QUERIES
+    if masked:
+        subtitle += "; grey = masked (causal)" if causal else "; grey = masked"
+    if top is not None and 0 < top < STRETCHED_BELOW:
+        subtitle += (f"; colours stretched: yellow = {top:.2f}"
+                     + (" (largest weight)" if zmax is None else "") + ", not 1")
+    if window:
+        subtitle += f"; zoomed on tokens {window[0]}–{window[1]} (double-click to see all {n})"
+    return subtitle
+
+
+def _label(fig: go.Figure, q_labels, k_labels, tick_every, hover_labels) -> None:
+    """Every step-th tick label, cut short (`tick_every`); hover from `hover_labels` where
+    they differ from the axis labels."""
+    if tick_every is not None:
+        for axis, labels, step in (("xaxis", k_labels, tick_every[0]),
+                                   ("yaxis", q_labels, tick_every[1])):
+            shown = labels[::max(1, int(step))]
+            fig.update_layout({axis: dict(tickmode="array", tickvals=shown,
+                                          ticktext=[tick_text(t) for t in shown])})
+    if hover_labels is not None and (list(hover_labels[0]) != q_labels
+                                     or list(hover_labels[1]) != k_labels):
+        fig.update_traces(hovertext=[[f"query {q} → key {k}" for k in hover_labels[1]]
+                                     for q in hover_labels[0]],
+                          hovertemplate="%{hovertext}: %{z:.3f}<extra></extra>")
 
 
 def _zoom(fig: go.Figure, window, margin: dict, q_labels, k_labels, changed) -> None:

@@ -109,3 +109,38 @@ def head_lines(matrix_per_head, tokens, heads_selected, title: str = "Token line
         fig.add_annotation(x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False,
                            text="choose at least one head to draw its lines")
     return fig
+
+
+LINES_PER_QUERY = 24  # at most this many lines from one query in one head (its strongest)
+
+
+def line_data(matrix_per_head, tokens, heads_selected, min_weight: float = MIN_WEIGHT,
+              per_query: int = LINES_PER_QUERY) -> dict:
+    """The line view at any length, as plain data for a browser component (ui/token_lines.py).
+
+    Returns {"tokens": ["0·[CLS]", ...], "lines": [[query, key, weight, head], ...],
+    "colours": {head: colour}}: tokens as plain text (position first, whitespace and invisible
+    characters made visible, NOT escaped: the component sets them as text, never as HTML),
+    and for each selected head and query its strongest keys at or above `min_weight`, at most
+    `per_query` of them, weights rounded to 3 decimals. Raises ValueError on a shape that
+    does not match the tokens or a head out of range."""
+    w = to_numpy(matrix_per_head, "matrix_per_head", ndim=3)
+    labels = axis_labels(tokens)
+    n_heads, n_q, n_k = w.shape
+    if n_q != n_k or n_q != len(labels):
+        raise ValueError(f"matrix_per_head must be [head, len(tokens), len(tokens)] = "
+                         f"[head, {len(labels)}, {len(labels)}], got {list(w.shape)}")
+    heads = list(dict.fromkeys(int(h) for h in heads_selected))
+    bad = [h for h in heads if not 0 <= h < n_heads]
+    if bad:
+        raise ValueError(f"heads_selected must lie in [0, {n_heads}), got {bad}")
+    lines = []
+    for h in heads:
+        weights = np.nan_to_num(w[h])
+        strongest = np.argsort(-weights, axis=1, kind="stable")[:, :per_query]  # [q, rank]
+        kept = np.take_along_axis(weights, strongest, axis=1)  # [q, rank], descending
+        q_idx, rank = np.nonzero(kept >= min_weight)
+        lines += [[int(q), int(k), round(float(v), 3), h] for q, k, v in
+                  zip(q_idx, strongest[q_idx, rank], kept[q_idx, rank])]
+    return {"tokens": [html.unescape(label) for label in labels], "lines": lines,
+            "colours": {str(h): HEAD_COLOURS[h % len(HEAD_COLOURS)] for h in heads}}

@@ -134,7 +134,9 @@ def test_each_detail_view_draws_its_own_figure_for_the_selected_head():
 
     at.segmented_control(key="attn_view").set_value("Token lines").run()
     assert not at.exception
-    assert "attn_lines" in _charts(at) and "attn_overview" not in _charts(at)
+    assert "attn_overview" not in _charts(at)
+    lines = [c for c in at.get("bidi_component") if c.proto.id.endswith("attn_lines")]
+    assert len(lines) == 1 and json.loads(lines[0].proto.json)["lines"]  # the line view
 
     at.segmented_control(key="attn_view").set_value("Where a row comes from (Q·K)").run()
     qk_head0 = json.dumps(_charts(at)["attn_qk"]["data"])

@@ -1,7 +1,7 @@
 """The attention page (/attention): on a model with no Hugging Face counterpart and no special
 tokens it offers no control that would do nothing; a long text opens on a head with a clear
-pattern and says why, while a link's layer and head still win; a short text opens on layer 0,
-head 0."""
+pattern and says why (and that it shows a window of the text), while a link's layer and head
+still win; a short text opens on layer 0, head 0."""
 
 from __future__ import annotations
 
@@ -42,10 +42,10 @@ def test_a_long_text_opens_on_a_clear_head_and_a_link_still_wins(minilm):
     at = open_with_sidebar(ATTENTION, text=LONG)
     assert (at.slider(key="attn_layer").value, at.slider(key="attn_head").value) == (layer, head)
     text = _texts(at)
-    assert f"opened on layer {layer}, head {head}" in text and "drag a box" in text
+    assert f"opened on layer {layer}, head {head}" in text and "too many to draw" in text
     assert f"{previous[layer, head]:.0%} of each row" in text
     at.slider(key="attn_head").set_value((head + 1) % 12).run()
-    assert "opened on" not in _texts(at) and "drag a box" in _texts(at)
+    assert "opened on" not in _texts(at) and "too many to draw" in _texts(at)
 
     linked = open_with_sidebar(ATTENTION, params={"text": LONG, "layer": "2", "head": "5"})
     assert (linked.slider(key="attn_layer").value, linked.slider(key="attn_head").value) == (2, 5)
@@ -55,4 +55,4 @@ def test_a_long_text_opens_on_a_clear_head_and_a_link_still_wins(minilm):
 def test_a_short_text_still_opens_on_layer_0_head_0():
     at = open_with_sidebar(ATTENTION)
     assert (at.slider(key="attn_layer").value, at.slider(key="attn_head").value) == (0, 0)
-    assert "drag a box" not in _texts(at)
+    assert "too many to draw" not in _texts(at)

@@ -31,7 +31,8 @@ VIEWS: dict[str, dict[str, dict]] = {
     "attention": {
         "minilm": {"layer": 1, "head": 2, "average": True, "hide_special": True,
                    "view": "Token lines"},
-        "tiny-chars": {"layer": 1, "head": 1, "mode": "Attention rollout", "view": "Download"},
+        "tiny-chars": {"layer": 1, "head": 1, "mode": "Attention rollout", "view": "Download",
+                       "window": "2-8"},
         "tiny-induction": {"layer": 1, "head": 1, "view": "Where a row comes from (Q·K)"},
         "tiny-reverse": {"layer": 0, "head": 1, "cross_layer": 0, "cross_head": 1},
     },

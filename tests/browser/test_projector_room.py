@@ -128,6 +128,10 @@ def test_no_figure_shrinks_when_projector_mode_is_on(server, browser, path, mode
         context = browser.new_context(viewport={"width": 1024, "height": 768})
         page = context.new_page()
         _open(page, _link(server, path, model, SHORT, projector))
+        # a page may still be computing after its first text shows (a lesson's facts): wait
+        # for its figures, then for them to settle
+        page.wait_for_selector('[data-testid="stMain"] .js-plotly-plot .nsewdrag',
+                               timeout=120_000)
         page.wait_for_timeout(1500)
         widths[projector] = page.evaluate(FIGURE_WIDTHS)
         context.close()
