@@ -15,7 +15,7 @@ from page_links import open_page, page_text  # noqa: E402
 TEXT = "The cat sat."
 
 
-@pytest.mark.parametrize("page", ["attention", "logit-lens", "effect", "generate"])
+@pytest.mark.parametrize("page", ["attention", "logit-lens", "effect", "generate", "compare"])
 def test_pages_say_which_characters_the_model_cannot_read(page):
     at = open_page(page, "tiny-induction", TEXT)
     said = page_text(at, kinds=("caption",))
@@ -36,3 +36,11 @@ def test_tiny_induction_offers_a_sentence_it_knows():
     assert not at.exception
     assert at.text_area(key="sb_text").value == known_sentence("tiny-induction")
     assert "does not know" not in page_text(at, kinds=("caption",))
+
+
+def test_compare_names_the_characters_of_text_b_the_model_cannot_read():
+    at = open_page("compare", "tiny-induction", "abcabc")
+    at.text_area(key="cmp_text_b").input("abcab.").run()
+    assert not at.exception
+    said = page_text(at, kinds=("caption",))
+    assert "does not know" in said and "“.”" in said, said
