@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from types import SimpleNamespace
 
 import numpy as np
 import streamlit as st
@@ -11,7 +10,7 @@ import torch
 
 from analysis.head_stats import STATISTICS, head_statistics, unknown_token
 from ui import settings
-from ui.alphabet import show_unknown_note
+from ui.alphabet import read_text, show_unknown_note_read
 from ui.cache import get_trace
 from ui.charts import chart_config
 from ui.callbacks import copy_state, pick_head
@@ -198,8 +197,8 @@ def render() -> None:
     _describe_b(note, trace_a, trace_b, swapped=text_b == made != selection.text,
                 same_text=text_b == selection.text)
     # the "?" on a character model's axes, for the characters of A or of B it cannot read
-    show_unknown_note(SimpleNamespace(model=selection.model, text=f"{selection.text} {text_b}",
-                                      pair=selection.pair))
+    show_unknown_note_read(selection, read_text(selection.text, trace_a),
+                           read_text(text_b, trace_b))
 
     tokens_a, tokens_b = trace_a.tokens, trace_b.tokens
     per_head = None  # how much each head's attention moved: mean over rows of sum |B − A|

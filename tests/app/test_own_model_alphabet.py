@@ -44,3 +44,20 @@ def test_compare_names_the_characters_of_text_b_the_model_cannot_read():
     assert not at.exception
     said = page_text(at, kinds=("caption",))
     assert "does not know" in said and "“.”" in said, said
+
+
+@pytest.mark.parametrize("page", ["logit-lens", "compare"])
+def test_characters_past_the_context_are_not_named(page):
+    """tiny-induction reads 48 characters: a capital after them never reaches the model, so
+    the line does not name it; one inside them is named."""
+    def said(text: str) -> str:
+        at = open_page(page, "tiny-induction", text)
+        if page == "compare":  # B: A with its first letter changed, so there is a map
+            at.text_area(key="cmp_text_b").input("b" + text[1:]).run()
+        assert not at.exception
+        return page_text(at, kinds=("caption",))
+
+    after = "abc" * 20 + "XYZ"  # 63 characters, the capitals past the 48th
+    assert "does not know" not in said(after), said(after)
+    inside = "abc" * 5 + "X" + "abc" * 15  # the capital is the 16th character
+    assert "does not know" in said(inside) and "“X”" in said(inside)
