@@ -13,6 +13,7 @@ from analysis.ablation import (
 )
 from analysis.cost import sweep_plan
 from ui import settings
+from ui.alphabet import read_text, show_unknown_note_read
 from ui.heavy import allowance, cost_words, refusal, room_for
 from ui.cache import get_model, shared
 from ui.charts import chart_config
@@ -81,6 +82,7 @@ def _without_heads(selection, trace, chosen: list, mode: str) -> None:
     names = ", ".join(f"L{lay} H{h}" for lay, h in sorted(chosen))
     st.subheader(f"Without {len(chosen)} head{'s' if len(chosen) > 1 else ''}")
     st.caption(f"Removed: {names}.")
+    show_unknown_note_read(selection, read_text(selection.text, trace))  # the "?" tokens below
     cos = result["cosine"]
     if "loss" in result:
         clean_loss, ablated_loss = result["loss"]

@@ -61,3 +61,11 @@ def test_characters_past_the_context_are_not_named(page):
     assert "does not know" not in said(after), said(after)
     inside = "abc" * 5 + "X" + "abc" * 15  # the capital is the 16th character
     assert "does not know" in said(inside) and "“X”" in said(inside)
+
+
+def test_ablation_names_the_unknown_characters_once_heads_are_removed():
+    """Without heads, the page labels its bars and its position slider with the text's
+    tokens: the "?" among them are explained there too."""
+    at = open_page("ablation", "tiny-induction", TEXT, abheads="1.1")
+    said = page_text(at, kinds=("caption",))
+    assert "Removed: L1 H1" in said and "does not know" in said and "“T”" in said, said
