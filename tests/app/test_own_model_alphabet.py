@@ -69,3 +69,4 @@ def test_ablation_names_the_unknown_characters_once_heads_are_removed():
     at = open_page("ablation", "tiny-induction", TEXT, abheads="1.1")
     said = page_text(at, kinds=("caption",))
     assert "Removed: L1 H1" in said and "does not know" in said and "“T”" in said, said
+
