@@ -12,7 +12,8 @@ import torch
 
 from analysis.positions import (
     falls_with_distance, model_positions, position_similarity, rotary_inv_freq,
-    rotary_qk_by_distance, similarity_by_distance, sinusoidal_frequencies, sinusoidal_table, wavelengths,
+    rotary_qk_by_distance, similarity_by_distance, sinusoidal_frequencies, sinusoidal_table,
+    wavelengths,
 )
 from analysis.projection import pca
 from model.hook_names import hook_names
