@@ -26,7 +26,7 @@ from model.seq2seq_stacks import relative_bucket
 from model.transformer import HookedTransformer
 
 __all__ = ["PositionTable", "model_positions", "position_similarity", "rotary_inv_freq",
-           "rotary_qk_by_distance", "rotary_table", "similarity_by_distance",
+           "rotary_qk_by_distance", "rotary_table", "similarity_by_distance", "falls_with_distance",
            "relative_bias", "sinusoidal_frequencies", "sinusoidal_table", "wavelengths"]
 
 SIMILARITIES = ("dot", "cosine")
@@ -115,6 +115,19 @@ def similarity_by_distance(sim: torch.Tensor) -> torch.Tensor:
         raise ValueError(f"sim must be square [pos, pos], got shape {tuple(sim.shape)}")
     n = sim.shape[0]
     return torch.stack([torch.diagonal(sim, offset=d).mean() for d in range(n)])  # [pos]
+
+
+def falls_with_distance(decay: torch.Tensor, near: int = 3, margin: float = 0.2) -> bool:
+    """Whether near positions are more alike than far ones: the mean of `decay` (from
+    similarity_by_distance) over distances 1..near exceeds its mean over the farther half of
+    the distances by more than `margin` of the self-similarity decay[0]. False for a table
+    whose every position points its own way (a model trained on text where order carries
+    no distance, such as random repeated symbols)."""
+    if decay.dim() != 1 or decay.shape[0] < 2 * near + 2:
+        return True  # too few distances to tell: say nothing new
+    close = decay[1:near + 1].mean()
+    far = decay[decay.shape[0] // 2:].mean()
+    return bool(close - far > margin * decay[0].abs())
 
 
 def rotary_qk_by_distance(q: torch.Tensor, k: torch.Tensor, model: HookedTransformer,

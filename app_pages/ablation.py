@@ -13,6 +13,7 @@ from analysis.ablation import (
 )
 from analysis.cost import sweep_plan
 from ui import settings
+from ui.alphabet import read_text, show_unknown_note_read
 from ui.heavy import allowance, cost_words, refusal, room_for
 from ui.cache import get_model, shared
 from ui.charts import chart_config
@@ -36,6 +37,8 @@ SHORT_HEADERS = {"loss": "Δ loss (nats)", "tokens": "1 − cosine (tokens)",
                  "sentence": "1 − cosine (sentence)"}
 
 
+# Metric labels fit a column of an 800 px screen (three columns: ~16 characters with the help
+# icon); longer ones were cut ("Loss on the text (n…"). Their help says the rest.
 EFFECT_HELP = ("Δ loss: the loss is how surprised the model is by each next token of the text, "
                "on average (in nats); above 0, it predicts the text worse without the head. "
                "1 − cosine: 0 when a vector points the same way as with every head, up to 2 "
@@ -81,6 +84,7 @@ def _without_heads(selection, trace, chosen: list, mode: str) -> None:
     names = ", ".join(f"L{lay} H{h}" for lay, h in sorted(chosen))
     st.subheader(f"Without {len(chosen)} head{'s' if len(chosen) > 1 else ''}")
     st.caption(f"Removed: {names}.")
+    show_unknown_note_read(selection, read_text(selection.text, trace))  # the "?" tokens below
     cos = result["cosine"]
     if "loss" in result:
         clean_loss, ablated_loss = result["loss"]
@@ -88,14 +92,16 @@ def _without_heads(selection, trace, chosen: list, mode: str) -> None:
         if math.isnan(clean_loss):
             cols[0].info("The loss needs at least two tokens.")
         else:
-            cols[0].metric("Loss on the text (nats per token)", f"{ablated_loss:.3f}",
+            cols[0].metric("Loss per token", f"{ablated_loss:.3f}",
                            delta=f"{ablated_loss - clean_loss:+.3f}", delta_color="inverse",
-                           help="Mean cross-entropy of predicting each next token of the text. "
-                           "The delta is against the model with every head.")
+                           help="In nats: the mean cross-entropy of predicting each next "
+                           "token of the text. The delta is against the model with every head.")
             cols[1].metric("Perplexity", f"{math.exp(ablated_loss):.1f}",
                            delta=f"{math.exp(ablated_loss) - math.exp(clean_loss):+.1f}",
                            delta_color="inverse")
-        cols[2].metric("Mean cosine of final vectors", f"{float(np.mean(cos)):.4f}")
+        cols[2].metric("Mean cosine", f"{float(np.mean(cos)):.4f}",
+                       help="Of each token's final vector with and without the heads: 1 "
+                       "means every one points the same way as with all heads.")
         if st.session_state.get("abl_pos") not in range(len(tokens)):
             st.session_state["abl_pos"] = len(tokens) - 1
         pos = st.select_slider("Predict the token after", list(range(len(tokens))),
@@ -119,13 +125,14 @@ def _without_heads(selection, trace, chosen: list, mode: str) -> None:
                 diverging=True), key="abl_nll", config=chart_config("loss_change"))
     else:
         cols = st.columns(2)
-        cols[0].metric("Mean cosine of final token vectors", f"{float(np.mean(cos)):.4f}",
-                       help="1 means every token's final vector points the same way as with "
-                       "all heads.")
+        cols[0].metric("Mean cosine", f"{float(np.mean(cos)):.4f}",
+                       help="Of each token's final vector with and without the heads: 1 "
+                       "means every one points the same way as with all heads.")
         if "sentence" in result:
-            cols[1].metric("Cosine of the sentence embeddings", f"{result['sentence']:.4f}",
-                           help="The sentence embedding of this model: mean of the final "
-                           "vectors over every token, then scaled to length 1.")
+            cols[1].metric("Sentence cosine", f"{result['sentence']:.4f}",
+                           help="Of the sentence embedding with and without the heads. The "
+                           "sentence embedding of this model: the mean of the final vectors "
+                           "over every token, then scaled to length 1.")
     st.plotly_chart(token_bars(tokens, 1 - cos, "How far each token's final vector turned",
                                "1 − cosine",
                                "0 = same direction as with every head; higher = the removed "

@@ -10,6 +10,7 @@ import torch
 
 from analysis.head_stats import STATISTICS, head_statistics, unknown_token
 from ui import settings
+from ui.alphabet import read_text, show_unknown_note_read
 from ui.cache import get_trace
 from ui.charts import chart_config
 from ui.callbacks import copy_state, pick_head
@@ -195,6 +196,9 @@ def render() -> None:
         st.stop()
     _describe_b(note, trace_a, trace_b, swapped=text_b == made != selection.text,
                 same_text=text_b == selection.text)
+    # the "?" on a character model's axes, for the characters of A or of B it cannot read
+    show_unknown_note_read(selection, read_text(selection.text, trace_a),
+                           read_text(text_b, trace_b))
 
     tokens_a, tokens_b = trace_a.tokens, trace_b.tokens
     per_head = None  # how much each head's attention moved: mean over rows of sum |B − A|

@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from analysis.logit_lens import Lens, logit_lens
-from ui.alphabet import show_unknown_note
+from ui.alphabet import read_text, show_unknown_note_read
 from ui.cache import get_model, shared
 from ui.charts import chart_config
 from ui.examples import LEARNED_FROM, known_sentence
@@ -124,7 +124,7 @@ def render() -> None:
         help="For the curious: each row is the residual stream after that layer, passed through "
         "the model's own final norm and unembedding, then a softmax over the vocabulary.")
 
-    show_unknown_note(selection)
+    show_unknown_note_read(selection, read_text(selection.text, trace))  # what it read
     window = st.session_state.get("lens_window")
     if not (isinstance(window, tuple) and 0 <= window[0] <= window[1] < n):
         width = labelled_width(tokens, 0, DEFAULT_WIDTH)  # every label readable

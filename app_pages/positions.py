@@ -11,8 +11,9 @@ import streamlit as st
 import torch
 
 from analysis.positions import (
-    model_positions, position_similarity, rotary_inv_freq, rotary_qk_by_distance,
-    similarity_by_distance, sinusoidal_frequencies, sinusoidal_table, wavelengths,
+    falls_with_distance, model_positions, position_similarity, rotary_inv_freq,
+    rotary_qk_by_distance, similarity_by_distance, sinusoidal_frequencies, sinusoidal_table,
+    wavelengths,
 )
 from analysis.projection import pca
 from model.hook_names import hook_names
@@ -229,8 +230,15 @@ def _similarity(t: _Tables, model_key: str) -> None:
         {"sinusoidal": sin_decay, f"{model_name} ({own_label})": own_decay},
         f"Average {kind} similarity against distance",
         "the mean over all pairs of positions that far apart"), key="pos_decay", config=_config())
-    st.caption("The diagonal is each position with itself. Near it, positions are most alike; "
-               "further away the similarity falls, which lets attention tell near from far.")
+    near = ("Near it, positions are most alike; further away the similarity falls, which lets "
+            "attention tell near from far.")
+    if falls_with_distance(torch.from_numpy(own_decay)):
+        st.caption(f"The diagonal is each position with itself. {near}")
+    else:  # e.g. a model trained on random symbols: every position points its own way
+        st.caption(f"The diagonal is each position with itself. In the sinusoidal table: {near} "
+                   f"In {md_escape(model_name)}'s table, neighbours are about as unlike as "
+                   "distant positions: each position has a direction of its own, so the model "
+                   "can tell positions apart, but its table does not say which are near.")
 
 
 def _rotary_qk(trace, lm, n_pos: int) -> None:
@@ -286,18 +294,18 @@ def _costs(t: _Tables, lm, cfg, own_params: int) -> None:
         own_cost = f"{rows:,} × {width:,} = {own_params:,} ({100 * own_params / total:.2f}% of " \
                    f"the model's {total:,})"
         own_limit = f"{cfg.n_ctx:,} positions: there is no row for position {cfg.n_ctx:,}"
-        own_where = "added to the token embedding, once, before block 0"
+        own_where = "added to the token embedding, once, before the first layer"
     else:
         own_cost = "0: computed from a formula"
         own_limit = ("any length in principle; trained up to " if own_kind == "rotary"
                      else "the table is computed for ") + f"{cfg.n_ctx:,} positions"
         own_where = ("rotates q and k in every attention layer" if own_kind == "rotary"
-                     else "added to the token embedding, once, before block 0")
+                     else "added to the token embedding, once, before the first layer")
     tok_params = cfg.d_vocab * cfg.d_model
     st.table(pd.DataFrame({
         "sinusoidal encoding (formula)": [
             "0: computed from a formula", "any length: the formula works for every position",
-            "added to the token embedding, once, before block 0", "fixed"],
+            "added to the token embedding, once, before the first layer", "fixed"],
         f"{model_name} ({own_label})": [
             own_cost, own_limit, own_where, "trained with the model" if own_kind == "learned"
             else "fixed"],

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from ui import projector
 from ui.page_registry import page_link
 from ui.start_example import EXAMPLE_MODEL, example, stored
 from ui.view_state import ViewState, open_view
@@ -42,9 +43,10 @@ def _example() -> None:
                "text in the sidebar are used by every other page; try your own sentence below.")
     # Vega-Lite, not plotly, on this one page: it draws about a second sooner on a first visit
     # (viz/attention_spec.py); the attention page's plotly heatmap looks the same.
+    room = projector.on()  # larger, like every plotly figure in projector mode
     st.vega_lite_chart(attention_heatmap_spec(shown["pattern"], shown["tokens"],
-                                              f"MiniLM, layer {layer}, head {head}"),
-                       key="start_example", width=chart_width(shown["tokens"]))
+                                              f"MiniLM, layer {layer}, head {head}", room=room),
+                       key="start_example", width=chart_width(shown["tokens"], room))
     st.markdown(f"**What to notice:** the bright stripe just left of the diagonal. In this head "
                 f"every token after the first looks at the token **just before it**: "
                 f"{_share(shown['share'])} of its row goes there, on average. Nobody programmed "
@@ -61,7 +63,8 @@ def _open_attention(text: str, layer: int, head: int) -> None:
 
 def _try_yours(shown: dict) -> None:
     """One click from the example to the same head on the learner's own sentence."""
-    box, button = st.columns([3, 1], vertical_alignment="bottom")
+    # 2:1, so the button's words stay on one line in projector mode's larger font at 1024 px
+    box, button = st.columns([2, 1], vertical_alignment="bottom")
     box.text_input("Your sentence", key=TRY_KEY, max_chars=500,
                    placeholder=shown["text"])
     button.button("Try it with your sentence ▸", key="start_try", type="primary",

@@ -120,6 +120,17 @@ def _metric_series(snapshots) -> tuple[dict, dict, tuple | None]:
     return evals, scores, baseline
 
 
+STATUS_WORDS = {"running": "training…", "done": "finished", "stopped": "stopped by you",
+                "failed": "failed"}
+
+
+def progress_text(step: int, steps: int, status: str, stopped: str | None) -> str:
+    """The progress bar's line in plain words: a run cut by the time limit is not "done"."""
+    words = ("stopped at the time limit" if stopped == "time limit"
+             else STATUS_WORDS.get(status, status))
+    return f"Step {step:,} of {steps:,} · {words}"
+
+
 def _live() -> None:
     run = st.session_state.get("train_run")
     if run is None:
@@ -135,8 +146,8 @@ def _live() -> None:
         st.rerun()  # the whole page: show the finished run's controls
     st.session_state["train_was_running"] = status == "running"
     seconds = snapshots[-1].seconds if snapshots else 0.0
-    st.progress(min(1.0, len(losses) / s.steps),
-                text=f"Step {len(losses):,} of {s.steps:,} · {status}")
+    st.progress(min(1.0, len(losses) / s.steps), text=progress_text(
+        len(losses), s.steps, status, run.result.stopped if run.result is not None else None))
     if status == "running":
         st.button("Stop", key="train_stop", on_click=run.stop, type="primary")
     if run.error:

@@ -3,6 +3,8 @@ unknown token ("?"). Every page that shows tokens says so in the same one plain 
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import streamlit as st
 
 from .text import md_escape
@@ -35,5 +37,22 @@ def unknown_note(selection) -> str | None:
 def show_unknown_note(selection, where=st) -> None:
     """The line of `unknown_note` as a caption, when there is one."""
     note = unknown_note(selection)
+    if note:
+        where.caption(md_escape(note))
+
+
+def read_text(text: str, trace) -> str:
+    """The part of `text` a character model read: one token per character, so its first
+    len(trace.tokens) characters when the run dropped the rest (a text longer than the
+    model's context); all of it otherwise."""
+    return text[:len(trace.tokens)] if trace.dropped and trace.dropped[0] else text
+
+
+def show_unknown_note_read(selection, *texts, where=st) -> None:
+    """The line of `unknown_note` for the characters of `texts` (each cut by `read_text`
+    to what the model read), so it never names a character past the context that the model
+    never saw."""
+    note = unknown_note(SimpleNamespace(model=getattr(selection, "model", None),
+                                        text="".join(texts), pair=selection.pair))  # no space added
     if note:
         where.caption(md_escape(note))

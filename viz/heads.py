@@ -12,6 +12,8 @@ from .labels import axis_labels, looks_byte_level, token_label
 from .style import (COLORSCALE, DIVERGING, FULL_PAGE_PX, PLOTLY_CHAR_EM, TEMPLATE, TEMPLATE_TOP,
                     check_tokens, fitted_font_px, subtitle_block, to_numpy)
 
+BAR_LABEL_LIMIT = 150  # above this many bars only the largest are labelled (`largest_apart`)
+BARS_NAMED = 12
 CELL_TEXT_LIMIT = 400  # above this many cells the values are left to the hover
 MAX_CELL_DECIMALS = 3
 # In-cell numbers only when they stay legible on the narrowest screen the app supports: an
@@ -190,11 +192,34 @@ def token_bars(tokens, values, title: str, value_name: str, subtitle: str = "",
     name = html.escape(value_name, quote=False)
     fig = go.Figure(go.Bar(x=labels, y=v, marker=marker,
                            hovertemplate=f"%{{x}}: {name} %{{y:.4f}}<extra></extra>"))
+    named = [] if len(labels) <= BAR_LABEL_LIMIT else largest_apart(v)
+    if named:  # too many bars to label each: the largest ones are named, never touching
+        subtitle = (f"{subtitle}; " if subtitle else "") + (
+            f"labelled: the {len(named)} largest, apart; hover any bar for its token")
     sub, top = subtitle_block(subtitle, figure_px=FULL_PAGE_PX)  # spans the page
     fig.update_layout(
         template=TEMPLATE, height=380 + top - TEMPLATE_TOP, margin=dict(t=top),
         title=dict(text=html.escape(title, quote=False), subtitle=dict(text=sub)),
-        xaxis=dict(type="category", tickangle=-60, showticklabels=len(labels) <= 150),
+        xaxis=dict(type="category", tickangle=-60),
         yaxis=dict(title=dict(text=name), showgrid=True, zeroline=True),
     )
+    if len(labels) > BAR_LABEL_LIMIT:
+        fig.update_xaxes(tickmode="array", tickvals=[labels[i] for i in named],
+                         ticktext=[labels[i] for i in named], showticklabels=bool(named))
     return fig
+
+
+def largest_apart(values, most: int = BARS_NAMED, plot_px: float = FULL_PAGE_PX - 60,
+                  label_px: float = 16.0) -> list[int]:
+    """Positions of the bars with the largest |value| (at most `most`, in order along the
+    axis), no two closer than a slanted label needs (`label_px`) on a plot `plot_px` wide:
+    the narrowest screen's. NaN bars are never named."""
+    v = np.abs(np.asarray(values, dtype=float))
+    gap = int(np.ceil(v.size * label_px / plot_px))
+    chosen: list[int] = []
+    for i in np.argsort(-np.nan_to_num(v, nan=-1.0), kind="stable"):
+        if len(chosen) == most or not np.isfinite(v[i]):
+            break
+        if all(abs(int(i) - j) >= gap for j in chosen):
+            chosen.append(int(i))
+    return sorted(chosen)

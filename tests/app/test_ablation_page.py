@@ -9,6 +9,7 @@ import json
 import os
 
 import numpy as np
+import pytest
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 
@@ -68,3 +69,14 @@ def test_ablation_says_plainly_when_removing_a_head_helps():
     assert note and f"({better} of {z.size})" in note[0]
     at.button(key="abl_known_text").click().run()
     assert at.text_area(key="sb_text").value == known_sentence("tiny-chars")
+
+
+@pytest.mark.parametrize("model, heads", [("tiny-induction", "1.1"), ("minilm", "5.11")])
+def test_ablation_metric_labels_fit_an_800_px_column(model, heads):
+    """Three metrics side by side on a decoder, two on an encoder: at 800 px a column holds
+    about 16 characters beside the help icon; longer labels were cut ("Loss on the text (n…")."""
+    from page_links import open_page
+
+    at = open_page("ablation", model, "The cat sat.", abheads=heads)
+    labels = [m.label for m in at.metric]
+    assert labels and all(len(label) <= 16 for label in labels), labels

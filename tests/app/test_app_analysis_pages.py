@@ -88,12 +88,12 @@ def test_minilm_ablation_logit_lens_and_compare():
     at.multiselect(key="abl_heads").set_value([(0, 3), (2, 7)]).run()
     assert not at.exception
     metrics = {m.label: float(m.value) for m in at.metric}
-    assert 0 < metrics["Cosine of the sentence embeddings"] < 1
+    assert 0 < metrics["Sentence cosine"] < 1
     at.selectbox(key="abl_layer").set_value(5).run()
     at.button(key="abl_add_layer").click().run()
     assert len(at.multiselect(key="abl_heads").value) == 2 + 12
     more = {m.label: float(m.value) for m in at.metric}
-    assert more["Cosine of the sentence embeddings"] != metrics["Cosine of the sentence embeddings"]
+    assert more["Sentence cosine"] != metrics["Sentence cosine"]
 
     switch(at, PAGES[2]).run()
     assert not at.exception
@@ -124,7 +124,7 @@ def test_tiny_gpt2_decoder_on_every_page(tiny_dirs, tiny_models_loaded):
     at.multiselect(key="abl_heads").set_value([(1, 0)]).run()
     assert not at.exception
     labels = [m.label for m in at.metric]
-    assert any("Loss on the text" in label for label in labels)
+    assert "Loss per token" in labels and "Perplexity" in labels
     charts = _charts(at)
     assert {"abl_next", "abl_nll", "abl_grid"} <= set(charts)
     assert charts["abl_nll"]["data"][0]["x"][0].startswith("1·")  # the loss on token 1 first

@@ -249,3 +249,19 @@ def test_positions_page_names_tables_in_plain_words():
     assert "uses exactly this formula, so both sides match" in _outside_expanders(at)
     decay = _charts(at)["pos_decay"]["data"]  # the two equal curves: the second one dashed
     assert decay[0]["line"].get("dash", "solid") == "solid" and decay[1]["line"]["dash"] == "dash"
+
+
+def test_positions_page_says_when_the_models_neighbours_are_not_alike():
+    """tiny-induction learned positions from random symbols: its neighbours are as unlike as
+    far positions, and the caption under the distance curves says so instead of claiming they
+    are most alike; MiniLM's do fall with distance, and the page says that."""
+    from page_links import open_page, page_text
+
+    at = open_page("positions", "tiny-induction", "abcabc")
+    said = page_text(at, kinds=("caption",))
+    assert "In tiny-induction's table, neighbours are about as unlike" in said, said
+    at = open_page("positions", "minilm", "The cat sat.")
+    said = page_text(at, kinds=("caption",))
+    assert "about as unlike" not in said and "Near it, positions are most alike" in said
+    cells = " ".join(str(v) for t in at.table for v in t.value.to_numpy().ravel())
+    assert "before the first layer" in cells and "block 0" not in cells  # plain words

@@ -151,3 +151,30 @@ def test_on_an_800_px_projector_no_label_overlaps_and_the_plot_still_grows(  # n
     context.close()
     assert size is not None and not size["overlaps"], size
     assert size["w"] >= 400, size  # normal mode at 800 px: 251 (13 tokens), 288 (43)
+
+
+START_EXAMPLE = r"""() => {
+  const cells = document.querySelector('[data-testid="stMain"] .vega-embed .mark-rect');
+  const button = [...document.querySelectorAll('button')]
+      .find(b => b.innerText.startsWith('Try it with your sentence'));
+  const b = button && button.querySelector('p');
+  return {plot: cells ? cells.getBoundingClientRect().width : 0,
+          lines: b ? b.getBoundingClientRect().height / parseFloat(getComputedStyle(b).lineHeight)
+                   : 0};
+}"""
+
+
+def test_the_start_example_grows_in_projector_mode(server, browser):  # noqa: F811
+    """The start page's example (a Vega-Lite chart, not plotly) grows with the page's text,
+    its plot at least 60% of a 1024 × 768 screen's height, and its button stays one line."""
+    seen = {}
+    for projector in (False, True):
+        context = browser.new_context(viewport={"width": 1024, "height": 768})
+        page = context.new_page()
+        _open(page, _link(server, "", "minilm", SHORT, projector))
+        page.wait_for_selector(".vega-embed .mark-rect", timeout=60_000)
+        page.wait_for_timeout(1000)
+        seen[projector] = page.evaluate(START_EXAMPLE)
+        context.close()
+    assert seen[True]["plot"] >= max(0.6 * 768, seen[False]["plot"] + 50), seen
+    assert 0 < seen[True]["lines"] < 1.5, seen  # one line of text on the button

@@ -181,3 +181,16 @@ def test_pca_figure_is_labelled_with_real_positions():
     assert "50.0%" in fig.layout.xaxis.title.text
     with pytest.raises(ValueError):
         position_pca_figure(coords, np.array([0.5]), "t")
+
+
+def test_similarity_falls_with_distance_for_the_formula_but_not_for_unrelated_positions():
+    """The sinusoidal table's neighbours are more alike than far positions; a table whose
+    rows are random directions (as a model trained on random symbols learns) is not."""
+    from analysis.positions import falls_with_distance
+
+    sin = similarity_by_distance(position_similarity(sinusoidal_table(48, 64), "cosine"))
+    assert falls_with_distance(sin)
+    torch.manual_seed(0)
+    rows = torch.randn(48, 64)  # [pos, d_model]
+    random = similarity_by_distance(position_similarity(rows, "cosine"))
+    assert not falls_with_distance(random)

@@ -102,3 +102,22 @@ def test_the_colour_bar_is_labelled_from_zero_to_the_largest_weight(top):
     assert ticks[0] == 0 and 4 <= len(ticks) <= 12
     assert -0.01 <= top - ticks[-1] <= step / 2 + 1e-9  # the top label is at the top
     assert ticks == sorted(ticks)
+
+
+def test_the_start_heatmap_grows_with_projector_mode():
+    """In projector mode the page's text is larger: the example's labels grow as much, and its
+    plot fills the page (at least 60% of a 768 px high screen) within that screen's height."""
+    from viz.attention_spec import ROOM_SIDE_PX, attention_heatmap_spec, chart_width
+    from viz.style import ROOM_PAGE_PX
+
+    tokens = ["[CLS]", "the", "cat", "sat", "on", "the", "mat", "because", "it", "was",
+              "warm", ".", "[SEP]"]
+    matrix = np.eye(13)
+    normal = attention_heatmap_spec(matrix, tokens, "t")
+    room = attention_heatmap_spec(matrix, tokens, "t", room=True)
+    axis = lambda spec: spec["layer"][0]["encoding"]["y"]["axis"]  # noqa: E731
+    assert axis(room)["labelFontSize"] > axis(normal)["labelFontSize"]
+    assert room["title"]["fontSize"] > normal["title"]["fontSize"]
+    assert 0.6 * 768 <= room["height"] <= ROOM_SIDE_PX
+    assert chart_width(tokens, room=True) <= ROOM_PAGE_PX
+    assert chart_width(tokens, room=True) - room["height"] > chart_width(tokens) - normal["height"]
