@@ -202,7 +202,8 @@ PAGE_SPECS: tuple[PageSpec, ...] = (
                  _s("which", "choice", "first", ("first", "second"), url="pwhich"),
                  _s("len", "int", 10, minimum=4, maximum=24, url="plen"),
                  _s("seed", "int", 0, maximum=9999, url="pseed"),
-                 _s("seqs", "int", 16, minimum=1, maximum=32, url="pseqs"))),
+                 _s("seqs", "int", 16, minimum=1, maximum=32, url="pseqs"),
+                 _s("all", "bool", False, url="pall"))),
     PageSpec("walkthrough", "walkthrough", "Forward pass, step by step", "Learn",
              ":material/footprint:", "wk", (
                  _s("step", "int", 1, minimum=1), _s("layer", "layer", 0, url="wlayer"),
