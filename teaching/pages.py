@@ -149,6 +149,8 @@ ATTENTION_MODES = ("Raw attention", "Attention rollout")
 HEAD_STATS = ("entropy", "special", "first", "punctuation", "previous", "self", "next",
               "distance")
 EFFECT_STEPS = (4, 8, 16, 32, 64, 128, 256)
+EFFECT_MEASURES = ("attention", "rollout", "attention_norm", "gradient_x_input",
+                   "integrated_gradients", "occlusion")  # analysis/effect.py's METHODS
 
 PAGE_SPECS: tuple[PageSpec, ...] = (
     PageSpec("start", "start", "Start here", "Start", ":material/home:", lesson=False),
@@ -167,7 +169,8 @@ PAGE_SPECS: tuple[PageSpec, ...] = (
         _s("average", "bool", False, url="eavg"), _s("pos", "int", url="epos"),
         _s("steps", "choice", 64, EFFECT_STEPS, url="esteps"),
         _s("baseline", "choice", "pad", ("pad", "zero", "mask"), url="ebase"),
-        _s("occlusion", "choice", "remove", ("remove", "pad", "mask"), url="eocc"))),
+        _s("occlusion", "choice", "remove", ("remove", "pad", "mask"), url="eocc"),
+        _s("words", "choice", "integrated_gradients", EFFECT_MEASURES, url="ewords"))),
     PageSpec("heads", "heads", "Head statistics", "Explore", ":material/leaderboard:", "hs", (
         _s("stat", "choice", "entropy", HEAD_STATS, url="hstat"),)),
     PageSpec("compare", "compare", "Compare two inputs", "Explore",

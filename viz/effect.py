@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import plotly.graph_objects as go
+from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
 from .labels import axis_labels
@@ -77,4 +78,71 @@ def method_strip(tokens, values, methods, correlations, title: str,
     fig.layout.xaxis.update(showgrid=False)
     fig.add_shape(type="rect", xref="x domain", yref="y domain", x0=0, x1=1, y0=0, y1=1,
                   fillcolor=MASKED_GREY, line_width=0, layer="below")
+    return fig
+
+
+LINE_CHARS = 56  # characters on one line of the words figure: what 13 px text fits across the
+# narrowest plot (FULL_PAGE_PX less the margins); a wider screen spreads the same lines out
+WORD_ROW_PX = 30  # one line of text
+WORD_FONT_PX = 13
+SPACE_MARKS = ("␣", "▁")  # a token's leading space, as labels draw it: dropped, a gap shows it
+
+
+def word_text(label: str) -> str:
+    """The token of an axis label ("3·␣cat", escaped) as it reads in running text: "cat"."""
+    body = label.split("·", 1)[1] if "·" in label else label
+    stripped = body.lstrip("".join(SPACE_MARKS))
+    return stripped or body
+
+
+def word_lines(texts: list[str], width: int = LINE_CHARS) -> list[tuple[int, float, float]]:
+    """(line, start, length) in characters for each text, laid out left to right and wrapped
+    at `width` characters, a gap between neighbours (a hair's width between characters)."""
+    letters = all(len(_unescaped(t)) == 1 for t in texts)  # a character model: no gaps
+    room, gap = (0.3, 0.05) if letters else (0.6, 0.4)
+    out, line, x = [], 0, 0.0
+    for t in texts:
+        length = max(1, len(_unescaped(t))) + room  # a little room round the letters
+        if x > 0 and x + length > width:
+            line, x = line + 1, 0.0
+        out.append((line, x, length))
+        x += length + gap
+    return out
+
+
+def _unescaped(text: str) -> str:
+    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+
+
+def words_figure(labels, values, method: str, title: str, subtitle: str = "") -> go.Figure:
+    """The text itself, token by token in wrapping lines, each token's box coloured by its
+    value scaled to the largest |value| (red > 0 > blue; grey: no value). labels: axis labels
+    ("3·cat", escaped: `axis_labels`); values: [n_tokens]; method: the measure's short name."""
+    labels = check_tokens(labels, "labels")
+    v = to_numpy(values, "values", ndim=1, dtype=np.float64)
+    if v.size != len(labels):
+        raise ValueError(f"values must have one entry per token ({len(labels)}), got {v.size}")
+    scaled = normalise_rows(v[None, :])[0]  # [-1, 1]
+    texts = [word_text(lab) for lab in labels]
+    places = word_lines(texts)
+    colours = [MASKED_GREY if not np.isfinite(s) else
+               sample_colorscale(DIVERGING, [(s + 1) / 2])[0] for s in scaled]
+    real = ["no value" if not np.isfinite(x) else f"{x:.4g}" for x in v]
+    n_lines = places[-1][0] + 1 if places else 1
+    fig = go.Figure(go.Bar(
+        y=[p[0] for p in places], base=[p[1] for p in places], x=[p[2] for p in places],
+        orientation="h", width=0.82, text=texts, textposition="inside", textangle=0,
+        insidetextanchor="middle", textfont=dict(size=WORD_FONT_PX), constraintext="none",
+        marker=dict(color=colours, line=dict(width=0)), showlegend=False,
+        customdata=[[lab, r] for lab, r in zip(labels, real)],
+        hovertemplate="token %{customdata[0]}<br>" + escape(method)
+        + ": %{customdata[1]}<extra></extra>"))
+    sub, top = subtitle_block(subtitle, figure_px=FULL_PAGE_PX)
+    fig.update_layout(
+        template=TEMPLATE, height=int(top + 30 + WORD_ROW_PX * n_lines), dragmode=False,
+        margin=dict(t=top, l=8, r=8, b=20), plot_bgcolor="white", bargap=0,
+        title=dict(text=escape(title), subtitle=dict(text=sub)),
+        uniformtext=dict(minsize=WORD_FONT_PX, mode="show"),
+        xaxis=dict(range=[-0.2, LINE_CHARS + 0.2], visible=False, fixedrange=True),
+        yaxis=dict(range=[n_lines - 0.5, -0.5], visible=False, fixedrange=True))
     return fig
