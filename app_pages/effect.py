@@ -222,7 +222,8 @@ def _words(labels: list[str], values: np.ndarray, layer: int, where: str) -> Non
     attention = f", layer {layer}, {where}" if method in ("attention", "attention_norm") else ""
     fig = words_figure(labels, row, NAMES[method], f"Your text, coloured by "
                        f"{NAMES[method].lower()}{attention}",
-                       f"{MEANINGS[method].replace('the same', 'gradient × input')}; scaled to the largest value: red raises the "
+                       f"{MEANINGS[method].replace('the same', 'gradient × input')}; "
+                       "scaled to the largest value: red raises the "
                        "target, blue lowers it, grey: no value; hover for each token's value")
     st.plotly_chart(fig, key="eff_text_fig", config=chart_config("effect-words", fig))
 

@@ -25,12 +25,13 @@ from viz.attention import attention_heatmap
 from ui.callbacks import step_state
 from ui.charts import chart_config
 from ui.widgets import index_slider
+from ui.walkthrough_tokens import show_tokens
 from viz.labels import axis_labels, plain_text, visible_text
 from viz.numbers import percent
 from viz.style import HALF_PAGE_PX
 from viz.walkthrough import (
     activation_scatter, allowed_matrix, layer_stack_heatmap, mask_matrix, scores_heatmap,
-    token_table, top_tokens_bar, values_heatmap,
+    top_tokens_bar, values_heatmap,
 )
 
 PREVIEW_ROWS, PREVIEW_COLS = 6, 8
@@ -205,9 +206,8 @@ def _figure(step: Step, trace: Trace, pick: dict, labels: list[str], model) -> N
     last = step.shown[-1]
     in_head = ", ".join(x for x in (f"layer {step.layer}, head {head}", where) if x)
     fig, fig2, note = None, None, ""
-    if step.figure == "tokens":
-        fig = token_table(trace.batch_tokens, trace.input_ids, trace.attention_mask,
-                          trace.token_type_ids if cfg.n_token_types else None)
+    if step.figure == "tokens":  # a table that scrolls and counts its rows
+        show_tokens(trace, bool(cfg.n_token_types))
     elif step.figure == "values" and last.dims[-2] in POS_DIMS:
         title = ", ".join(x for x in (f"{step.title}: {last.label}", where, f"head {head}"
                                       if "heads" in last.dims else "") if x)
@@ -332,21 +332,22 @@ def render() -> None:
     pick = {"batch": item, "heads": head, "kv_heads": head // (cfg.n_heads // cfg.n_kv_heads),
             "layer": layer + 1}
 
-    # The contents beside the step; on a narrow screen above it, in as many columns as fit
-    # (ui/page_style.py: containers keyed "sidenav_" and "contents_").
-    nav, body = st.container(key="sidenav_wk").columns([1, 3], gap="large")
-    with nav:
-        number = st.container(key="contents_wk").radio(
-            "Contents", list(range(1, n_steps + 1)), key=VIEW.key("step"),
-            format_func=lambda i: f"{i}. {steps[i - 1].title}")
+    # The contents folded into one box beside the buttons, so that on any screen the step and
+    # its buttons come first (a list of every step used to push them below the fold at 800 px).
+    bar = st.container(horizontal=True, vertical_alignment="bottom", gap="small",
+                       key="wk_bar")
+    bar.button("◀ Previous", key="wk_prev",
+               on_click=step_state(VIEW.key("step"), -1, 1, n_steps),
+               disabled=st.session_state[VIEW.key("step")] == 1)
+    bar.button("Next ▶", key="wk_next", on_click=step_state(VIEW.key("step"), 1, 1, n_steps),
+               disabled=st.session_state[VIEW.key("step")] == n_steps)
+    number = bar.selectbox(f"Contents: {n_steps} steps", list(range(1, n_steps + 1)),
+                           key=VIEW.key("step"), width=320,
+                           format_func=lambda i: f"{i}. {steps[i - 1].title}")
     step = steps[number - 1]
+    body = st.container()
     with body:
-        bar = st.container(horizontal=True, vertical_alignment="center", gap="medium")
-        bar.button("◀ Previous", key="wk_prev",
-                   on_click=step_state(VIEW.key("step"), -1, 1, n_steps), disabled=number == 1)
-        bar.button("Next ▶", key="wk_next", on_click=step_state(VIEW.key("step"), 1, 1, n_steps),
-                   disabled=number == n_steps)
-        bar.caption(f"Step {number} of {n_steps} · {step.group}")
+        st.caption(f"Step {number} of {n_steps} · {step.group}")
         st.subheader(f"{number}. {step.title}")
         st.markdown(step.summary)
         if teacher:
