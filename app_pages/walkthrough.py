@@ -30,8 +30,8 @@ from viz.labels import axis_labels, plain_text, visible_text
 from viz.numbers import percent
 from viz.style import HALF_PAGE_PX
 from viz.walkthrough import (
-    activation_scatter, allowed_matrix, layer_stack_heatmap, mask_matrix, scores_heatmap,
-    top_tokens_bar, values_heatmap,
+    activation_scatter, allowed_matrix, layer_stack_heatmap, mask_matrix, open_on_start,
+    scores_heatmap, top_tokens_bar, values_heatmap,
 )
 
 PREVIEW_ROWS, PREVIEW_COLS = 6, 8
@@ -244,6 +244,7 @@ def _figure(step: Step, trace: Trace, pick: dict, labels: list[str], model) -> N
         fig = top_tokens_bar(model.tokenizer.tokens(ids), probs,
                              f"Most likely next tokens after {plain_text(labels[position])}"
                              + (f", {where}" if where else ""))
+    fig, fig2 = (None if f is None else open_on_start(f, step.figure) for f in (fig, fig2))
     side_by_side = fig2 is not None and len(labels) <= SIDE_BY_SIDE_TOKENS
     # beside each other where both fit (a wide screen), else one under the other
     columns = (st.container(key="wide_wk_pair").columns(2) if side_by_side
