@@ -27,8 +27,20 @@ def normalise_rows(values: np.ndarray) -> np.ndarray:
     return v / top
 
 
+STRIP_WINDOW = 16  # a longer strip opens on this many tokens: ~14 px cells at 800 px
+
+
+def strip_window(n: int, focus: int, size: int = STRIP_WINDOW) -> tuple[int, int] | None:
+    """(first, last) tokens to open a strip of `n` tokens on: `size` of them around `focus`
+    (e.g. the token that matters most), inside the strip; None when all of them fit."""
+    if n <= size:
+        return None
+    first = min(max(0, int(focus) - size // 2), n - size)
+    return first, first + size - 1
+
+
 def method_strip(tokens, values, methods, correlations, title: str,
-                 subtitle: str = "") -> go.Figure:
+                 subtitle: str = "", window: tuple[int, int] | None = None) -> go.Figure:
     """Left: rows = methods, columns = tokens, each row normalised to its largest |value| (so
     colours compare within a row, red > 0 > blue), the real value in the hover. Right, beside
     each row: that method's Spearman rank correlation with raw attention (the first row).
@@ -36,6 +48,8 @@ def method_strip(tokens, values, methods, correlations, title: str,
     tokens: one string per token; values: [n_methods, n_tokens], NaN where a method has no
     value (tokens a decoder's target cannot see, occlusion not run): grey; methods: short
     names; correlations: [n_methods], NaN written as "no value" (the first row's is its own).
+    window: (first, last) tokens to open on (`strip_window`), labelled, drag to move and
+    double-click to see all.
     """
     tokens = check_tokens(tokens, "tokens")
     methods = check_tokens(methods, "methods")
@@ -47,7 +61,10 @@ def method_strip(tokens, values, methods, correlations, title: str,
     labels = axis_labels(tokens)
     rows = [escape(m) for m in methods]
     real = [["—" if not np.isfinite(x) else f"{x:.4g}" for x in row] for row in v]
-    show_x = len(labels) <= MAX_TICK_LABELS
+    show_x = len(labels) <= MAX_TICK_LABELS or window is not None
+    if window is not None:
+        subtitle += (f"; showing tokens {window[0]}–{window[1]} of {len(labels)}: drag to "
+                     "move, double-click to see all")
     margin = label_margins(rows, labels, show_x=show_x)
     sub, top = subtitle_block(subtitle, figure_px=FULL_PAGE_PX)  # spans the page
     fig = make_subplots(rows=1, cols=2, shared_yaxes=True, column_widths=BAR_SHARE,
@@ -71,6 +88,12 @@ def method_strip(tokens, values, methods, correlations, title: str,
         plot_bgcolor="white")
     fig.update_xaxes(type="category", tickangle=-60, showticklabels=show_x,
                      title=dict(text="" if show_x else "tokens (hover for each)"), row=1, col=1)
+    if window is not None:
+        fig.update_xaxes(range=[window[0] - 0.5, window[1] + 0.5], autorange=False, row=1,
+                         col=1)
+        fig.update_xaxes(fixedrange=True, row=1, col=2)
+        fig.update_yaxes(fixedrange=True)
+        fig.update_layout(dragmode="pan")
     fig.update_xaxes(range=[-1, 1], tickvals=[-1, 0, 1], ticktext=["−1", "0", "1"],
                      zeroline=True, zerolinecolor="#555", zerolinewidth=1.5, showgrid=False,
                      title=dict(text="ρ with attention"), row=1, col=2)
