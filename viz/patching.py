@@ -31,10 +31,11 @@ MIN_TEXT_PX = 13
 TICK_GAP_PX = 15  # neighbouring slanted tick labels at least this far apart (13 px text)
 TEXT_CELLS = 400  # more cells than this: no numbers (the hover has them)
 XGAP = 1  # px between cells
-# A grid whose columns would be narrower than ZOOM_CELL_PX on the narrowest plot opens zoomed:
+# A grid whose columns would be narrower than ZOOM_BELOW_PX on the narrowest plot opens zoomed:
 # on the changed positions and the read one, ZOOM_CONTEXT positions either side, each column
-# wide enough for its own slanted label (TICK_GAP_PX); "⋯" columns stand for the rest.
+# ZOOM_CELL_PX wide, enough for its own slanted label; "⋯" columns stand for the rest.
 ZOOM_CELL_PX = TICK_GAP_PX
+ZOOM_BELOW_PX = 10  # ...a grid opens zoomed only when its columns would be narrower than this
 ZOOM_CONTEXT = 3
 CHANGED_COLOUR = "#e08000"  # the frame round a changed position's column
 GAP = None  # in a zoomed column list: the positions left out between two shown runs
@@ -70,13 +71,14 @@ def _left(rows: list[str]) -> int:
 def zoom_columns(n_pos: int, changed, read_pos: int | None, row_names,
                  context: int = ZOOM_CONTEXT) -> list[int | None] | None:
     """The columns to open a grid of `n_pos` positions on when they would not all be
-    ZOOM_CELL_PX wide on the narrowest plot: each changed position and the read position
+    ZOOM_BELOW_PX wide on the narrowest plot (then each is ZOOM_CELL_PX wide): each changed position and the read position
     (`read_pos`, with the positions before it), `context` either side (less when that does not
     fit), in order, with GAP where positions are left out. None when every column fits."""
     rows = [escape(r) for r in check_tokens(row_names, "row_names")]
-    fits = int((FULL_PAGE_PX - _left(rows) - COLORBAR_MARGIN) // ZOOM_CELL_PX)
-    if n_pos <= fits:
+    plot_px = FULL_PAGE_PX - _left(rows) - COLORBAR_MARGIN
+    if n_pos <= plot_px // ZOOM_BELOW_PX:
         return None
+    fits = int(plot_px // ZOOM_CELL_PX)
     anchors = [int(c) for c in changed if 0 <= int(c) < n_pos]
     for near in range(context, -1, -1):
         keep = {p for c in anchors for p in range(c - near, c + near + 1) if 0 <= p < n_pos}
