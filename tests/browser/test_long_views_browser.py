@@ -19,10 +19,11 @@ SIZES = [(800, 900), (1400, 900)]
 # Per figure: its title, the plot's width, the number of columns drawn (heatmaps: cells of the
 # first row; bars: bars), the x tick labels, and the smallest font of a bar's text
 FIGURES = """() => [...document.querySelectorAll('.js-plotly-plot')].map(gd => {
-  const t = gd.data[0], fl = gd._fullLayout;
-  const range = fl.xaxis.range, shown = Math.abs(range[1] - range[0]);
-  return {title: gd.querySelector('.gtitle')?.textContent || '', plot: fl.xaxis._length,
-          shown, type: t.type, n: t.type === 'bar' ? t.x.length : (t.z ? t.z[0].length : 0),
+  const t = (gd.data || [])[0] || {}, fl = gd._fullLayout || {}, ax = fl.xaxis || {};
+  const range = ax.range || [0, 1], shown = Math.abs(range[1] - range[0]);
+  return {title: gd.querySelector('.gtitle')?.textContent || '', plot: ax._length || 0,
+          shown, type: t.type,
+          n: t.type === 'bar' ? (t.x || []).length : (t.z && t.z[0] ? t.z[0].length : 0),
           ticks: [...gd.querySelectorAll('.xtick text')].map(e => e.textContent),
           barFont: Math.min(...[...gd.querySelectorAll('.bartext')]
                                 .map(e => parseFloat(getComputedStyle(e).fontSize)))};
@@ -69,6 +70,7 @@ def test_the_walkthrough_step_and_its_buttons_are_above_the_fold(server, browser
     page = browser.new_page(viewport={"width": size[0], "height": size[1]})
     _open(page, f"{server}/walkthrough?" + urllib.parse.urlencode({"model": model,
                                                                    "text": LONG}))
+    page.get_by_role("button", name="Next ▶").wait_for(timeout=60_000)
     boxes = page.evaluate("""() => {
         const main = document.querySelector('[data-testid="stMain"]');
         const find = re => [...main.querySelectorAll('button, h3')]
