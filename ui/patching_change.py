@@ -11,6 +11,7 @@ from ui.text import md_escape
 
 AROUND = 6  # words kept either side of a change
 MAX_CHANGES = 3  # changes shown; more are counted
+WHOLE_PIECES = 60  # a prompt of at most this many words and spaces is shown whole
 _WORDS = re.compile(r"\s+|[^\s]+")
 
 
@@ -28,7 +29,7 @@ def changed_spans(clean: str, corrupted: str) -> list[tuple[int, int, int, int]]
 
 def _marked(pieces: list[str], spans: list[tuple[int, int]]) -> str:
     """The pieces near the spans, the spans highlighted, "…" where text is left out."""
-    keep = set()
+    keep = set(range(len(pieces))) if len(pieces) <= WHOLE_PIECES else set()
     for first, end in spans:
         keep |= set(range(max(0, first - 2 * AROUND), min(len(pieces), end + 2 * AROUND)))
     out, last = [], -1
