@@ -215,7 +215,7 @@ def _words(labels: list[str], values: np.ndarray, layer: int, where: str) -> str
     long the text is, where the strip below is one thin column per token. Returns the
     measure picked: the strip opens on the token it rates highest."""
     measured = [m for m, row in zip(METHODS, values) if np.isfinite(row).any()]
-    if VIEW.peek("words") not in measured:
+    if VIEW.setdefault("words") not in measured:  # a link's, else the declared default
         VIEW["words"] = measured[-1] if "integrated_gradients" not in measured else \
             "integrated_gradients"
     method = st.radio("Colour the text by", measured, key=VIEW.key("words"), horizontal=True,
