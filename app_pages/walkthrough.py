@@ -314,7 +314,7 @@ def render() -> None:
     batch = trace.input_ids.shape[0]
     _describe(trace)
 
-    controls = st.columns([3, 3, 2, 2])
+    controls = st.columns([3, 3, 2])
     layer = index_slider(controls[0], "Layer", cfg.n_layers, key=VIEW.key("layer"),
                                help="Which layer the layer steps show.")
     head = index_slider(controls[1], "Head", cfg.n_heads, key=VIEW.key("head"),
@@ -323,8 +323,6 @@ def render() -> None:
     if batch > 1:
         item = controls[2].radio("Text", list(range(batch)), key="wk_item",
                                  format_func=lambda i: f"text {i + 1}", horizontal=True)
-    teacher = controls[3].toggle("Teacher's notes", key=VIEW.key("teacher"),
-                                 help="Add the longer explanation to every step.")
 
     steps = walkthrough(trace, layer)
     n_steps = len(steps)
@@ -345,6 +343,8 @@ def render() -> None:
     number = bar.selectbox(f"Contents: {n_steps} steps", list(range(1, n_steps + 1)),
                            key=VIEW.key("step"), width=320,
                            format_func=lambda i: f"{i}. {steps[i - 1].title}")
+    teacher = bar.toggle("Teacher's notes", key=VIEW.key("teacher"),
+                         help="Add the longer explanation to every step.")
     step = steps[number - 1]
     body = st.container()
     with body:
