@@ -160,7 +160,9 @@ def _importance(sweep: dict, selection, chosen: list, mode: str, heads_all: list
                             "head": [h for _, h in heads_all], "effect": values.reshape(-1)})
     shown = min(10, len(heads_all))
     which = (f"All {shown} heads" if shown == len(heads_all) and shown > 1 else
-             f"The {shown} head{'s' if shown > 1 else ''} whose removal changes the output most")
+             f"The {shown} of {len(heads_all)} heads whose removal changes the output most"
+             if shown > 1 else f"The one of {len(heads_all)} heads whose removal changes the "
+             "output most")
     st.caption(f"{which}, largest change first. Effect: {METRICS[metric]}.")
     effect = st.column_config.NumberColumn(SHORT_HEADERS[metric], help=METRICS[metric],
                                            format="%.4f")

@@ -26,7 +26,7 @@ from ui.switch import needs_lm_head, offer_decoder
 from ui.text import md_escape
 from ui.view_state import page_view
 from ui.widgets import index_slider, shown_model_name
-from viz.effect import method_strip
+from viz.effect import method_strip, strip_window, words_figure
 from viz.heads import head_grid
 from viz.labels import axis_labels, plain_text
 
@@ -187,12 +187,15 @@ def _results(every, layer: int, head: int | None, labels: list[str], n_heads: in
     where = "the average of its heads" if head is None else f"head {head}"
     names = [NAMES[m] + ("" if m != "occlusion" or every.occlusion_mode else " (not run)")
              for m in METHODS]
+    shown = values[METHODS.index(_words(labels, values, layer, where))]  # [tokens]
+    focus = int(np.nanargmax(np.abs(shown))) if np.isfinite(shown).any() else 0
     strip = method_strip(labels, values, names, [imp.correlations[m] for m in METHODS],
                          "How much each token matters, six ways",
                          f"attention: layer {layer}, {where}; each row scaled to its largest "
                          "value (red > 0 > blue), hover for real values; right: rank agreement "
                          f"with attention (Spearman ρ: {RHO_SCALE}), over "
-                         f"{int(imp.visible.sum())} tokens")
+                         f"{int(imp.visible.sum())} tokens",
+                         window=strip_window(len(labels), focus))
     st.plotly_chart(strip, key="eff_strip", config=chart_config("effect", strip,
                     layer=layer, head=head))
     st.caption(AGREEMENT)
@@ -205,6 +208,28 @@ def _results(every, layer: int, head: int | None, labels: list[str], n_heads: in
     if warning:
         st.warning(warning)
     _per_head(every, layer, head, n_heads)
+
+
+def _words(labels: list[str], values: np.ndarray, layer: int, where: str) -> str:
+    """The text itself, each token coloured by one measure (picked here): readable however
+    long the text is, where the strip below is one thin column per token. Returns the
+    measure picked: the strip opens on the token it rates highest."""
+    measured = [m for m, row in zip(METHODS, values) if np.isfinite(row).any()]
+    if VIEW.setdefault("words") not in measured:  # a link's, else the declared default
+        VIEW["words"] = measured[-1] if "integrated_gradients" not in measured else \
+            "integrated_gradients"
+    method = st.radio("Colour the text by", measured, key=VIEW.key("words"), horizontal=True,
+                      format_func=NAMES.get, help="Each measure, as in the rows of the strip "
+                      "below; the expander under it says what each one measures.")
+    row = values[METHODS.index(method)]
+    attention = f", layer {layer}, {where}" if method in ("attention", "attention_norm") else ""
+    fig = words_figure(labels, row, NAMES[method], f"Your text, coloured by "
+                       f"{NAMES[method].lower()}{attention}",
+                       f"{MEANINGS[method].replace('the same', 'gradient × input')}; "
+                       "scaled to the largest value: red raises the "
+                       "target, blue lowers it, grey: no value; hover for each token's value")
+    st.plotly_chart(fig, key="eff_text_fig", config=chart_config("effect-words", fig))
+    return method
 
 
 def _per_head(every, layer: int, head: int | None, n_heads: int) -> None:

@@ -34,6 +34,9 @@ EXAMPLE_SENTENCES = (
 SOURCES = ("The text in the sidebar", "Several sentences (one per line)")
 
 
+SCROLL_ROWS = 10  # a data frame shows about this many rows before it scrolls
+
+
 def _config() -> dict:
     """The figures' toolbar: it saves the format chosen in the sidebar now."""
     return chart_config("embeddings")
@@ -150,6 +153,8 @@ def _embedding_sum(selection, trace, model_name: str) -> None:
     # every length with 3 decimals ("7.190" under "8.703", not "7.19"), so a column reads as one
     st.dataframe(table, hide_index=True, key="emb_table", column_config={
         length_of(name): st.column_config.NumberColumn(format="%.3f") for name in norms})
+    if len(table) > SCROLL_ROWS:  # the table scrolls inside itself: say that it holds them all
+        st.caption(f"All {len(table)} tokens; scroll the table to see them all.")
 
 
 def _points(selection, trace, source: str) -> tuple[list, object, tuple]:

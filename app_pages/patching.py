@@ -22,8 +22,10 @@ from ui.patching_inputs import (
     best_corruption, candidates, default_corruption, flip_corruption, follow_default,
     open_chosen, open_patched_head, switch_model, token_count,
 )
+from ui.patching_change import change_lines
 from ui.patching_notes import clean_prompt, mismatch, top_head_line
 from ui.seq2seq_patching import render_seq2seq_patching
+from ui.patching_zoom import grid_columns
 from ui.sidebar import require_trace
 from ui.switch import needs_lm_head, offer_decoder
 from ui.text import md_escape
@@ -118,11 +120,15 @@ def _show_grids(r: dict, cfg, chart_prefix: str, text_key: str | None, heads_not
                                            "over all of them." if cosine else
                                            "only the position where the answer is read. The "
                                            "rows between show the information moving.")))
+    read = None if cosine else r["position"]
+    every = VIEW.key("all") if chart_prefix == "pt" else f"{chart_prefix}_all"
+    columns, zoom = grid_columns(len(labels), differ, read, _rows(cfg.n_layers), every)
     fig = residual_grid(r["resid"], labels, _rows(cfg.n_layers),
                         title="Metric recovered, patching the residual stream",
                         subtitle="rows = where in the stack; columns = positions" + (
-                            "" if cosine else "; outlined: where the metric is read"),
-                        marked_pos=None if cosine else r["position"], marked_cols=differ)
+                            "" if cosine else "; outlined: where the metric is read") + (
+                            f"; {zoom}" if zoom else ""),
+                        marked_pos=read, marked_cols=differ, columns=columns)
     st.plotly_chart(fig, key=f"{chart_prefix}_resid", config=chart_config("patching_residual"))
     if not cosine and differ == [r["position"]]:
         st.caption("The prompts differ only at the last position, where the answer is read, so "
@@ -219,6 +225,8 @@ def _prompts(selection, loaded) -> None:
         st.info("On this text no small change before the last token makes the model change "
                 "its guess for the next token, so both prompts would prefer the same answer. "
                 "The induction preset (button above) shows patching at its clearest.")
+    if corrupted.strip() and corrupted != clean:
+        st.markdown(change_lines(clean, corrupted))
     n_clean = token_count(loaded, clean)
     if not corrupted.strip():
         st.info("Type a corrupted prompt: the sidebar text with a word changed.")

@@ -25,12 +25,13 @@ from viz.attention import attention_heatmap
 from ui.callbacks import step_state
 from ui.charts import chart_config
 from ui.widgets import index_slider
+from ui.walkthrough_tokens import show_tokens
 from viz.labels import axis_labels, plain_text, visible_text
 from viz.numbers import percent
 from viz.style import HALF_PAGE_PX
 from viz.walkthrough import (
-    activation_scatter, allowed_matrix, layer_stack_heatmap, mask_matrix, scores_heatmap,
-    token_table, top_tokens_bar, values_heatmap,
+    activation_scatter, allowed_matrix, layer_stack_heatmap, mask_matrix, open_on_start,
+    scores_heatmap, top_tokens_bar, values_heatmap,
 )
 
 PREVIEW_ROWS, PREVIEW_COLS = 6, 8
@@ -205,9 +206,8 @@ def _figure(step: Step, trace: Trace, pick: dict, labels: list[str], model) -> N
     last = step.shown[-1]
     in_head = ", ".join(x for x in (f"layer {step.layer}, head {head}", where) if x)
     fig, fig2, note = None, None, ""
-    if step.figure == "tokens":
-        fig = token_table(trace.batch_tokens, trace.input_ids, trace.attention_mask,
-                          trace.token_type_ids if cfg.n_token_types else None)
+    if step.figure == "tokens":  # a table that scrolls and counts its rows
+        show_tokens(trace, bool(cfg.n_token_types))
     elif step.figure == "values" and last.dims[-2] in POS_DIMS:
         title = ", ".join(x for x in (f"{step.title}: {last.label}", where, f"head {head}"
                                       if "heads" in last.dims else "") if x)
@@ -244,6 +244,7 @@ def _figure(step: Step, trace: Trace, pick: dict, labels: list[str], model) -> N
         fig = top_tokens_bar(model.tokenizer.tokens(ids), probs,
                              f"Most likely next tokens after {plain_text(labels[position])}"
                              + (f", {where}" if where else ""))
+    fig, fig2 = (None if f is None else open_on_start(f, step.figure) for f in (fig, fig2))
     side_by_side = fig2 is not None and len(labels) <= SIDE_BY_SIDE_TOKENS
     # beside each other where both fit (a wide screen), else one under the other
     columns = (st.container(key="wide_wk_pair").columns(2) if side_by_side
@@ -313,7 +314,7 @@ def render() -> None:
     batch = trace.input_ids.shape[0]
     _describe(trace)
 
-    controls = st.columns([3, 3, 2, 2])
+    controls = st.columns([3, 3, 2])
     layer = index_slider(controls[0], "Layer", cfg.n_layers, key=VIEW.key("layer"),
                                help="Which layer the layer steps show.")
     head = index_slider(controls[1], "Head", cfg.n_heads, key=VIEW.key("head"),
@@ -322,8 +323,6 @@ def render() -> None:
     if batch > 1:
         item = controls[2].radio("Text", list(range(batch)), key="wk_item",
                                  format_func=lambda i: f"text {i + 1}", horizontal=True)
-    teacher = controls[3].toggle("Teacher's notes", key=VIEW.key("teacher"),
-                                 help="Add the longer explanation to every step.")
 
     steps = walkthrough(trace, layer)
     n_steps = len(steps)
@@ -332,21 +331,24 @@ def render() -> None:
     pick = {"batch": item, "heads": head, "kv_heads": head // (cfg.n_heads // cfg.n_kv_heads),
             "layer": layer + 1}
 
-    # The contents beside the step; on a narrow screen above it, in as many columns as fit
-    # (ui/page_style.py: containers keyed "sidenav_" and "contents_").
-    nav, body = st.container(key="sidenav_wk").columns([1, 3], gap="large")
-    with nav:
-        number = st.container(key="contents_wk").radio(
-            "Contents", list(range(1, n_steps + 1)), key=VIEW.key("step"),
-            format_func=lambda i: f"{i}. {steps[i - 1].title}")
+    # The contents folded into one box beside the buttons, so that on any screen the step and
+    # its buttons come first (a list of every step used to push them below the fold at 800 px).
+    bar = st.container(horizontal=True, vertical_alignment="bottom", gap="small",
+                       key="wk_bar")
+    bar.button("◀ Previous", key="wk_prev",
+               on_click=step_state(VIEW.key("step"), -1, 1, n_steps),
+               disabled=st.session_state[VIEW.key("step")] == 1)
+    bar.button("Next ▶", key="wk_next", on_click=step_state(VIEW.key("step"), 1, 1, n_steps),
+               disabled=st.session_state[VIEW.key("step")] == n_steps)
+    number = bar.selectbox(f"Contents: {n_steps} steps", list(range(1, n_steps + 1)),
+                           key=VIEW.key("step"), width=320,
+                           format_func=lambda i: f"{i}. {steps[i - 1].title}")
+    teacher = bar.toggle("Teacher's notes", key=VIEW.key("teacher"),
+                         help="Add the longer explanation to every step.")
     step = steps[number - 1]
+    body = st.container()
     with body:
-        bar = st.container(horizontal=True, vertical_alignment="center", gap="medium")
-        bar.button("◀ Previous", key="wk_prev",
-                   on_click=step_state(VIEW.key("step"), -1, 1, n_steps), disabled=number == 1)
-        bar.button("Next ▶", key="wk_next", on_click=step_state(VIEW.key("step"), 1, 1, n_steps),
-                   disabled=number == n_steps)
-        bar.caption(f"Step {number} of {n_steps} · {step.group}")
+        st.caption(f"Step {number} of {n_steps} · {step.group}")
         st.subheader(f"{number}. {step.title}")
         st.markdown(step.summary)
         if teacher:

@@ -149,6 +149,8 @@ ATTENTION_MODES = ("Raw attention", "Attention rollout")
 HEAD_STATS = ("entropy", "special", "first", "punctuation", "previous", "self", "next",
               "distance")
 EFFECT_STEPS = (4, 8, 16, 32, 64, 128, 256)
+EFFECT_MEASURES = ("attention", "rollout", "attention_norm", "gradient_x_input",
+                   "integrated_gradients", "occlusion")  # analysis/effect.py's METHODS
 
 PAGE_SPECS: tuple[PageSpec, ...] = (
     PageSpec("start", "start", "Start here", "Start", ":material/home:", lesson=False),
@@ -169,7 +171,8 @@ PAGE_SPECS: tuple[PageSpec, ...] = (
         _s("average", "bool", False, url="eavg"), _s("pos", "int", url="epos"),
         _s("steps", "choice", 64, EFFECT_STEPS, url="esteps"),
         _s("baseline", "choice", "pad", ("pad", "zero", "mask"), url="ebase"),
-        _s("occlusion", "choice", "remove", ("remove", "pad", "mask"), url="eocc"))),
+        _s("occlusion", "choice", "remove", ("remove", "pad", "mask"), url="eocc"),
+        _s("words", "choice", "integrated_gradients", EFFECT_MEASURES, url="ewords"))),
     PageSpec("heads", "heads", "Head statistics", "Explore", ":material/leaderboard:", "hs", (
         _s("stat", "choice", "entropy", HEAD_STATS, url="hstat"),)),
     PageSpec("compare", "compare", "Compare two inputs", "Explore",
@@ -204,7 +207,8 @@ PAGE_SPECS: tuple[PageSpec, ...] = (
                  _s("which", "choice", "first", ("first", "second"), url="pwhich"),
                  _s("len", "int", 10, minimum=4, maximum=24, url="plen"),
                  _s("seed", "int", 0, maximum=9999, url="pseed"),
-                 _s("seqs", "int", 16, minimum=1, maximum=32, url="pseqs"))),
+                 _s("seqs", "int", 16, minimum=1, maximum=32, url="pseqs"),
+                 _s("all", "bool", False, url="pall"))),
     PageSpec("walkthrough", "walkthrough", "Forward pass, step by step", "Learn",
              ":material/footprint:", "wk", (
                  _s("step", "int", 1, minimum=1), _s("layer", "layer", 0, url="wlayer"),

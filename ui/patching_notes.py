@@ -37,6 +37,7 @@ def mismatch(loaded, clean: str, corrupted: str, n_clean: int, n_corrupt: int) -
                           "corrupted": b + [""] * (n - len(b))})
     table["same"] = ["✓" if x == y else "✗" for x, y in zip(table["clean"], table["corrupted"])]
     st.dataframe(table, hide_index=True, key="pt_tokens", width="content")
+    st.caption(f"All {n} positions" + ("; scroll the table to see them all." if n > 10 else "."))
 
 
 def clean_prompt(selection, loaded, limit: int) -> str | None:

@@ -31,6 +31,14 @@ MIN_TEXT_PX = 13
 TICK_GAP_PX = 15  # neighbouring slanted tick labels at least this far apart (13 px text)
 TEXT_CELLS = 400  # more cells than this: no numbers (the hover has them)
 XGAP = 1  # px between cells
+# A grid whose columns would be narrower than ZOOM_BELOW_PX on the narrowest plot opens zoomed:
+# on the changed positions and the read one, ZOOM_CONTEXT positions either side, each column
+# ZOOM_CELL_PX wide, enough for its own slanted label; "⋯" columns stand for the rest.
+ZOOM_CELL_PX = TICK_GAP_PX
+ZOOM_BELOW_PX = 10  # ...a grid opens zoomed only when its columns would be narrower than this
+ZOOM_CONTEXT = 3
+CHANGED_COLOUR = "#e08000"  # the frame round a changed position's column
+GAP = None  # in a zoomed column list: the positions left out between two shown runs
 
 def position_labels(clean_tokens, corrupted_tokens, byte_level: bool = False) -> list[str]:
     """One HTML-safe label per position: "3·cat", or "3·cat→dog" where the prompts differ."""
@@ -56,13 +64,72 @@ def _scale(z: np.ndarray) -> dict:
     return dict(colorscale=DIVERGING, zmid=0, zmin=-top, zmax=top)
 
 
+def _left(rows: list[str]) -> int:
+    return max(20, label_margins(rows, [])["l"] - 40)  # no y-axis title: the row names say it
+
+
+def zoom_columns(n_pos: int, changed, read_pos: int | None, row_names,
+                 context: int = ZOOM_CONTEXT) -> list[int | None] | None:
+    """The columns to open a grid of `n_pos` positions on when they would not all be
+    ZOOM_BELOW_PX wide on the narrowest plot (then each is ZOOM_CELL_PX wide): each changed position and the read position
+    (`read_pos`, with the positions before it), `context` either side (less when that does not
+    fit), in order, with GAP where positions are left out. None when every column fits."""
+    rows = [escape(r) for r in check_tokens(row_names, "row_names")]
+    plot_px = FULL_PAGE_PX - _left(rows) - COLORBAR_MARGIN
+    if n_pos <= plot_px // ZOOM_BELOW_PX:
+        return None
+    fits = int(plot_px // ZOOM_CELL_PX)
+    anchors = [int(c) for c in changed if 0 <= int(c) < n_pos]
+    for near in range(context, -1, -1):
+        keep = {p for c in anchors for p in range(c - near, c + near + 1) if 0 <= p < n_pos}
+        if read_pos is not None and 0 <= read_pos < n_pos:
+            keep |= set(range(max(0, read_pos - near), read_pos + 1))
+        columns = _with_gaps(sorted(keep), n_pos)
+        if len(columns) <= fits:
+            break
+    return columns if keep and len(keep) < n_pos else None
+
+
+def _with_gaps(kept: list[int], n_pos: int) -> list[int | None]:
+    out: list[int | None] = []
+    for p in kept:
+        if (out and out[-1] is not GAP and p > out[-1] + 1) or (not out and p > 0):
+            out.append(GAP)
+        out.append(p)
+    if kept and kept[-1] < n_pos - 1:
+        out.append(GAP)
+    return out
+
+
+def _zoomed(z: np.ndarray, labels: list[str], columns):
+    """The grid's values and labels on `columns` (positions or GAP); a gap is an empty column
+    labelled with how many positions it stands for."""
+    shown = [p for p in columns if p is not GAP]
+    gaps, out_labels = [], []
+    for i, p in enumerate(columns):
+        if p is GAP:
+            before = next((q for q in reversed(columns[:i]) if q is not GAP), -1)
+            after = next((q for q in columns[i + 1:] if q is not GAP), len(labels))
+            out_labels.append(f"⋯ {after - before - 1} more")
+            gaps.append(i)
+        else:
+            out_labels.append(labels[p])
+    zz = np.full((z.shape[0], len(columns)), np.nan)
+    idx = [i for i, p in enumerate(columns) if p is not GAP]
+    zz[:, idx] = z[:, shown]
+    return zz, out_labels, gaps
+
+
 def residual_grid(values, labels, row_names, title: str, subtitle: str = "",
-                  marked_pos: int | None = None, marked_cols=()) -> go.Figure:
+                  marked_pos: int | None = None, marked_cols=(),
+                  columns: list[int | None] | None = None) -> go.Figure:
     """values: [rows, pos] metric recovered by patching the residual stream at (row, pos);
     labels: [pos] position labels (`position_labels`); row_names: [rows] plain text, top row
     first (the input of block 0). marked_pos: a column to outline (where the metric is read).
     marked_cols: columns whose labels are always shown (where the prompts differ), even when
     the other labels are thinned out (unless there are many of them).
+    columns: draw only these positions, in this order, GAP for an empty "⋯ N more" column
+    (`zoom_columns`); None: every position.
     """
     z = to_numpy(values, "values", ndim=2, dtype=np.float64)
     n_rows, n_pos = z.shape
@@ -71,10 +138,19 @@ def residual_grid(values, labels, row_names, title: str, subtitle: str = "",
     if len(labels) != n_pos or len(rows) != n_rows:
         raise ValueError(f"values are {n_rows} rows × {n_pos} positions but there are "
                          f"{len(rows)} row names and {len(labels)} labels")
-    left = max(20, label_margins(rows, [])["l"] - 40)  # no y-axis title: the row names say it
+    if columns is not None:
+        where = {p: i for i, p in enumerate(columns) if p is not GAP}
+        z, labels, gaps = _zoomed(z, labels, columns)
+        marked_pos = where.get(marked_pos)
+        marked_cols = [where[c] for c in marked_cols if c in where]
+        n_pos = len(columns)
+    else:
+        gaps = []
+    changed = [int(c) for c in marked_cols if 0 <= int(c) < n_pos]
+    left = _left(rows)
     cell_px = (FULL_PAGE_PX - left - COLORBAR_MARGIN) / n_pos  # on the narrowest plot
     angle = 90 if n_pos > MAX_TICKS else 60
-    groups = thin_ticks(n_pos, cell_px, angle, marked_pos, marked_cols)
+    groups = thin_ticks(n_pos, cell_px, angle, marked_pos, changed + gaps)
     ticks = [g[0] if len(g) == 1 else sum(g) / len(g) for g in groups]  # shared: between
     tick_text = [", ".join(labels[t] for t in g) for g in groups]
     text = cell_labels(z, cell_px)
@@ -89,6 +165,9 @@ def residual_grid(values, labels, row_names, title: str, subtitle: str = "",
     if marked_pos is not None and 0 <= marked_pos < n_pos:
         fig.add_shape(type="rect", x0=marked_pos - 0.5, x1=marked_pos + 0.5, y0=-0.5,
                       y1=n_rows - 0.5, line=dict(color="black", width=2))
+    for c in changed[:MAX_TICKS // 3]:  # where the prompts differ: a dashed orange frame
+        fig.add_shape(type="rect", x0=c - 0.5, x1=c + 0.5, y0=-0.5, y1=n_rows - 0.5,
+                      line=dict(color=CHANGED_COLOUR, width=2, dash="dot"))
     sub, top = subtitle_block(subtitle)
     margin = dict(label_margins(rows, tick_text, x_angle=angle), l=left)
     fig.update_layout(

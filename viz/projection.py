@@ -35,6 +35,18 @@ NARROW_FIGURE_PX = 440.0  # a page-wide figure in an 800 px window, where the le
 TICK_ANGLE = 60
 
 
+def named_words(named: int, total: int, what: str = "points") -> str:
+    """How many points carry their name on the plot: "12 of 325 points are named on the plot;
+    hover for the rest" (or "all 13 points are named")."""
+    if named >= total:
+        return f"all {total} {what} are named on the plot"
+    return f"{named} of {total} {what} are named on the plot; hover for the rest"
+
+
+def _with(subtitle: str, line: str) -> str:
+    return f"{subtitle}; {line}" if subtitle else line
+
+
 def _layout(fig: go.Figure, title: str, subtitle: str = "", height: int = 520,
             **rest) -> go.Figure:
     margin = rest.pop("margin", dict(l=60, r=30, t=90, b=50))
@@ -189,12 +201,13 @@ def projection_figure(coords, labels, color, color_title: str, title: str, subti
                                                           symbol="diamond"),
             hovertemplate=escape(path_title) + ", %{text}<extra></extra>"))
     legend = dict(title=dict(text=escape(color_title)), itemsizing="constant")
+    named = named_words(int(shown.sum()), len(c))
     if k == 3:
         fig.update_layout(scene=dict(xaxis_title=escape(axis_titles[0]),
                                      yaxis_title=escape(axis_titles[1]),
                                      zaxis_title=escape(axis_titles[2])))
-        return _layout(fig, title, subtitle, height=620, legend=legend)
-    return _layout(fig, title, subtitle, height=600, legend=legend,
+        return _layout(fig, title, _with(subtitle, named), height=620, legend=legend)
+    return _layout(fig, title, _with(subtitle, named), height=600, legend=legend,
                    xaxis=dict(title=dict(text=escape(axis_titles[0])), zeroline=False),
                    yaxis=dict(title=dict(text=escape(axis_titles[1])), zeroline=False))
 
@@ -236,7 +249,8 @@ def joint_qk_figure(q, k, top_key, labels, title: str, subtitle: str = "",
             textposition="top center", textfont=dict(size=11, color=colour),
             marker=dict(color=colour, size=9 if n <= 60 else 6, symbol=symbol),
             hovertemplate=hover + "<extra></extra>"))
-    return _layout(fig, title, subtitle, height=580,
+    named = named_words(int(shown.sum()), 2 * n, f"points ({n} queries, {n} keys)")
+    return _layout(fig, title, _with(subtitle, named), height=580,
                    xaxis=dict(title=dict(text=escape(axis_titles[0])), zeroline=False),
                    yaxis=dict(title=dict(text=escape(axis_titles[1])), zeroline=False),
                    legend=LEGEND_BELOW, margin=dict(l=60, r=30, t=90, b=100))

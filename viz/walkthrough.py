@@ -16,7 +16,7 @@ from .labels import axis_labels, looks_byte_level, token_label
 from .numbers import percent
 from .style import (COLORBAR_MARGIN, COLORSCALE, DIVERGING, MASKED_GREY, TEMPLATE,
                     figure_height, heatmap_size, label_margins, subtitle_block, to_numpy,
-                    top_margin)
+                    top_margin, wrap_lines)
 
 BLOCKED = np.finfo(np.float32).min / 2  # the model writes −∞ as float32's minimum
 MAX_VALUE_COLUMNS = 128  # value heatmaps show the first features only
@@ -270,4 +270,37 @@ def top_tokens_bar(tokens: list[str], probs, title: str) -> go.Figure:
                       xaxis=dict(title=dict(text="probability"), tickformat=".0%",
                                  range=[0, min(1.0, p.max() * 1.25 + 1e-9)]),
                       yaxis=dict(autorange="reversed", type="category"))
+    return fig
+
+
+# A long axis opens on its first WINDOW_CELLS entries: cells of about 15 px on the narrowest
+# plot (an 800 px window with the sidebar open), where all 325 would be 1 px slivers.
+WINDOW_CELLS = 20
+ZOOMED = {"values": "xy", "allowed": "xy", "scores": "xy", "mask": "xy", "pattern": "xy",
+          "stack": "x"}  # which axes of each step figure hold tokens or features
+
+
+def open_on_start(fig: go.Figure, kind: str) -> go.Figure:
+    """Open a step figure (`kind` as in ZOOMED) whose axes hold more than WINDOW_CELLS entries
+    on the first ones, labelled, with drag to move and double-click to see all; the subtitle
+    says what is shown. Other figures are returned as they are."""
+    axes = ZOOMED.get(kind, "")
+    if not axes or not fig.data or getattr(fig.data[0], "z", None) is None:
+        return fig
+    n_y, n_x = np.asarray(fig.data[0].z).shape
+    parts = []
+    if "x" in axes and n_x > WINDOW_CELLS:
+        fig.update_xaxes(range=[-0.5, WINDOW_CELLS - 0.5], autorange=False, showticklabels=True)
+        parts.append(f"the first {WINDOW_CELLS} of {n_x} columns")
+    if "y" in axes and n_y > WINDOW_CELLS:
+        fig.update_yaxes(range=[WINDOW_CELLS - 0.5, -0.5], autorange=False, showticklabels=True)
+        parts.append(f"the first {WINDOW_CELLS} of {n_y} rows")
+    if parts:
+        lines = wrap_lines("showing " + " and ".join(parts) + ": drag to move, double-click "
+                           "to see all")
+        old = fig.layout.title.subtitle.text or ""
+        fig.layout.title.subtitle.text = "<br>".join(([old] if old else [])
+                                                     + [html.escape(t) for t in lines])
+        fig.update_layout(dragmode="pan",
+                          margin=dict(t=(fig.layout.margin.t or 80) + 16 * len(lines)))
     return fig

@@ -36,7 +36,7 @@ def test_ablation_ranking_is_short_headed_sorted_by_size_and_names_its_count():
     assert np.all(np.diff(np.abs(effects)) <= 1e-12)  # largest change first, whatever its sign
     assert column["label"] == "1 − cosine (sentence)"  # short header; the long text is its help
     assert column["help"].startswith("how far the sentence's meaning vector turned")
-    assert any("The 10 heads whose removal" in c.value for c in at.caption)
+    assert any("The 10 of 72 heads whose removal" in c.value for c in at.caption)  # a cut said
 
 
 def test_ablation_ranking_on_a_decoder_sorts_by_absolute_change(tiny_dirs):
@@ -50,7 +50,8 @@ def test_ablation_ranking_on_a_decoder_sorts_by_absolute_change(tiny_dirs):
     n_heads = len(at.multiselect(key="abl_heads").options)
     assert len(effects) == min(10, n_heads)
     assert np.all(np.diff(np.abs(effects)) <= 1e-12)
-    first = f"All {n_heads} heads" if n_heads <= 10 else "The 10 heads whose removal"
+    first = f"All {n_heads} heads" if n_heads <= 10 else \
+        f"The 10 of {n_heads} heads whose removal"
     assert any(c.value.startswith(first + ", largest change first") for c in at.caption)
     assert column["label"] == "Δ loss (nats)" and "> 0: worse" in column["help"]
 

@@ -37,7 +37,7 @@ def _page(**params) -> AppTest:
 
 
 def _last_step(at: AppTest) -> AppTest:
-    at.radio(key="wk_step").set_value(len(at.radio(key="wk_step").options)).run()
+    at.selectbox(key="wk_step").set_value(len(at.selectbox(key="wk_step").options)).run()
     assert not at.exception, [e.value for e in at.exception]
     return at
 
@@ -125,8 +125,8 @@ def test_decoder_probabilities_are_percentages_in_table_and_bars():
 def test_a_mask_of_whole_numbers_reads_0_not_0_000():
     """The causal mask is 0 where a token may look and −∞ where not: "0", not "0.000"."""
     at = _page(model="tiny-chars")
-    step = next(i for i, o in enumerate(at.radio(key="wk_step").options, 1) if "Add the mask" in o)
-    at.radio(key="wk_step").set_value(step).run()
+    step = next(i for i, o in enumerate(at.selectbox(key="wk_step").options, 1) if "Add the mask" in o)
+    at.selectbox(key="wk_step").set_value(step).run()
     assert not at.exception
     mask = at.main.dataframe[0].value.to_numpy()
     assert set(mask.ravel()) == {"0", "−∞"}

@@ -56,7 +56,7 @@ def test_a_hostile_walkthrough_step_in_a_link_opens_the_page(step):
     at.run()
     switch(at, "walkthrough").run()
     assert not at.exception
-    assert at.radio(key="wk_step").value == 1
+    assert at.selectbox(key="wk_step").value == 1
 
 
 def test_every_extra_text_on_head_statistics_obeys_the_hosted_limit(hosted):

@@ -161,6 +161,7 @@ def test_a_decoder_gets_a_logit_difference_of_two_chosen_tokens():
     assert not at.exception
     answer, wrong = at.selectbox(key="pt_answer").value, at.selectbox(key="pt_wrong").value
     p = prepare(lm, text, corrupted, answer, wrong)
+    at.toggle(key="pt_all").set_value(True).run()  # 43 positions: it opened on the change
     np.testing.assert_allclose(_array(_charts(at)["pt_resid"]["data"][0]["z"]),
                                residual_patching(p), atol=1e-6)
     caption = _texts(at, "caption")
@@ -230,6 +231,8 @@ def test_a_long_decoder_text_is_patched_on_its_first_whole_words_with_one_messag
     assert "the next word would not fit whole" in warnings[0] or n == 64
     corrupted = at.text_input(key="pt_corrupt").value
     assert corrupted and token_count(lm, corrupted) == n
+    assert _array(_charts(at)["pt_resid"]["data"][0]["z"]).shape[1] < n  # zoomed on the change
+    at.toggle(key="pt_all").set_value(True).run()  # every position
     z = _array(_charts(at)["pt_resid"]["data"][0]["z"])
     assert z.shape[1] == n
     button = at.button(key="pt_shorten")

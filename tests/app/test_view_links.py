@@ -37,7 +37,8 @@ VIEWS: dict[str, dict[str, dict]] = {
         "tiny-reverse": {"layer": 0, "head": 1, "cross_layer": 0, "cross_head": 1},
     },
     "effect": {
-        "minilm": {"layer": 2, "head": 3, "steps": 16, "baseline": "zero", "occlusion": "mask"},
+        "minilm": {"layer": 2, "head": 3, "steps": 16, "baseline": "zero", "occlusion": "mask",
+                   "words": "gradient_x_input"},
         "tiny-chars": {"layer": 0, "head": 1, "pos": 3, "steps": 8},
         "tiny-induction": {"layer": 0, "average": True, "pos": 5},
     },
@@ -52,7 +53,7 @@ VIEWS: dict[str, dict[str, dict]] = {
     "patching": {
         "minilm": {"mode": "prompts", "corrupt": B},
         "tiny-chars": {"mode": "prompts", "corrupt": "The cat sat on the mat because it was cold.",
-                       "answer": 1, "wrong": 2},
+                       "answer": 1, "wrong": 2, "all": True},
         "tiny-induction": {"mode": "preset", "len": 8, "which": "second", "seed": 3, "seqs": 4},
     },
     "walkthrough": {m: {"step": 3, "layer": 1, "head": 1, "teacher": True} for m in MODELS},

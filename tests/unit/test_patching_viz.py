@@ -33,7 +33,9 @@ def test_the_grid_keeps_the_changed_position_labelled_and_checks_shapes():
     assert fig.layout.title.text == "&lt;i&gt;title&lt;/i&gt;"
     np.testing.assert_allclose(np.asarray(fig.data[0].z), z)
     assert fig.data[0].zmid == 0 and fig.data[0].zmax >= 1.2  # 1 = clean is always on the scale
-    assert len(fig.layout.shapes) == 1  # the metric's column is outlined
+    outlined = [s for s in fig.layout.shapes if s.line.color == "black"]
+    assert len(outlined) == 1 and outlined[0].x0 == 61.5  # the metric's column is outlined
+    assert [s.x0 for s in fig.layout.shapes if s.line.dash == "dot"] == [4.5]  # the change
     with pytest.raises(ValueError, match="row names"):
         residual_grid(z, labels[:-1], [f"row {i}" for i in range(7)], "t")
 
