@@ -24,8 +24,8 @@ from ui.patching_inputs import (
 )
 from ui.patching_change import change_lines
 from ui.patching_notes import clean_prompt, mismatch, top_head_line
-from ui.seq2seq_patching import render_seq2seq_patching
 from ui.patching_zoom import grid_columns
+from ui.seq2seq_patching import render_seq2seq_patching
 from ui.sidebar import require_trace
 from ui.switch import needs_lm_head, offer_decoder
 from ui.text import md_escape
