@@ -8,7 +8,7 @@ import streamlit as st
 from analysis.head_stats import head_statistics
 from analysis.qk import qk_breakdown
 from analysis.rollout import attention_rollout, drop_special, head_average
-from ui.alphabet import show_unknown_note
+from ui.alphabet import read_text, show_unknown_note_read
 from ui.attention_window import label_note, window_control
 from ui.cache import shared
 from ui.charts import chart_config
@@ -260,7 +260,7 @@ def render() -> None:
         f"{cfg.d_model} numbers (d_model); each head works on {cfg.d_head} of them (d_head). "
         "The weights of a row come from a softmax over the keys."
     )
-    show_unknown_note(selection)
+    show_unknown_note_read(selection, read_text(selection.text, trace))  # what it read
     if trace.kind == "foreign":  # Hugging Face's own code: attention only (model/foreign.py)
         st.info(md_escape(selection.model.pages_note))
     else:  # the effect page needs the engine's own code

@@ -11,7 +11,7 @@ from analysis.cost import effect_plan, largest_chunk
 from analysis.effect import MAX_OCCLUSION_TOKENS, METHODS, all_heads
 from analysis.effect_target import make_target, special_token_id, visible_length
 from analysis.gradients import MAX_GRADIENT_TOKENS, MAX_IG_BATCH_TOKENS, MAX_IG_STEPS
-from ui.alphabet import show_unknown_note
+from ui.alphabet import show_unknown_note_read
 from ui.cache import get_model, shared
 from ui.callbacks import pick_head
 from ui.charts import chart_config
@@ -292,7 +292,7 @@ def render() -> None:
     position = _position(labels, cfg.causal)
     target = _target(selection.model_name, selection.text, second, position)
     st.markdown(f"**Target:** {md_escape(target.label)}")
-    show_unknown_note(selection)
+    show_unknown_note_read(selection, selection.text[:tokens])  # one token a character
     if not cfg.causal and selection.pair:
         st.caption("The second sentence is only the point of comparison here: the tokens "
                    "measured are those of the first text.")

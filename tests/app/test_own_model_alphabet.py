@@ -46,7 +46,7 @@ def test_compare_names_the_characters_of_text_b_the_model_cannot_read():
     assert "does not know" in said and "“.”" in said, said
 
 
-@pytest.mark.parametrize("page", ["logit-lens", "compare"])
+@pytest.mark.parametrize("page", ["logit-lens", "compare", "attention", "effect"])
 def test_characters_past_the_context_are_not_named(page):
     """tiny-induction reads 48 characters: a capital after them never reaches the model, so
     the line does not name it; one inside them is named."""
