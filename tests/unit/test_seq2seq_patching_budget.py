@@ -1,5 +1,5 @@
-"""Encoder–decoder patching and the working memory (analysis/cost.py, analysis/seq2seq_patching.py):
-the plan grows with the source and the output, its chunks fit the allowance, and grids run in
+"""Encoder–decoder patching and the working memory (analysis/cost.py and
+analysis/seq2seq_patching.py): the plan grows with the source and the output, its chunks fit the allowance, and grids run in
 small chunks equal the grids run in one piece, with progress counted cell by cell."""
 
 from __future__ import annotations
