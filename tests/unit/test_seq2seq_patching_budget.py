@@ -1,6 +1,7 @@
 """Encoder–decoder patching and the working memory (analysis/cost.py and
-analysis/seq2seq_patching.py): the plan grows with the source and the output, its chunks fit the allowance, and grids run in
-small chunks equal the grids run in one piece, with progress counted cell by cell."""
+analysis/seq2seq_patching.py): the plan grows with the source and the output, its chunks fit
+the allowance, and grids run in small chunks equal the grids run in one piece, with progress
+counted cell by cell."""
 
 from __future__ import annotations
 
