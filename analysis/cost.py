@@ -216,6 +216,64 @@ def full_run_plan(cfg, n_pos: int, batch: int = 1) -> Plan:
     return Plan(size, size, forward_seconds(cfg, n_pos, batch))
 
 
+# ------------------------------------------------------------- encoder–decoder patching
+def decoder_elements(dec_cfg, n_src: int, n_out: int) -> int:
+    """Peak elements of an encoder–decoder's decoder reading `n_out` tokens over an encoded
+    source of `n_src`, no grad, per batch item: inside one layer the larger of its
+    self-attention [head, out, out] and its cross-attention [head, out, src] tensors (five at
+    once, as in `forward_elements`), residuals, MLP and mask; the memory with cross-attention's
+    keys and values [src, d_model]; the logits [out, vocab] of every position (twice: a bias
+    added to them)."""
+    _, resid, mlp, mask = _sizes(dec_cfg, n_out)
+    attn = 5 * dec_cfg.n_heads * n_out * max(n_out, n_src)
+    return attn + 8 * resid + mlp + mask + 3 * n_src * dec_cfg.d_model \
+        + 2 * n_out * dec_cfg.d_vocab
+
+
+def seq2seq_patching_bytes(cfg, dec_cfg, n_src: int, n_out: int, copies: int,
+                           encoder: bool) -> int:
+    """One chunk of an encoder–decoder's patching grid, `copies` patched copies at once: the
+    encoder grid runs the encoder from one layer on and then the decoder; the decoder grids
+    (heads, residual stream) run the decoder alone."""
+    dec = decoder_elements(dec_cfg, n_src, n_out)
+    if encoder:
+        per_copy = max(forward_elements(cfg, n_src), dec) + 4 * n_src * cfg.d_model
+    else:
+        per_copy = dec + 4 * n_out * dec_cfg.d_model
+    return _bytes(copies * per_copy)
+
+
+def seq2seq_chunk(cfg, dec_cfg, n_src: int, n_out: int, most: int, encoder: bool,
+                  allowance: int | None = None) -> int:
+    """Patched copies per pass of an encoder–decoder's grid: as many as fit `allowance`."""
+    budget = DEFAULT_ALLOWANCE if allowance is None else allowance
+    return largest_chunk(lambda b: seq2seq_patching_bytes(cfg, dec_cfg, n_src, n_out, b,
+                                                          encoder), budget, most)
+
+
+def seq2seq_patching_plan(cfg, dec_cfg, n_src: int, n_out: int,
+                          allowance: int | None = None) -> Plan:
+    """The encoder–decoder patching page's grids for a source of `n_src` tokens and an output
+    of `n_out` (the decoder reads up to the metric's position, unknown before the two runs:
+    all `n_out` are counted). Both runs' kept activations are held (encoder: block inputs,
+    outputs and z; decoder: block inputs, the last output, self- and cross-attention z); the
+    two full runs keep their logits and float64 copies while the metric is chosen."""
+    enc_resid, dec_resid = _sizes(cfg, n_src)[1], _sizes(dec_cfg, n_out)[1]
+    held = _bytes(2 * (3 * cfg.n_layers * enc_resid + (3 * dec_cfg.n_layers + 1) * dec_resid))
+    runs = _bytes(max(forward_elements(cfg, n_src), decoder_elements(dec_cfg, n_src, n_out))
+                  + 6 * n_out * dec_cfg.d_vocab)
+
+    def peak(enc_copies: int, dec_copies: int) -> int:
+        return held + max(runs, seq2seq_patching_bytes(cfg, dec_cfg, n_src, n_out, enc_copies,
+                                                       True),
+                          seq2seq_patching_bytes(cfg, dec_cfg, n_src, n_out, dec_copies, False))
+
+    most = peak(seq2seq_chunk(cfg, dec_cfg, n_src, n_out, n_src, True, allowance),
+                seq2seq_chunk(cfg, dec_cfg, n_src, n_out, max(n_out, dec_cfg.n_heads), False,
+                              allowance))
+    return Plan(most, peak(1, 1), seq2seq_patching_seconds(cfg, dec_cfg, n_src, n_out))
+
+
 # ---------------------------------------------------------------------------------- time
 def matmul_work(cfg, n_pos: int) -> float:
     """Multiply-adds of the matrix multiplies of one forward pass of one text (q, k, v and
@@ -259,3 +317,23 @@ def patching_seconds(cfg, n_pos: int) -> float:
     """Both grids: half the model per cell of the residual grid and of the head grid."""
     cells = (cfg.n_layers + 1) * n_pos + cfg.n_layers * cfg.n_heads
     return forward_seconds(cfg, n_pos, 2 + cells // 2)
+
+
+def decoder_seconds(dec_cfg, n_src: int, n_out: int, batch: int = 1) -> float:
+    """An encoder–decoder's decoder over an encoded source: its own layers, cross-attention's
+    projections and [head, out, src] tensors, and the logits."""
+    d, dh, h = dec_cfg.d_model, dec_cfg.d_head, dec_cfg.n_heads
+    macs = dec_cfg.n_layers * 2 * (n_src + n_out) * d * dh * h + n_out * d * dec_cfg.d_vocab
+    cross = dec_cfg.n_layers * h * n_out * n_src
+    return forward_seconds(dec_cfg, n_out, batch) + batch * (
+        macs / MACS_PER_SECOND + cross * ATTENTION_SECONDS)
+
+
+def seq2seq_patching_seconds(cfg, dec_cfg, n_src: int, n_out: int) -> float:
+    """Two full runs; per encoder cell half the encoder and the whole decoder; per cell of the
+    two head grids and of the decoder's residual grid the whole decoder."""
+    decoder = decoder_seconds(dec_cfg, n_src, n_out)
+    encoder = forward_seconds(cfg, n_src)
+    enc_cells = (cfg.n_layers + 1) * n_src
+    dec_cells = 2 * dec_cfg.n_layers * dec_cfg.n_heads + (dec_cfg.n_layers + 1) * n_out
+    return 2 * (encoder + decoder) + enc_cells * (encoder / 2 + decoder) + dec_cells * decoder

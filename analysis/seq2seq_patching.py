@@ -30,7 +30,8 @@ import torch
 from model.hook_names import hook_names
 from model.hooks import caching_hook, hooks
 
-from .patching import MAX_GRID_CELLS, MAX_PATCH_TOKENS, MIN_GAP, default_pair, patch_chunk
+from .cost import seq2seq_chunk
+from .patching import MAX_GRID_CELLS, MAX_PATCH_TOKENS, MIN_GAP, default_pair
 from .seq2seq_runs import as_row, decoder_names, decoder_run, is_seq2seq
 
 MAX_OUT_TOKENS = 64  # decoder positions patched
@@ -147,20 +148,38 @@ def _decode(p: Seq2SeqPatching, memory: torch.Tensor, fwd_hooks=()) -> torch.Ten
     return _metric(p, logits)
 
 
-def _progress(progress, done: int, total: int) -> None:
-    if progress is not None:
-        progress(done, total)
+Progress = Callable[[int, int], None]
 
 
-def encoder_residual_patching(p: Seq2SeqPatching, progress: Callable | None = None,
-                              chunk: int | None = None) -> np.ndarray:
+def _counter(progress: Progress | None, total: int) -> Callable[[int], None]:
+    """A function that adds n cells done and tells progress(done, total)."""
+    done = [0]
+
+    def tick(n: int) -> None:
+        done[0] += n
+        if progress is not None:
+            progress(done[0], total)
+    return tick
+
+
+def _chunk(p: Seq2SeqPatching, most: int, encoder: bool, allowance: int | None) -> int:
+    """Patched copies per pass that fit `allowance` bytes (analysis/cost.py; the decoder reads
+    up to the metric's position)."""
+    return seq2seq_chunk(p.loaded.cfg, p.loaded.model.dec_cfg, p.n_src, p.position + 1, most,
+                         encoder, allowance)
+
+
+def encoder_residual_patching(p: Seq2SeqPatching, progress: Progress | None = None,
+                              chunk: int | None = None,
+                              allowance: int | None = None) -> np.ndarray:
     """[enc_layers + 1, src_pos]: row l < n is encoder block l's input, the last row the last
     block's output; each cell's patch is run through the rest of the encoder and the decoder.
-    Up to `chunk` patched copies per pass (default: as many as fit patching's working-memory
-    allowance, analysis/cost.py)."""
+    Up to `chunk` patched copies per pass (default: as many as fit `allowance` bytes of working
+    memory, analysis/cost.py); progress(cells done, cells)."""
     model, cfg = p.loaded.model, p.loaded.cfg
     names = hook_names(cfg)
-    chunk = chunk or patch_chunk(cfg, p.n_src, most=p.n_src)
+    chunk = chunk or _chunk(p, p.n_src, True, allowance)
+    tick = _counter(progress, (cfg.n_layers + 1) * p.n_src)
     grid = torch.zeros(cfg.n_layers + 1, p.n_src, dtype=torch.float64)  # [row, src_pos]
     for row in range(cfg.n_layers + 1):
         name = names.resid(min(row, cfg.n_layers - 1), "pre" if row < cfg.n_layers else "post")
@@ -172,34 +191,44 @@ def encoder_residual_patching(p: Seq2SeqPatching, progress: Callable | None = No
             with torch.no_grad():
                 out = model.forward_from(min(row, cfg.n_layers), x, mask)
             grid[row, pos] = _decode(p, out.final)
-        _progress(progress, row + 1, cfg.n_layers + 1)
+            tick(pos.numel())
     return p.normalise(grid).numpy()
 
 
-def _head_grid(p: Seq2SeqPatching, get_name: Callable[[int], str], memory) -> np.ndarray:
+def _head_grid(p: Seq2SeqPatching, get_name: Callable[[int], str], memory, chunk: int,
+               tick: Callable[[int], None]) -> np.ndarray:
     dec_cfg = p.loaded.model.dec_cfg
     grid = torch.zeros(dec_cfg.n_layers, dec_cfg.n_heads, dtype=torch.float64)
-    heads = torch.arange(dec_cfg.n_heads)  # [head]: one patched copy per head
     for layer in range(dec_cfg.n_layers):
         clean_z = p.clean[get_name(layer)]  # [1, head, out_pos, d_head]
+        for start in range(0, dec_cfg.n_heads, chunk):
+            heads = torch.arange(start, min(start + chunk, dec_cfg.n_heads))  # one copy each
 
-        def patch(z: torch.Tensor, _name: str, clean_z=clean_z) -> torch.Tensor:
-            out = z.clone()  # [head (copies), head, out_pos, d_head]
-            out[heads, heads] = clean_z[0, heads, :out.shape[2]]  # up to the metric's position
-            return out
+            def patch(z: torch.Tensor, _name: str, clean_z=clean_z, heads=heads):
+                out = z.clone()  # [b (copies), head, out_pos, d_head]
+                # up to the metric's position
+                out[torch.arange(heads.numel()), heads] = clean_z[0, heads, :out.shape[2]]
+                return out
 
-        grid[layer] = _decode(p, memory.expand(dec_cfg.n_heads, -1, -1),
-                              [(get_name(layer), patch)])
+            grid[layer, heads] = _decode(p, memory.expand(heads.numel(), -1, -1),
+                                         [(get_name(layer), patch)])
+            tick(heads.numel())
     return p.normalise(grid).numpy()
 
 
-def decoder_head_patching(p: Seq2SeqPatching) -> tuple[np.ndarray, np.ndarray]:
+def decoder_head_patching(p: Seq2SeqPatching, progress: Progress | None = None,
+                          chunk: int | None = None,
+                          allowance: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(self [dec_layers, heads], cross [dec_layers, heads]): one decoder head's output z at
-    every decoder position put back from the clean run, over the corrupted source."""
-    names = decoder_names(p.loaded)
+    every decoder position put back from the clean run, over the corrupted source. Up to
+    `chunk` heads per pass (default: as many as fit `allowance`); progress(cells done, cells)
+    over both grids."""
+    names, dec_cfg = decoder_names(p.loaded), p.loaded.model.dec_cfg
+    chunk = chunk or _chunk(p, dec_cfg.n_heads, False, allowance)
+    tick = _counter(progress, 2 * dec_cfg.n_layers * dec_cfg.n_heads)
     memory = _corrupted_memory(p)
-    return (_head_grid(p, lambda layer: names.attn(layer, "z"), memory),
-            _head_grid(p, lambda layer: names.cross_attn(layer, "z"), memory))
+    return (_head_grid(p, lambda layer: names.attn(layer, "z"), memory, chunk, tick),
+            _head_grid(p, lambda layer: names.cross_attn(layer, "z"), memory, chunk, tick))
 
 
 def _corrupted_memory(p: Seq2SeqPatching) -> torch.Tensor:
@@ -208,24 +237,32 @@ def _corrupted_memory(p: Seq2SeqPatching) -> torch.Tensor:
     return memory  # [1, src_pos, d_model]
 
 
-def decoder_residual_patching(p: Seq2SeqPatching) -> np.ndarray:
+def decoder_residual_patching(p: Seq2SeqPatching, progress: Progress | None = None,
+                              chunk: int | None = None,
+                              allowance: int | None = None) -> np.ndarray:
     """[dec_layers + 1, out_pos]: the decoder's residual stream at one (layer, position) put
-    back from the clean run (row l < n: block l's input; last row: the last block's output)."""
+    back from the clean run (row l < n: block l's input; last row: the last block's output).
+    Up to `chunk` positions per pass (default: as many as fit `allowance`); progress(cells
+    done, cells)."""
     names, n_layers = decoder_names(p.loaded), p.loaded.model.dec_cfg.n_layers
     n_out, n_read = p.dec_ids.shape[1], p.position + 1
-    # [position + 1 (copies), src, d_model]: a patch after the metric's position changes nothing
-    # (the decoder is causal), so those cells stay at 0, the corrupted run's value
-    memory = _corrupted_memory(p).expand(n_read, -1, -1)
+    chunk = chunk or _chunk(p, n_read, False, allowance)
+    tick = _counter(progress, (n_layers + 1) * n_read)
+    memory = _corrupted_memory(p)  # [1, src, d_model]
+    # a patch after the metric's position changes nothing (the decoder is causal), so those
+    # cells stay at 0, the corrupted run's value
     grid = torch.full((n_layers + 1, n_out), p.corrupted_value, dtype=torch.float64)
-    pos = torch.arange(n_read)
     for row in range(n_layers + 1):
         name = names.resid(row, "pre") if row < n_layers else names.resid(n_layers - 1, "post")
         clean = p.clean[name]  # [1, out_pos, d_model]
+        for start in range(0, n_read, chunk):
+            pos = torch.arange(start, min(start + chunk, n_read))  # [b]: one copy per position
 
-        def patch(x: torch.Tensor, _name: str, clean=clean) -> torch.Tensor:
-            out = x.clone()  # [out_pos (copies), out_pos, d_model]
-            out[pos, pos] = clean[0, pos]
-            return out
+            def patch(x: torch.Tensor, _name: str, clean=clean, pos=pos) -> torch.Tensor:
+                out = x.clone()  # [b (copies), position + 1, d_model]
+                out[torch.arange(pos.numel()), pos] = clean[0, pos]
+                return out
 
-        grid[row, :n_read] = _decode(p, memory, [(name, patch)])
+            grid[row, pos] = _decode(p, memory.expand(pos.numel(), -1, -1), [(name, patch)])
+            tick(pos.numel())
     return p.normalise(grid).numpy()

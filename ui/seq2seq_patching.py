@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import streamlit as st
 
+from analysis.cost import seq2seq_patching_plan
 from analysis.patching import MAX_PATCH_TOKENS
 from analysis.seq2seq_patching import (MAX_OUT_TOKENS, decoder_head_patching,
                                        decoder_residual_patching, encoder_residual_patching,
                                        prepare_seq2seq)
 from ui.cache import cached_run, get_model, shared
 from ui.charts import chart_config
+from ui.heavy import allowance, cost_words, refusal, room_for
 from ui.patching_inputs import default_corruption, follow_default, token_count
 from ui.patching_notes import clean_prompt, mismatch
 from ui.text import md_escape
@@ -26,18 +28,33 @@ RECOVERED = ("Each cell: how much of the clean answer comes back when that one p
              "corrupted run is put back from the clean run (0 = as corrupted, 1 = as clean).")
 
 
+def _plan(loaded, n_src: int, n_out: int):
+    return seq2seq_patching_plan(loaded.cfg, loaded.model.dec_cfg, n_src, n_out, allowance())
+
+
 @shared("seq2seq_patching")
-def _patch(model_name: str, clean: str, corrupted: str, dec_ids: tuple) -> dict:
+def _patch(model_name: str, clean: str, corrupted: str, dec_ids: tuple, _bar) -> dict:
     loaded = get_model(model_name)
     a, b = (loaded.encode(t).input_ids[0] for t in (clean, corrupted))
-    p = prepare_seq2seq(loaded, a, b, list(dec_ids))
-    own, cross = decoder_head_patching(p)
+    dec_cfg = loaded.model.dec_cfg
+    with room_for(_plan(loaded, a.numel(), len(dec_ids))) as held:
+        p = prepare_seq2seq(loaded, a, b, list(dec_ids))
+        n_enc = (loaded.cfg.n_layers + 1) * p.n_src
+        n_heads = 2 * dec_cfg.n_layers * dec_cfg.n_heads
+        total = n_enc + n_heads + (dec_cfg.n_layers + 1) * (p.position + 1)
+
+        def bar(before: int):
+            return lambda d, _t: _bar.progress((before + d) / total,
+                                               text=f"{before + d}/{total} patches")
+
+        encoder = encoder_residual_patching(p, bar(0), allowance=held)
+        own, cross = decoder_head_patching(p, bar(n_enc), allowance=held)
+        decoder = decoder_residual_patching(p, bar(n_enc + n_heads), allowance=held)
     tok = loaded.tokenizer
-    return dict(encoder=encoder_residual_patching(p), decoder=decoder_residual_patching(p),
-                own=own, cross=cross, clean_tokens=tok.tokens(a.tolist()),
-                corrupted_tokens=tok.tokens(b.tolist()), dec_tokens=tok.tokens(list(dec_ids)),
-                position=p.position, answer=p.answer, wrong=p.wrong,
-                clean_value=p.clean_value, corrupted_value=p.corrupted_value)
+    return dict(encoder=encoder, decoder=decoder, own=own, cross=cross,
+                clean_tokens=tok.tokens(a.tolist()), corrupted_tokens=tok.tokens(b.tolist()),
+                dec_tokens=tok.tokens(list(dec_ids)), position=p.position, answer=p.answer,
+                wrong=p.wrong, clean_value=p.clean_value, corrupted_value=p.corrupted_value)
 
 
 def letter_changed(loaded, text: str) -> str:
@@ -139,16 +156,24 @@ def render_seq2seq_patching(selection, view) -> None:
     cfg, dec_cfg = loaded.cfg, loaded.model.dec_cfg
     work = ((cfg.n_layers + 1) * n_clean + (dec_cfg.n_layers + 1) * len(dec)
             + 2 * dec_cfg.n_layers * dec_cfg.n_heads) * (n_clean + len(dec))
-    key = (selection.model_name, clean, corrupted)
-    if work > AUTO_WORK and st.session_state.get("_pt_s2s_ran") != key and not st.button(
-            "Patch every cell", key="pt_s2s_run", type="primary"):
+    plan = _plan(loaded, n_clean, len(dec))
+    why = refusal(plan)
+    if why:  # even its smallest pieces never fit this server: nothing to click
+        st.info(why)
         return
+    key = (selection.model_name, clean, corrupted)
+    if work > AUTO_WORK and st.session_state.get("_pt_s2s_ran") != key:
+        st.caption(f"Patching every cell takes {cost_words(plan)}.")
+        if not st.button("Patch every cell", key="pt_s2s_run", type="primary"):
+            return
     st.session_state["_pt_s2s_ran"] = key
+    bar = st.empty()
     try:
-        with st.spinner("Patching…"):
-            r = _patch(selection.model_name, clean, corrupted, tuple(dec))
+        r = _patch(selection.model_name, clean, corrupted, tuple(dec), bar)
     except ValueError as exc:
+        bar.empty()
         st.warning(md_escape(str(exc)))
         return
+    bar.empty()
     st.caption(_metric_line(r, loaded.tokenizer))
     _grids(r, loaded)
