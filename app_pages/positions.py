@@ -375,3 +375,36 @@ def render() -> None:
 
     # ------------------------------------------------------------------------- comparison
     _costs(t, lm, cfg, own_params)
+
+
+def figure(name: str) -> None:
+    """A lesson step's one figure (teaching/figures.py), cosine similarity of positions: against
+    their distance ("distance", both tables in one plot), or position × position ("similarity")."""
+    selection = st.session_state["selection"]
+    trace = require_trace(selection)
+    lm, cfg, model_name = selection.model, trace.cfg, shown_model_name(selection.model_name)
+    if cfg.positions == "relative":
+        show_relative_bias(lm)
+        return
+    own_max = MAX_POSITIONS if cfg.positions == "rotary" else min(MAX_POSITIONS, cfg.n_ctx)
+    width = (cfg.rotary_dim or cfg.d_head) if cfg.positions == "rotary" else cfg.d_model
+    n_pos = VIEW.setdefault("n_positions", min(128, own_max))
+    d_model = VIEW.setdefault("d_model", width if width % 2 == 0 and width <= MAX_D_MODEL else 128)
+    own, own_kind, _source, _params = _own_table(lm, selection.model_name, min(n_pos, own_max))
+    label = {"learned": "learned table", "sinusoidal": "fixed sinusoidal table",
+             "rotary": "rotary rotations"}[own_kind]
+    sin_sim, sin_decay = _similarities(_sinusoidal(n_pos, d_model), ("sin", n_pos, d_model),
+                                       "cosine")
+    own_sim, own_decay = _similarities(own, (selection.model_name, own_kind, len(own)), "cosine")
+    if name == "similarity":
+        left, right = st.container(key="wide_pos_similarity").columns(2)
+        left.plotly_chart(similarity_heatmap(sin_sim, "Sinusoidal: position × position cosine",
+                                             cosine=True), key="pos_sin_sim", config=_config())
+        right.plotly_chart(similarity_heatmap(own_sim, f"{model_name}: position × position "
+                                              "cosine", label, cosine=True),
+                           key="pos_model_sim", config=_config())
+        return
+    st.plotly_chart(distance_curves(
+        {"sinusoidal": sin_decay, f"{model_name} ({label})": own_decay},
+        "Average cosine similarity against distance",
+        "the mean over all pairs of positions that far apart"), key="pos_decay", config=_config())
