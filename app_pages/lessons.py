@@ -139,14 +139,15 @@ def _step(lesson: Lesson, number: int) -> None:
                     if focused(step) else (st.container(), st.container()))
     with words:
         answered = _words(lesson, number, step, settings, texts)
+        if answered:  # the rest of the page, in the step's view
+            st.link_button("Open the full page ↗", view.to_link(_server()),
+                           help="This page with every view and control, in the same model, "
+                           "text and settings, in a new tab, to explore freely.")
     with shown:
         if answered:
             keep_settings(lesson.id, number, step, settings)
             with st.container(key="lesson_figure"):
                 draw_figure(step)
-            st.link_button("Open the full page ↗", view.to_link(_server()),
-                           help="This page with every view and control, in the same model, "
-                           "text and settings, in a new tab, to explore freely.")
             step_done(lesson.id, number, texts["title"])
         elif focused(step):
             st.caption("The figure appears here once you have answered.")
