@@ -31,9 +31,10 @@ from ui.text import md_escape
 
 def _lesson_list() -> None:
     st.title("Lessons", anchor=False)
-    st.markdown("Short guided tours. Each step opens a page of the app, already set up, with a "
-                "few lines on what to look at. Some steps ask you to **guess first**: the answer "
-                "appears only after you have made your guess.")
+    st.markdown("Short guided tours. Each step shows one figure of the app, already set up, "
+                "with a few lines on what to look at, and opens the full page when you want "
+                "more. Some steps ask you to **guess first**: the answer appears only after you "
+                "have made your guess. Your progress is kept until you close or reload this tab.")
     lessons, broken = catalogue()
     for lesson in lessons.values():
         with st.container(border=True):

@@ -374,7 +374,8 @@ def render() -> None:
 
 
 def figure(name: str) -> None:
-    """A lesson step's one figure (teaching/figures.py): positions' cosine similarity."""
+    """A lesson step's one figure (teaching/figures.py): the cosine similarity of positions, by
+    distance for both tables, or position × position for the model's own."""
     selection = st.session_state["selection"]
     cfg, key = require_trace(selection).cfg, selection.model_name
     if cfg.positions == "relative":
@@ -391,9 +392,5 @@ def figure(name: str) -> None:
             {"sinusoidal": sin[1], f"{model_name} ({label})": mine[1]}, "Average cosine "
             "similarity against distance", "the mean over all pairs of positions that far apart"),
             key="pos_decay", config=_config())
-    left, right = st.container(key="wide_pos_similarity").columns(2)
-    left.plotly_chart(similarity_heatmap(sin[0], "Sinusoidal: position × position cosine",
-                                         cosine=True), key="pos_sin_sim", config=_config())
-    right.plotly_chart(similarity_heatmap(mine[0], f"{model_name}: position × position cosine",
-                                          label, cosine=True), key="pos_model_sim",
-                       config=_config())
+    st.plotly_chart(similarity_heatmap(mine[0], f"{model_name}: position × position cosine",
+                                       label, cosine=True), key="pos_model_sim", config=_config())

@@ -14,7 +14,7 @@ FIGURES: dict[str, dict[str, str]] = {
     "heads": {"grid": "one number per head, every head at once"},
     "walkthrough": {"step": "the step of the forward pass: its tensors and its figure"},
     "positions": {"distance": "how alike positions are, against their distance",
-                  "similarity": "position × position similarity, both tables"},
+                  "similarity": "position × position similarity of the model's own"},
     "training": {"run": "a training run of the step's task, with its live figures"},
 }
 

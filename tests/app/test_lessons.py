@@ -37,7 +37,7 @@ FIGURE_CHARTS = {("attention", "heatmap"): {"attn_heatmap"},
                  ("attention", "cross-attention"): {"attn_cross"},
                  ("heads", "grid"): {"hs_grid"}, ("walkthrough", "step"): {"wk_fig", "wk_fig2"},
                  ("positions", "distance"): {"pos_decay"},
-                 ("positions", "similarity"): {"pos_sin_sim", "pos_model_sim"},
+                 ("positions", "similarity"): {"pos_model_sim"},
                  ("training", "run"): set()}  # nothing until the learner starts a run
 QUESTION_CHART = "lesson_cell_chart"
 
