@@ -85,3 +85,20 @@ def test_lesson_one_adds_up_a_row_that_is_spread_out():
     assert float(a[1:-1].max(-1).values.max()) < 0.5  # no word's row is one square and zeros
     said = page_text(at, ("success",))
     assert "biggest squares hold" in said and "in all" in said, said
+
+
+def test_a_training_step_starts_its_tasks_run_at_the_shipped_size():
+    from ui.training_runs import DEFAULT_SNAPSHOT_EVERY
+
+    at = open_lesson("cross-attention", 3)
+    assert not at.exception, at.exception
+    assert at.button(key="train_start").label == "Start training"
+    at.button(key="train_start").click().run()
+    assert not at.exception, at.exception
+    run = at.session_state["train_run"]
+    try:
+        assert run.task.key == "reverse"  # the step's task, not the page's default
+        assert run.settings.snapshot_every == DEFAULT_SNAPSHOT_EVERY
+        assert "train_every" not in at.session_state  # the page's own slider keeps its default
+    finally:
+        run.discard()
