@@ -289,3 +289,37 @@ def render() -> None:
                         width="content")
     check_numbers(selection, "attn")
 
+
+
+def figure(name: str) -> None:
+    """A lesson step's one figure (teaching/figures.py), in the step's view: the heatmap of its
+    head (or of its mode: average, rollout), or the decoder's cross-attention; no controls."""
+    selection = st.session_state["selection"]
+    trace = require_trace(selection)
+    if name == "cross-attention" and trace.kind == "encoder_decoder":
+        layer, head = VIEW.setdefault("cross_layer", trace.dec_cfg.n_layers - 1), \
+            VIEW.setdefault("cross_head")
+        st.plotly_chart(cross_attention_heatmap(
+            trace.cross_attentions[layer, head], trace.decoder_tokens[0], trace.output_tokens[0],
+            trace.tokens, title=f"Cross-attention, decoder layer {layer}, head {head}"),
+            key="attn_cross", config=chart_config("cross-attention", layer=layer, head=head))
+        return
+    layer, head = VIEW.setdefault("layer", 0), VIEW.setdefault("head", 0)
+    mode, average = VIEW.setdefault("mode"), VIEW.setdefault("average")
+    labels = axis_labels(trace.tokens)
+    if mode == "Attention rollout":
+        matrix, title = _rollout(trace, (selection.model_name, selection.text,
+                                         selection.pair))[layer], f"Rollout through layer {layer}"
+    elif average:
+        matrix = head_average(trace.attentions, layer)
+        title = f"Layer {layer}, average of {trace.cfg.n_heads} heads"
+    else:
+        matrix, title = trace.attentions[layer, head].numpy(), f"Layer {layer}, head {head}"
+    if VIEW.setdefault("hide_special") and bool(trace.special_mask[0].any()):
+        keep = ~trace.special_mask[0].bool().numpy()
+        matrix, shown = drop_special(matrix, keep)
+        labels, title = [labels[i] for i in shown], f"{title}, special tokens hidden"
+    fig = attention_heatmap(matrix, labels, labels, title=title,
+                            causal=trace.cfg.causal and mode != "Attention rollout")
+    st.plotly_chart(fig, key="attn_heatmap", config=chart_config("attention", fig, title),
+                    width="content")

@@ -1,7 +1,9 @@
 """Lessons: a list of guided lessons, and one lesson step at a time.
 
-/lessons lists them; /lessons?lesson=<id>&step=<n> opens step n: its explanation, an optional
-"predict, then reveal" question, and the page of the app the step opens, in the step's state.
+/lessons lists them, with this session's progress on each; /lessons?lesson=<id>&step=<n> opens
+step n: its explanation and an optional "predict, then reveal" question beside the one figure
+the step is about, in the step's state, with a link to the full page; step=end is the summary
+a finished lesson ends on.
 """
 
 from __future__ import annotations
@@ -15,9 +17,12 @@ from teaching.facts import FactError
 from teaching.format import Lesson, LessonError
 from teaching.render import safe_markdown
 from ui.lesson_library import catalogue
+from ui.lesson_progress import (
+    done_title, first_answer, progress, progress_words, right_first_time, step_done,
+)
 from ui.lesson_question import answer_of, ask
 from ui.lesson_step import (
-    AT_KEY, go_to, keep_settings, lesson_from_url, run_page, step_texts, step_view,
+    AT_KEY, draw_figure, focused, go_to, keep_settings, lesson_from_url, step_texts, step_view,
 )
 from ui.model_names import short_label
 from ui.page_registry import page_link
@@ -26,13 +31,16 @@ from ui.text import md_escape
 
 def _lesson_list() -> None:
     st.title("Lessons", anchor=False)
-    st.markdown("Short guided tours. Each step opens a page of the app, already set up, with a "
-                "few lines on what to look at. Some steps ask you to **guess first**: the answer "
-                "appears only after you have made your guess.")
+    st.markdown("Short guided tours. Each step shows one figure of the app, already set up, "
+                "with a few lines on what to look at, and opens the full page when you want "
+                "more. Some steps ask you to **guess first**: the answer appears only after you "
+                "have made your guess. Your progress is kept until you close or reload this tab.")
     lessons, broken = catalogue()
     for lesson in lessons.values():
         with st.container(border=True):
-            st.markdown(f"#### {md_escape(lesson.title)}")
+            done = progress(lesson)
+            mark = " ✓" if done.finished else ""
+            st.markdown(f"#### {md_escape(lesson.title)}{mark}")
             if lesson.summary:
                 st.markdown(safe_markdown(lesson.summary))
             models = sorted(lesson.models())
@@ -40,13 +48,23 @@ def _lesson_list() -> None:
             st.caption(f"{n} step{'s' * (n != 1)} · model{'s' * (len(models) > 1)}: "
                        f"{md_escape(', '.join(short_label(m) for m in models))}"
                        + (" · uploaded in this browser" if lesson.source == "upload" else ""))
-            st.button("Start", key=f"lesson_start_{lesson.id}", type="primary",
-                      on_click=partial(go_to, lesson.id, 1))
+            if done.started:
+                st.markdown(f"{'**Finished**: ' if done.finished else 'So far: '}"
+                            f"{progress_words(done)}")
+            label = "Start again" if done.finished else "Continue" if done.started else "Start"
+            st.button(label, key=f"lesson_start_{lesson.id}", type="primary",
+                      on_click=partial(go_to, lesson.id, _resume_at(lesson)))
     for item in broken:
         st.error(f"The lesson file {md_escape(item.name)} could not be opened: "
                  f"{md_escape(item.problem)}")
     page_link(st, "teach", label="Write your own lesson, or open a lesson file",
               icon=":material/school:")
+
+
+def _resume_at(lesson: Lesson) -> int:
+    """Where Start/Continue opens a lesson: the first step not finished yet (else step 1)."""
+    return next((n for n in range(1, len(lesson.steps) + 1)
+                 if done_title(lesson.id, n) is None), 1)
 
 
 def _navigation(lesson: Lesson, number: int, where: str) -> None:
@@ -60,8 +78,14 @@ def _navigation(lesson: Lesson, number: int, where: str) -> None:
         forward.button("Next ▶", key=f"lesson_next_{where}", type="primary", width="stretch",
                        on_click=partial(go_to, lesson.id, number + 1))
     else:
-        forward.button("Finish", key=f"lesson_finish_{where}", width="stretch",
-                       on_click=_leave)
+        forward.button("Finish", key=f"lesson_finish_{where}", type="primary",
+                       width="stretch", on_click=_finish, args=(lesson.id,))
+
+
+def _finish(lesson_id: str) -> None:
+    """The lesson's summary: what it covered and the score."""
+    st.query_params.from_dict({"lesson": lesson_id, "step": "end"})
+    st.session_state.pop(AT_KEY, None)
 
 
 def _leave() -> None:
@@ -109,24 +133,75 @@ def _step(lesson: Lesson, number: int) -> None:
         st.error(f"This step cannot be shown with this model and text: {md_escape(str(exc))}")
         _navigation(lesson, number, "bottom")
         return
+    view = step_view(step, settings)
+    # The words beside the one figure; a page with no figure of its own runs whole below them.
+    # Side by side where both fit, one under the other on a narrow screen (ui/page_style.py).
+    words, shown = (st.container(key="wide_lesson_step").columns([5, 6], gap="medium")
+                    if focused(step) else (st.container(), st.container()))
+    with words:
+        answered = _words(lesson, number, step, settings, texts)
+        if answered:  # the rest of the page, in the step's view
+            st.link_button("Open the full page ↗", view.to_link(_server()),
+                           help="This page with every view and control, in the same model, "
+                           "text and settings, in a new tab, to explore freely.")
+    with shown:
+        if answered:
+            keep_settings(lesson.id, number, step, settings)
+            with st.container(key="lesson_figure"):
+                draw_figure(step)
+            step_done(lesson.id, number, texts["title"])
+        elif focused(step):
+            st.caption("The figure appears here once you have answered.")
+    _navigation(lesson, number, "bottom")
+    _class_link(lesson, number, view)
+
+
+def _words(lesson: Lesson, number: int, step, settings: dict, texts: dict) -> bool:
+    """The step's title, explanation and question; True once the figure may be shown."""
     st.header(texts["title"], anchor=False)
     st.markdown(safe_markdown(texts["explain"]))
     if _drifted(step):
-        st.info("You changed the text in the sidebar, so the page below shows your text; the "
+        st.info("You changed the text in the sidebar, so the figure shows your text; the "
                 "numbers in this step are about the lesson's text.")
         st.button("Put the lesson's text back", key="lesson_restore",
                   on_click=partial(go_to, lesson.id, number))
-    answered = step.question is None or ask(lesson.id, number, step, settings, texts)
-    if answered:
-        st.link_button("Open this view on its own ↗",
-                       step_view(step, settings).to_link(_server()),
-                       help="The same page with the same model, text and settings, in a new "
-                       "tab, to explore freely.")
-        st.divider()
-        keep_settings(lesson.id, number, step, settings)
-        run_page(step.page)
-    _navigation(lesson, number, "bottom")
-    _class_link(lesson, number, step_view(step, settings))
+    if step.question is None:
+        return True
+    answered = ask(lesson.id, number, step, settings, texts)
+    got = answer_of(lesson.id, number)
+    if got is not None:
+        first_answer(lesson.id, number, got["right"])
+    return answered
+
+
+def _summary(lesson: Lesson) -> None:
+    """Where a finished lesson ends: what it covered, step by step, and the score."""
+    done = progress(lesson)
+    st.caption(f"Lesson: {md_escape(lesson.title)}")
+    st.title("Lesson finished" if done.finished else "End of the lesson", anchor=False)
+    score = (f" You answered **{done.right_first} of {done.questions}** questions right the "
+             "first time." if done.questions else "")
+    st.markdown(f"You went through **{done.done} of {done.steps}** steps of “"
+                f"{md_escape(lesson.title)}”.{score}")
+    lines = []
+    for number, step in enumerate(lesson.steps, 1):
+        title = done_title(lesson.id, number)
+        mark = "✓" if title is not None else "○ not finished:"
+        words = md_escape(title if title is not None else step.title)
+        first = right_first_time(lesson.id, number)
+        said = ("" if step.question is None else " · not answered" if first is None
+                else " · right first time" if first else " · right after another try")
+        lines.append(f"{number}. {mark} {words}{said}")
+    st.markdown("**What it covered**\n\n" + "\n".join(lines))
+    row = st.container(horizontal=True, gap="medium")
+    row.button("All lessons", key="lesson_all", type="primary", on_click=_leave)
+    row.button("Start again", key="lesson_again", on_click=partial(go_to, lesson.id, 1))
+    lessons, _ = catalogue()
+    later = [other for other in lessons.values() if other.id != lesson.id
+             and not progress(other).finished]
+    if later:
+        row.button(f"Next: {md_escape(later[0].title)}", key="lesson_next_lesson",
+                   on_click=partial(go_to, later[0].id, 1))
 
 
 def render() -> None:
@@ -141,6 +216,9 @@ def render() -> None:
         st.error(f"There is no lesson called “{md_escape(wanted)}” here. An uploaded lesson "
                  "lives only in the browser that opened it.")
         st.button("See all lessons", key="lesson_all", on_click=_leave)
+        return
+    if st.query_params.get("step") == "end":
+        _summary(lesson)
         return
     if number is None or not 1 <= number <= len(lesson.steps):
         st.title(lesson.title, anchor=False)

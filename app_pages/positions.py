@@ -33,6 +33,8 @@ from viz.positions import (
 VIEW = page_view("positions")  # this page's settings (teaching/pages.py declares them)
 MAX_POSITIONS = 512  # positions drawn at most (a 512 x 768 heatmap is ~1.5 MB in the page)
 MAX_D_MODEL = 768
+LABELS = {"learned": "learned table", "sinusoidal": "fixed sinusoidal table",
+          "rotary": "rotary rotations"}  # the model's own positions, by kind
 # One equation per line, so each fits an 800 px screen; no negative space (\!), which
 # makes KaTeX's box narrower than what it draws (a 2 px scroll bar).
 FORMULA = (r"\begin{aligned} PE_{(pos,\,2i)} &= \sin\left(\frac{pos}{10000^{2i/d_{model}}}"
@@ -77,6 +79,13 @@ def _own_table(_model, model_name: str, n_pos: int) -> tuple[np.ndarray, str, st
 def _similarities(_table: np.ndarray, key: tuple, kind: str) -> tuple[np.ndarray, np.ndarray]:
     sim = position_similarity(torch.from_numpy(_table), kind)  # [pos, pos]
     return sim.numpy(), similarity_by_distance(sim).numpy()
+
+
+def _sizes(cfg) -> tuple[int, int]:
+    """The most positions the model's own table has here, and the table width to start at."""
+    width = (cfg.rotary_dim or cfg.d_head) if cfg.positions == "rotary" else cfg.d_model
+    return (MAX_POSITIONS if cfg.positions == "rotary" else min(MAX_POSITIONS, cfg.n_ctx),
+            width if width % 2 == 0 and width <= MAX_D_MODEL else 128)
 
 
 def _shown_dims(lo: int, hi: int, count: int) -> list[int]:
@@ -336,11 +345,7 @@ def render() -> None:
     if cfg.positions == "relative":  # T5: no position table, a bias per head and distance
         show_relative_bias(lm)
         return
-
-    # ----------------------------------------------------------------------------- controls
-    own_width = (cfg.rotary_dim or cfg.d_head) if cfg.positions == "rotary" else cfg.d_model
-    own_max = MAX_POSITIONS if cfg.positions == "rotary" else min(MAX_POSITIONS, cfg.n_ctx)
-    d_default = own_width if own_width % 2 == 0 and own_width <= MAX_D_MODEL else 128
+    own_max, d_default = _sizes(cfg)  # the controls
     VIEW.setdefault("n_positions", min(128, own_max))
     _clamp(VIEW.key("n_positions"), 2, MAX_POSITIONS, min(128, own_max))
     VIEW.setdefault("d_model", d_default)
@@ -362,24 +367,38 @@ def render() -> None:
     sin_table = _sinusoidal(n_pos, d_model)  # [pos, d_model]
     own_n = min(n_pos, own_max)
     own, own_kind, _source, own_params = _own_table(lm, model_key, own_n)  # [pos, width]
-    own_label = {"learned": "learned table", "sinusoidal": "fixed sinusoidal table",
-                 "rotary": "rotary rotations"}[own_kind]
+    own_label = LABELS[own_kind]
     t = _Tables(sin_table, own, own_kind, own_label, model_name, n_pos, own_n, d_model)
 
-    # ------------------------------------------------------------------------ the two tables
+    # the sections: the two tables, wavelengths, principal components, similarity, rotary q·k
+    # (a rotary model only), and what each kind of position costs
     _side_by_side(t, cfg, dims)
-
     _wavelengths(t, lm, cfg)
-
-    # --------------------------------------------------------------------- principal components
     _principal_components(t)
-
-    # -------------------------------------------------------------------------- similarity
     _similarity(t, model_key)
-
-    # --------------------------------------------------------------------------- rotary q·k
     if own_kind == "rotary":
         _rotary_qk(trace, lm, n_pos)
-
-    # ------------------------------------------------------------------------- comparison
     _costs(t, lm, cfg, own_params)
+
+
+def figure(name: str) -> None:
+    """A lesson step's one figure (teaching/figures.py): the cosine similarity of positions, by
+    distance for both tables, or position × position for the model's own."""
+    selection = st.session_state["selection"]
+    cfg, key = require_trace(selection).cfg, selection.model_name
+    if cfg.positions == "relative":
+        return show_relative_bias(selection.model)
+    own_max, d_default = _sizes(cfg)
+    n_pos = VIEW.setdefault("n_positions", min(128, own_max))
+    d_model = VIEW.setdefault("d_model", d_default)
+    own, kind, _, _ = _own_table(selection.model, key, min(n_pos, own_max))
+    label, model_name = LABELS[kind], shown_model_name(key)
+    sin = _similarities(_sinusoidal(n_pos, d_model), ("sin", n_pos, d_model), "cosine")
+    mine = _similarities(own, (key, kind, len(own)), "cosine")
+    if name != "similarity":
+        return st.plotly_chart(distance_curves(
+            {"sinusoidal": sin[1], f"{model_name} ({label})": mine[1]}, "Average cosine "
+            "similarity against distance", "the mean over all pairs of positions that far apart"),
+            key="pos_decay", config=_config())
+    st.plotly_chart(similarity_heatmap(mine[0], f"{model_name}: position × position cosine",
+                                       label, cosine=True), key="pos_model_sim", config=_config())

@@ -12,6 +12,7 @@ import streamlit as st
 
 from teaching.draft import to_toml
 from teaching.facts import FACTS
+from teaching.figures import FIGURES
 from teaching.format import MAX_LESSON_BYTES, LessonError
 from teaching.limits import limits_said
 from teaching.pages import PAGES
@@ -191,7 +192,8 @@ def _reference() -> None:
     st.caption(limits_said())
     with open(EXAMPLE_FILE, encoding="utf-8") as f:
         st.code(comments_on_own_lines(f.read()), language="toml", wrap_lines=True)
-    rows = [{"page": name, "settings a step may set": ", ".join(specs) or "—"}
+    rows = [{"page": name, "settings a step may set": ", ".join(specs) or "—",
+             "figure (the first unless set)": ", ".join(FIGURES.get(name, {})) or "the whole page"}
             for name, (_, _, specs) in PAGES.items()]
     with st.expander("Pages a step can open, and what it can set on each"):
         st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")

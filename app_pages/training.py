@@ -325,3 +325,31 @@ def render() -> None:
         else:
             _live()
             _finished(run)
+
+
+def figure(name: str) -> None:
+    """A lesson step's part of this page (teaching/figures.py): the step's task at its shipped
+    size, started with one button, its loss and attention snapshots drawn as it trains."""
+    choice = VIEW.setdefault("task")
+    run = st.session_state.get("train_run")
+    busy = run is not None and not run.discarded and run.view()[0] == "running"
+    if not busy:
+        _defaults()  # the recipe the lesson's numbers assume
+    st.caption(TASKS[choice][1])
+    st.button("Start training", key="train_start", type="primary", disabled=busy,
+              on_click=_start_shipped, args=(choice,))
+    if "train_error" in st.session_state:
+        st.error(md_escape(st.session_state.pop("train_error")))
+    if run is not None and not run.discarded:
+        st.fragment(run_every=1.0)(_live)() if busy else _live()
+
+
+def _start_shipped(choice: str) -> None:
+    """Start with the shipped snapshot interval (its slider, not drawn here, keeps no value)."""
+    drawn = "train_every" in st.session_state
+    st.session_state.setdefault("train_every", runs.DEFAULT_SNAPSHOT_EVERY)
+    try:
+        _start(choice)
+    finally:
+        if not drawn:
+            st.session_state.pop("train_every", None)

@@ -372,3 +372,28 @@ def render() -> None:
                                           **{VIEW.key("step"): first}))
         if number == n_steps:
             _where_next(decoder_reason(selection, "Generation") is None)
+
+
+def figure(name: str) -> None:
+    """A lesson step's one figure (teaching/figures.py): the step of the forward pass the lesson
+    names, its formula, tensors and figure, with no contents list or controls."""
+    selection = st.session_state["selection"]
+    require_trace(selection)
+    pair = bool(selection.pair.strip())
+    as_batch = pair and (bool(VIEW.peek("batch")) or not selection.model.cfg.n_token_types)
+    trace = _full_trace(selection.model_name, selection.text, selection.pair, as_batch)
+    cfg, layer, head = trace.cfg, VIEW.setdefault("layer"), VIEW.setdefault("head")
+    steps = walkthrough(trace, layer)
+    step = steps[min(max(int(VIEW.setdefault("step")), 1), len(steps)) - 1]
+    labels = axis_labels(trace.batch_tokens[0])
+    pick = {"batch": 0, "heads": head, "kv_heads": head // (cfg.n_heads // cfg.n_kv_heads),
+            "layer": layer + 1}
+    drawn = step.figure is not None and not (
+        step.figure == "values" and step.shown[-1].dims[-2] not in POS_DIMS)
+    st.latex(step.formula)
+    if drawn:  # the figure first, then only the shapes; else the tensors' tables
+        _figure(step, trace, pick, labels, selection.model)
+        st.caption(" · ".join(f"{s.label}: shape {list(s.shape)}" for s in step.shown))
+        return
+    for shown in step.shown:
+        _show_tensor(shown, pick, labels, cfg.n_layers, selection.model.tokenizer.tokens)

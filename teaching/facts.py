@@ -75,11 +75,13 @@ def _best(statistic: str):
 def _run(f: FactInputs) -> dict:
     cfg = f.trace.cfg
     name = f.trace.model_name
+    markers = int(f.trace.special_mask[0].sum())  # the model's own tokens ([CLS], [SEP], ...)
     return {"model": f.label(name) if f.label else name, "tokens": f.trace.n_tokens, "layers": cfg.n_layers,
             "heads": cfg.n_heads, "heads_total": cfg.n_layers * cfg.n_heads,
             "d_model": cfg.d_model, "d_head": cfg.d_head, "d_mlp": cfg.d_mlp,
             "vocab": cfg.d_vocab, "first": plain(f.trace.tokens[0]),
-            "last": plain(f.trace.tokens[-1])}
+            "last": plain(f.trace.tokens[-1]), "markers": markers,
+            "pieces": f.trace.n_tokens - markers}
 
 
 def _sink(f: FactInputs) -> dict:
@@ -136,6 +138,28 @@ def _rows(f: FactInputs) -> dict:
     return {"sum": float(sums.mean()), "min": low, "max": high, "rows": count,
             "total": "exactly one" if one else "not always one",
             "summary": rows_summary(count, low, high)}
+
+
+SPREAD_SHOWN = 3  # the biggest squares a row's sum is written with
+
+
+def _spread(f: FactInputs) -> dict:
+    """A row of the step's head to add up by hand: of the text's own tokens (not the markers),
+    the row whose attention is most spread out (highest entropy), written as its biggest
+    squares and the rest. The written numbers add up to the written total: `rest` is the total
+    less the biggest squares as written (within a rounding of the true rest)."""
+    layer, head = int(f.settings.get("layer", 0)), int(f.settings.get("head", 0))
+    a = f.trace.attentions[layer, head].double()  # [q_pos, k_pos]
+    entropy = -(a * torch.log(a.clamp_min(1e-12))).sum(-1)  # [q_pos]
+    entropy[f.trace.special_mask[0].bool()] = -1.0
+    i = int(entropy.argmax())
+    row = a[i]
+    top = [round(float(v), 2) for v in row.sort(descending=True).values[:SPREAD_SHOWN]]
+    total = round(float(row.sum()), 2)
+    said = ", ".join(f"{v:.2f}" for v in top[:-1]) + f" and {top[-1]:.2f}"
+    return {"token": plain(f.trace.tokens[i]), "top": said, "shown": len(top),
+            "others": len(row) - len(top), "rest": round(total - sum(top), 2), "total": total,
+            "largest": float(row.max()), "row": i}
 
 
 def _mask(f: FactInputs) -> dict:
@@ -293,7 +317,8 @@ def _induction(f: FactInputs) -> dict:
 
 FACTS: dict[str, Fact] = {
     "run": Fact(("model", "tokens", "layers", "heads", "heads_total", "d_model", "d_head",
-                 "d_mlp", "vocab", "first", "last"), _run, describe="the model and the text"),
+                 "d_mlp", "vocab", "first", "last", "markers", "pieces"), _run,
+                describe="the model and the text"),
     "prev": Fact(("layer", "head", "share", "amount"), _best("previous"),
                  describe="the head that looks most at the previous token"),
     "next": Fact(("layer", "head", "share", "amount"), _best("next"),
@@ -315,6 +340,9 @@ FACTS: dict[str, Fact] = {
     "cross": Fact(("layer", "head", "share", "rows", "output", "input", "first_looks"),
                   _cross,
                   describe="the reversal model's cross-attention"),
+    "spread": Fact(("token", "top", "shown", "others", "rest", "total", "largest"), _spread,
+                   uses_settings=True,
+                   describe="the most spread-out row of the step's head, to add up by hand"),
     "cell": Fact(("token", "brightest", "share"), _cell, uses_settings=True,
                  describe="the brightest cell of the question's row"),
     "head": Fact(("previous", "next", "self", "special", "entropy", "distance"), _head,

@@ -11,6 +11,7 @@
     layer = 0                           # page settings (teaching/pages.py lists them)
     head = "{prev.head}"                # ...or a fact computed from the model
     explain = "Markdown shown beside the page. {prev.share:.0%} comes from the run."
+    figure = "heatmap"                  # optional: the one figure shown (teaching/figures.py)
 
     [steps.question]                    # optional: predict, then reveal
     kind = "choice"                     # or "cell": click the brightest cell of a row
@@ -35,6 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .facts import FACTS
+from .figures import FIGURES
 from .limits import MAX_LESSON_BYTES  # noqa: F401 (the pages read the limit from here)
 from .limits import (
     FORMAT_SPEC, FORMATS_SAID, MAX_STEP_CHARS, LessonError, check_size, check_text,
@@ -44,7 +46,7 @@ from .pages import COMMON, PAGES, Setting
 MAX_STEPS = 60
 MAX_FIELD_CHARS = 20_000
 LESSON_KEYS = {"id", "title", "summary", "model", "text", "pair", "steps"}
-STEP_KEYS = {"title", "page", "explain", "question", *COMMON}
+STEP_KEYS = {"title", "page", "explain", "question", "figure", *COMMON}
 QUESTION_KEYS = {"kind", "prompt", "options", "answer", "row", "reveal"}
 ID_PATTERN = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
 # {fact.field} or {fact.field:.2f}: the only placeholders. Other braces ($\sqrt{d}$) stay text.
@@ -73,6 +75,7 @@ class Step:
     settings: dict = field(default_factory=dict)  # setting name -> int, bool or str
     question: Question | None = None
     line: int = 0  # where the step starts in the file
+    figure: str = ""  # the one figure the step shows (teaching/figures.py); "" its page's own
 
 
 @dataclass(frozen=True)
@@ -216,17 +219,32 @@ def _step(raw, index: int, lesson: dict, where: _Lines) -> Step:
     text = _text(common["text"], "text", where.of("text", index))
     pair = _text(common["pair"], "pair", where.of("pair", index), required=False)
     question = raw.get("question")
+    figure = _figure(raw.get("figure"), page, where.of("figure", index))
     step = Step(
         title=_text(raw.get("title"), "title", where.of("title", index)), page=page,
         explain=_text(raw.get("explain"), "explain", where.of("explain", index),
                       required=False),
-        model=model, text=text, pair=pair, settings=settings, line=line,
+        model=model, text=text, pair=pair, settings=settings, line=line, figure=figure,
         question=None if question is None else _question(question, index, where))
     words = sum(map(len, step_words(step).values()))
     if words > MAX_STEP_CHARS:
         raise LessonError(line, f"step {index + 1} has {words:,} characters of words (title, "
                           f"explain, question); a step may have at most {MAX_STEP_CHARS:,}")
     return step
+
+
+def _figure(value, page: str, line: int) -> str:
+    """A step's `figure`: one its page offers (a page with none shows the whole page)."""
+    if value is None:
+        return ""
+    offered = FIGURES.get(page, {})
+    if not offered:
+        raise LessonError(line, f"the {page} page has no figure to choose: a step on it shows "
+                          "the whole page, so leave figure out")
+    if value not in offered:
+        raise LessonError(line, f"figure must be one of: {', '.join(map(repr, offered))} "
+                          f"(on the {page} page); not {value!r}")
+    return value
 
 
 def step_words(step: Step) -> dict[str, str]:

@@ -2,16 +2,20 @@
 
 A step opens one page of the app in a given state: the sidebar's model and text and the page's
 own settings are set in the session (from a Previous/Next click, or from the link
-/lessons?lesson=<id>&step=<n> before the sidebar is drawn), then the lessons page runs that
-page's script under the step's explanation.
+/lessons?lesson=<id>&step=<n> before the sidebar is drawn), then the lessons page draws that
+page's one figure for the step (teaching/figures.py) beside the step's explanation; a page
+with no figure there runs whole under it.
 """
 
 from __future__ import annotations
+
+import importlib
 
 import streamlit as st
 
 from teaching import resolve
 from teaching.facts import FactError, induction_run
+from teaching.figures import figure_of
 from teaching.format import Lesson, LessonError, Step
 from teaching.resolve import step_settings
 
@@ -19,7 +23,7 @@ from . import view_state
 from .cache import cached_run, get_model, shared
 from .lesson_library import catalogue
 from .model_names import NAMES
-from .page_registry import run_in_lesson
+from .page_registry import module_name, run_in_lesson
 from .training_runs import default_settings
 from .urlstate import url_int
 from .view_state import ViewState
@@ -130,6 +134,17 @@ def go_to(lesson_id: str, number: int) -> None:
     apply_step(lessons[lesson_id], number)
 
 
-def run_page(page: str) -> None:
-    """Run one page here, under the step's explanation (its widgets keep their own keys)."""
-    run_in_lesson(page)
+def focused(step: Step) -> bool:
+    """Does the step show one figure (True), or its whole page (a page with no figure)?"""
+    return bool(figure_of(step.page, step.figure))
+
+
+def draw_figure(step: Step) -> None:
+    """The step's one figure, drawn by its page's `figure(name)` in the step's view (put in
+    the session by `keep_settings`); a page with no figure runs whole, its widgets keeping
+    their own keys."""
+    name = figure_of(step.page, step.figure)
+    if not name:
+        run_in_lesson(step.page)
+        return
+    importlib.import_module(module_name(step.page)).figure(name)

@@ -1,7 +1,7 @@
 """A lesson step draws the same thing however it is reached: by Next from the step before, by
 Previous from the step after, or by its own link in a fresh browser. Compared: the view the
 page used (model, text, every setting) and every figure (its title and its numbers). Its
-"Open this view on its own" link opens the page alone in that same view."""
+"Open the full page" link opens the page alone in that same view."""
 
 from __future__ import annotations
 
@@ -63,8 +63,14 @@ def test_next_previous_and_the_link_draw_the_same_step(lesson):
         assert by_next[number][1] == by_link[1], (number, "Next and the link differ")
         assert by_previous[number][1] == by_link[1], (number, "Previous and the link differ")
         assert by_link[1] or lesson.steps[number - 1].page not in ("attention", "heads"), number
-        # "Open this view on its own": the page alone, in the same view, in any browser
-        url = next(b.proto.url for b in linked.get("link_button"))
-        parts = urlsplit(url)
+        # "Open the full page": the page alone, in any browser, in the step's view: every
+        # setting the step's figure used, and every one the link carries, as the step has it
+        # (the full page also draws controls the figure leaves out, at their defaults)
+        button = next(b for b in linked.get("link_button") if "full page" in b.label)
+        parts = urlsplit(button.proto.url)
         alone = ViewState.from_link(parts.path.strip("/"), dict(parse_qsl(parts.query)))
-        assert shown_view(open_view(alone), alone.page) == by_link[0], number
+        full, step_view = shown_view(open_view(alone), alone.page), by_link[0]
+        assert (full.page, full.model, full.text, full.pair) == (
+            step_view.page, step_view.model, step_view.text, step_view.pair), number
+        for name, value in {**step_view.settings, **alone.settings}.items():
+            assert full.settings.get(name) == value, (number, name)

@@ -18,6 +18,7 @@ from page_links import open_lesson, switch  # noqa: E402
 
 from model import load_model  # noqa: E402
 from teaching.facts import find_row  # noqa: E402
+from teaching.figures import figure_of  # noqa: E402
 from teaching.format import parse_lesson  # noqa: E402
 from teaching.pages import BY_PATH  # noqa: E402
 from teaching.resolve import step_texts  # noqa: E402
@@ -30,8 +31,15 @@ ROOT = Path(__file__).resolve().parents[2]
 APP = str(ROOT / "app.py")
 BUNDLED = sorted((ROOT / "teaching" / "bundled").glob("*.toml"))
 LESSONS = [parse_lesson(p.read_bytes(), p.stem, "bundled") for p in BUNDLED]
-# Charts each page draws for a short text (the step's page really ran under the lesson).
-PAGE_CHARTS = {"attention": "attn_heatmap", "walkthrough": "wk_fig", "heads": "hs_grid"}
+# The charts of each step's one figure (teaching/figures.py), for a short text; a question's
+# own chart may be beside them, and nothing else.
+FIGURE_CHARTS = {("attention", "heatmap"): {"attn_heatmap"},
+                 ("attention", "cross-attention"): {"attn_cross"},
+                 ("heads", "grid"): {"hs_grid"}, ("walkthrough", "step"): {"wk_fig", "wk_fig2"},
+                 ("positions", "distance"): {"pos_decay"},
+                 ("positions", "similarity"): {"pos_model_sim"},
+                 ("training", "run"): set()}  # nothing until the learner starts a run
+QUESTION_CHART = "lesson_cell_chart"
 
 
 @functools.cache
@@ -100,11 +108,14 @@ def test_every_bundled_lesson_walks_end_to_end(lesson):
         for name, value in settings.items():  # the page opened in the step's state
             assert at.session_state[spec.key(name)] == value, (number, name)
         assert at.session_state["sb_text"] == step.text
-        chart = PAGE_CHARTS.get(step.page)
-        if chart:  # a walkthrough step without a figure shows its tensors' shapes
-            drawn = chart in {c.key for c in at.get("plotly_chart")} or (
-                step.page == "walkthrough" and "· shape `" in _said(at, "markdown"))
+        charts = FIGURE_CHARTS[step.page, figure_of(step.page, step.figure)]
+        drawn = {c.key for c in at.get("plotly_chart")} - {QUESTION_CHART}
+        assert drawn <= charts, (number, drawn)  # the step's figure only, never the page's rest
+        if charts and step.page != "walkthrough":
             assert drawn, (number, step.page)
+        elif step.page == "walkthrough":  # a step without a figure shows its tensors' tables
+            assert drawn or "· shape `" in _said(at, "markdown"), number
+        assert not at.get("title"), "a step draws no page title"
         assert at.query_params["step"] in (str(number), [str(number)])
         if number < len(lesson.steps):
             at.button(key="lesson_next_bottom").click().run()

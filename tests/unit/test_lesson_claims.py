@@ -84,14 +84,13 @@ def _verify(name: str, fact: dict, trace, settings: dict, row: str, induction: d
             prose: str = "") -> None:
     a = trace.attentions.double().numpy() if trace.kind != "encoder_decoder" or name != "cross" \
         else None
-    cfg = trace.cfg
     if name == "run":
-        assert fact["tokens"] == len(trace.tokens) == trace.input_ids.shape[1]
-        assert (fact["layers"], fact["heads"], fact["d_model"]) == (
-            cfg.n_layers, cfg.n_heads, cfg.d_model)
-        assert fact["heads_total"] == cfg.n_layers * cfg.n_heads
-        assert fact["d_head"] * cfg.n_heads == cfg.d_model
-        assert fact["vocab"] == _model(trace.model_name).model.embed.W_E.weight.shape[0]
+        _verify_run(fact, trace, prose)
+    elif name == "broad":
+        entropy = -(a * np.log2(np.clip(a, 1e-30, 1))).sum(-1)  # [layer, head, q], bits
+        _check_best({**fact, "share": fact["bits"]}, entropy.mean(-1))
+    elif name == "spread":
+        _verify_spread(fact, a[settings["layer"], settings["head"]], trace)
     elif name in ("prev", "next", "selfish"):
         offset = {"prev": -1, "next": 1, "selfish": 0}[name]
         _check_best(fact, _mean_offset(a, offset))
@@ -119,7 +118,7 @@ def _verify(name: str, fact: dict, trace, settings: dict, row: str, induction: d
     elif name == "mask":
         n = a.shape[-1]
         above = max(a[..., i, j].max() for i in range(n) for j in range(i + 1, n))
-        assert fact["above"] == pytest.approx(above) and cfg.causal and above == 0
+        assert fact["above"] == pytest.approx(above) and trace.cfg.causal and above == 0
         assert fact["where"].startswith("above") and fact["first"] == pytest.approx(1.0)
     elif name == "pos":
         _verify_positions(fact, trace)
@@ -150,6 +149,40 @@ def _verify(name: str, fact: dict, trace, settings: dict, row: str, induction: d
         assert fact == induction  # the same settings, the same run: deterministic
     else:
         raise AssertionError(f"fact {name!r} has no independent check: add one")
+
+
+def _verify_run(fact: dict, trace, prose: str) -> None:
+    cfg = trace.cfg
+    assert fact["tokens"] == len(trace.tokens) == trace.input_ids.shape[1]
+    assert (fact["layers"], fact["heads"], fact["d_model"]) == (
+        cfg.n_layers, cfg.n_heads, cfg.d_model)
+    assert fact["heads_total"] == cfg.n_layers * cfg.n_heads
+    assert fact["d_head"] * cfg.n_heads == cfg.d_model
+    assert fact["vocab"] == _model(trace.model_name).model.embed.W_E.weight.shape[0]
+    special = _special(trace)
+    assert fact["markers"] == int(special.sum())
+    assert fact["pieces"] + fact["markers"] == fact["tokens"]  # the count includes the markers
+    if "markers" in prose and "at the start" in prose:  # "... {run.first} at the start"
+        assert special[0] and special[-1] and fact["markers"] == 2
+        assert (fact["first"], fact["last"]) == (plain(trace.tokens[0]), plain(trace.tokens[-1]))
+
+
+def _verify_spread(fact: dict, a: np.ndarray, trace) -> None:
+    """The row to add up by hand: spread out (no square holds more than half of it), its
+    written parts true to two decimals, and they add up to the written total."""
+    special = _special(trace)
+    rows = [i for i in range(len(a)) if not special[i]]
+    entropy = [-(a[i] * np.log(np.clip(a[i], 1e-12, 1))).sum() for i in rows]
+    i = rows[int(np.argmax(entropy))]
+    assert fact["token"] == plain(trace.tokens[i])
+    row = np.sort(a[i])[::-1]
+    assert row[0] < 0.5 and fact["largest"] == pytest.approx(row[0], abs=1e-6)  # not one-hot
+    written = [float(v) for v in re.split(r", | and ", fact["top"])]
+    assert written == pytest.approx(row[:fact["shown"]], abs=0.005)
+    assert fact["others"] == len(row) - fact["shown"] > 0
+    assert fact["rest"] == pytest.approx(row[fact["shown"]:].sum(), abs=0.005 * (
+        fact["shown"] + 1))
+    assert round(sum(written) + fact["rest"], 2) == fact["total"] == pytest.approx(1.0, abs=5e-3)
 
 
 def _verify_positions(fact: dict, trace) -> None:

@@ -1,0 +1,29 @@
+"""The one figure a lesson step shows, by page: a step names it with `figure = "..."`, or gets
+its page's first one. A step on a page with no figure here shows the whole page, as before.
+
+Each page listed here offers `figure(name)` in its module (app_pages/<module>.py): it draws
+that figure, and nothing else, for the view the step put in the session.
+"""
+
+from __future__ import annotations
+
+# page -> {figure name: what it shows, in a few plain words}; the first is the default.
+FIGURES: dict[str, dict[str, str]] = {
+    "attention": {"heatmap": "the heatmap of the step's head",
+                  "cross-attention": "the decoder's cross-attention heatmap"},
+    "heads": {"grid": "one number per head, every head at once"},
+    "walkthrough": {"step": "the step of the forward pass: its tensors and its figure"},
+    "positions": {"distance": "how alike positions are, against their distance",
+                  "similarity": "position × position similarity of the model's own"},
+    "training": {"run": "a training run of the step's task, with its live figures"},
+}
+
+
+def default_figure(page: str) -> str:
+    """The figure a step on `page` shows when it names none ("" when the page has none)."""
+    return next(iter(FIGURES.get(page, {})), "")
+
+
+def figure_of(page: str, name: str = "") -> str:
+    """The figure a step shows: its own choice, else its page's default ("" for none)."""
+    return name or default_figure(page)

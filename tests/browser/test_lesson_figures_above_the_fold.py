@@ -1,0 +1,63 @@
+"""Chromium at 1400 × 900: every step of every bundled lesson, opened from its link (and its
+question answered, when it has one), shows the top of its one figure above the fold, and no
+other chart of its page. One server and one browser for all of them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from teaching.format import parse_lesson
+from test_browser import _settle, browser, server  # noqa: F401  (fixtures)
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[2]
+LESSONS = [parse_lesson(p.read_bytes(), p.stem, "bundled")
+           for p in sorted((ROOT / "teaching" / "bundled").glob("*.toml"))]
+FOLD = 900
+FIGURE = ".st-key-lesson_figure"
+# What a step's figure is on screen: a plot, a table of numbers (a walkthrough step with no
+# plot), or a training step's Start button (its plots appear once a run starts).
+DRAWN = (f"{FIGURE} .js-plotly-plot, {FIGURE} [data-testid=stDataFrame], "
+         f"{FIGURE} [data-testid=stButton]")
+
+
+def _answer(page, step) -> None:
+    """Any answer: right or wrong, answering shows the figure."""
+    if step.question.kind == "choice":
+        page.locator("[class*=st-key-lesson_choice_] [role=radiogroup] label").first.click()
+        page.get_by_role("button", name="Check my answer").click()
+    else:
+        box = page.locator(".st-key-lesson_cell_box input[role=combobox]")
+        box.click()
+        page.wait_for_timeout(1000)
+        box.press("ArrowDown")
+        box.press("Enter")
+
+
+def test_every_bundled_lesson_step_shows_its_figure_above_the_fold(server, browser):  # noqa: F811
+    page = browser.new_page(viewport={"width": 1400, "height": FOLD})
+    below = []
+    for lesson in LESSONS:
+        for number, step in enumerate(lesson.steps, 1):
+            page.goto(f"{server}/lessons?lesson={lesson.id}&step={number}",
+                      wait_until="domcontentloaded")
+            page.get_by_text(f"Step {number} of {len(lesson.steps)}").first.wait_for(
+                timeout=240_000)
+            _settle(page)
+            if step.question is not None:
+                assert page.locator(DRAWN).count() == 0, (lesson.id, number)  # hidden first
+                _answer(page, step)
+            page.locator(DRAWN).first.wait_for(timeout=300_000)
+            _settle(page)
+            top = page.locator(DRAWN).first.bounding_box()["y"]
+            outside = page.locator(".js-plotly-plot").count() - page.locator(
+                f"{FIGURE} .js-plotly-plot").count() - (step.question is not None and
+                                                        step.question.kind == "cell")
+            assert outside == 0, (lesson.id, number, "a chart outside the step's figure")
+            if top >= FOLD:
+                below.append((lesson.id, number, round(top)))
+    page.close()
+    assert below == [], f"figures whose top is below the fold (y ≥ {FOLD}): {below}"
