@@ -1,0 +1,245 @@
+"""The live class's store, shared part: what a class holds, the errors, the bounds, the base
+class both backends implement. Import it all from teaching.class_store (which adds
+`open_store()`); the backends import this module so that no import goes in a circle.
+
+A class has a join code for students, a teacher key that only the teacher holds, the teacher's
+current view (a link, with a version that goes up by one at every change), its members (a
+display name, following or looking around, when last seen), their answers (one per member per
+question) and the questions already revealed. Two backends keep it: SQLite in one file (the
+default; survives a restart of the server) and Redis (shared by replicas). Both behave the
+same; tests/unit/test_class_store.py runs the same tests on each.
+
+`ATTENTION_LAB_CLASS_STORE` picks the backend: unset or `sqlite:///path/file.sqlite` for SQLite
+(default file `$ATTENTION_LAB_DATA/classes.sqlite`, else `~/.cache/attention-lab/
+classes.sqlite`), `redis://host:port/db` for Redis. `ATTENTION_LAB_CLASS_HOURS` (default 4)
+is how long a class lives: then it and all its data are deleted.
+
+Every bound below is enforced by the store itself, so no page can forget one. Rate limits count
+in fixed windows of `RATE_WINDOW` seconds. Times come from the store's `clock` (time.time by
+default) so tests can move time without sleeping.
+"""
+
+from __future__ import annotations
+
+import abc
+import os
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from teaching.class_codes import MAX_NAME_CHARS, clean_name  # noqa: F401 (a bound too)
+
+MAX_MEMBERS = 300  # members per class
+MAX_CHOICE_CHARS = 100  # one answer's text ("row,col" or an option label)
+MAX_QUESTION_CHARS = 200  # a question id ("<lesson id>:<step>", "cell:<page>:<n>")
+MAX_QUESTIONS = 200  # distinct questions answered or revealed per class
+MAX_LINK_BYTES = 8_192  # the teacher's view as a link
+MAX_LIVE_CLASSES = 500  # classes not yet expired, per store
+RATE_WINDOW = 10.0  # seconds; the rate limits below count per window
+ANSWERS_PER_WINDOW = 10  # per member
+JOINS_PER_WINDOW = 30  # per class
+FAILED_CODES_PER_WINDOW = 50  # unknown codes tried, all clients together
+PRESENT_SECONDS = 30.0  # a member not seen for this long is not counted as present
+DEFAULT_CLASS_HOURS = 4.0
+
+
+class ClassError(ValueError):
+    """A class problem with a plain-English message that a page can show as it is."""
+
+
+class ClassNotFound(ClassError):
+    """No live class for this code or id (never existed, ended or expired)."""
+
+
+class ClassFull(ClassError):
+    """The class already has MAX_MEMBERS members."""
+
+
+class NotTeacher(ClassError):
+    """The key given is not the teacher key of a live class."""
+
+
+class Refused(ClassError):
+    """Too many tries (rate limit), too many classes, or input that cannot be kept."""
+
+
+class StoreDown(ClassError):
+    """The store cannot be reached (Redis down, the SQLite file locked for too long)."""
+
+
+@dataclass(frozen=True)
+class NewClass:
+    class_id: str
+    join_code: str  # stored form, 6 characters; show it with class_codes.format_code
+    teacher_key: str
+
+
+@dataclass(frozen=True)
+class Member:
+    member_key: str
+    name: str
+
+
+@dataclass(frozen=True)
+class ClassView:
+    version: int
+    link: str
+    revealed: frozenset[str]
+    ended: bool
+
+
+@dataclass(frozen=True)
+class Headcount:
+    members: int
+    following: int
+    looking_around: int
+
+
+@dataclass(frozen=True)
+class Tally:
+    question: str
+    counts: dict[str, int]
+    answered: int
+    names: dict[str, list[str]] | None  # None unless the teacher asked for names
+
+
+GUESSING = "Too many wrong codes were tried just now. Please wait a few seconds and try again."
+UNKNOWN_CODE = "No live class has that code. Check it with your teacher."
+NOT_TEACHER = "This is not the teacher link of a live class (it may have ended or expired)."
+FULL = f"This class is full: it already has {MAX_MEMBERS} members."
+JOIN_RUSH = "Many people are joining this class right now. Please try again in a few seconds."
+TOO_MANY_CLASSES = (f"The server already has {MAX_LIVE_CLASSES} live classes, its limit. "
+                    "Please end a class you no longer use, or try again later.")
+LINK_TOO_LONG = (f"This view is too long to share with the class (over {MAX_LINK_BYTES:,} "
+                 "bytes). Try a shorter text.")
+TOO_MANY_QUESTIONS = f"This class already has {MAX_QUESTIONS} questions, its limit."
+BAD_QUESTION = f"A question id must be text of 1 to {MAX_QUESTION_CHARS} characters."
+STORE_DOWN = "The class server is not answering just now. Please try again in a moment."
+NOT_A_MEMBER = "You are not in this class any more. Please join again with the code."
+
+
+def class_hours() -> float:
+    """ATTENTION_LAB_CLASS_HOURS, checked: a positive number of hours (default 4)."""
+    raw = os.environ.get("ATTENTION_LAB_CLASS_HOURS", "").strip()
+    if not raw:
+        return DEFAULT_CLASS_HOURS
+    try:
+        hours = float(raw)
+    except ValueError:
+        hours = -1.0
+    if not 0 < hours <= 24 * 30:
+        raise ValueError(f"ATTENTION_LAB_CLASS_HOURS must be a number of hours between 0 and 720 "
+                         f"(it is {raw!r}).")
+    return hours
+
+
+def member_name(raw: object) -> str:
+    """A display name, cleaned (class_codes.clean_name); Refused when it cannot be a name."""
+    try:
+        return clean_name(raw)
+    except ValueError as exc:
+        raise Refused(str(exc)) from None
+
+
+def check_link(link: object) -> str:
+    if not isinstance(link, str) or len(link.encode("utf-8", "surrogatepass")) > MAX_LINK_BYTES:
+        raise Refused(LINK_TOO_LONG)
+    return link
+
+
+def answer_fits(question: object, choice: object) -> bool:
+    """A question id and a choice the store will keep (bounded text)."""
+    return (isinstance(question, str) and 0 < len(question) <= MAX_QUESTION_CHARS
+            and isinstance(choice, str) and 0 < len(choice) <= MAX_CHOICE_CHARS)
+
+
+def make_tally(question: str, rows, with_names: bool) -> Tally:
+    """(choice, name) pairs, one per member who answered -> a Tally."""
+    counts: dict[str, int] = {}
+    names: dict[str, list[str]] = {}
+    for choice, name in rows:
+        counts[choice] = counts.get(choice, 0) + 1
+        names.setdefault(choice, []).append(name)
+    return Tally(question=question, counts=counts, answered=sum(counts.values()),
+                 names={c: sorted(n) for c, n in names.items()} if with_names else None)
+
+
+def window(now: float) -> int:
+    """The rate-limit window a moment falls in."""
+    return int(now // RATE_WINDOW)
+
+
+class ClassStore(abc.ABC):
+    """The live class store. Both backends implement every method; all are safe across
+    threads and processes. See the module docstring and /work/notes/class_contract.md."""
+
+    def __init__(self, clock: Callable[[], float] = time.time, hours: float | None = None):
+        self.clock = clock
+        self.lifetime = (class_hours() if hours is None else float(hours)) * 3600.0
+
+    @abc.abstractmethod
+    def start_class(self) -> NewClass:
+        """A new class: raises Refused when MAX_LIVE_CLASSES are live."""
+
+    @abc.abstractmethod
+    def class_by_code(self, code: str) -> str | None:
+        """The class id for a join code (any case, dash optional); None when unknown, ended or
+        expired, and also None while too many wrong codes are being tried."""
+
+    @abc.abstractmethod
+    def teacher_class(self, teacher_key: str) -> str | None:
+        """The class id for a teacher key; None when unknown, ended or expired."""
+
+    @abc.abstractmethod
+    def join(self, code: str, name: str = "") -> Member:
+        """Join by code: ClassNotFound, ClassFull, Refused (join rate, guessing, bad name).
+        An empty name becomes "Student <n>" (n: the order of joining)."""
+
+    @abc.abstractmethod
+    def set_view(self, teacher_key: str, link: str) -> int:
+        """Show `link` to the class; returns the new version. NotTeacher; Refused (too long)."""
+
+    @abc.abstractmethod
+    def view(self, class_id: str) -> ClassView:
+        """The teacher's current view; ClassNotFound once the class has expired. An ended
+        class still answers, with ended=True."""
+
+    @abc.abstractmethod
+    def set_following(self, class_id: str, member_key: str, following: bool) -> None:
+        """Following the teacher or looking around; ClassNotFound for an unknown member."""
+
+    @abc.abstractmethod
+    def seen(self, class_id: str, member_key: str) -> None:
+        """Heartbeat; ClassNotFound for an unknown member."""
+
+    @abc.abstractmethod
+    def headcount(self, teacher_key: str) -> Headcount:
+        """Members seen in the last PRESENT_SECONDS (an ended class still answers until it
+        expires); NotTeacher for an unknown or expired key."""
+
+    @abc.abstractmethod
+    def answer(self, class_id: str, member_key: str, question: str, choice: str) -> bool:
+        """Keep one answer per member per question (a new one replaces the old). False when
+        rate-limited, revealed, too long, too many questions, ended, or not a member."""
+
+    @abc.abstractmethod
+    def tally(self, teacher_key: str, question: str, with_names: bool = False) -> Tally:
+        """Answers counted per choice (names sorted per choice when asked); an ended class
+        still answers until it expires. NotTeacher for an unknown or expired key."""
+
+    @abc.abstractmethod
+    def reveal(self, teacher_key: str, question: str) -> None:
+        """Show the answer to everyone; later answers to it are refused. NotTeacher, Refused."""
+
+    @abc.abstractmethod
+    def end_class(self, teacher_key: str) -> None:
+        """End the class: no more joins, view changes, answers or reveals; view() shows
+        ended=True and tally/headcount still answer until it expires. Ending twice is fine;
+        NotTeacher for an unknown key."""
+
+    @abc.abstractmethod
+    def expire(self, now: float | None = None) -> int:
+        """Delete every class whose time is up (all its data); returns how many."""
+
+    def close(self) -> None:
+        """Let go of connections (a store can be opened again later)."""

@@ -1,0 +1,322 @@
+"""The live class store in one SQLite file (the default backend).
+
+Standard library only. The file is in WAL mode, so readers never wait for the writer; every
+change runs in one `BEGIN IMMEDIATE` transaction (a check and the write it guards, e.g. "is the
+class full?" and the new member, cannot interleave with another process's), and a busy
+connection waits up to 10 s instead of failing. Each thread of each process has its own
+connection. A class survives a restart of the server: it is all in the file. Expired classes
+are invisible at once (every query asks `expires > now`) and their rows are deleted by
+`expire()` and whenever a class is started, joined or ended.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Callable
+
+from teaching import class_store_base as cs
+from teaching.class_codes import new_code, new_key, normalise_code
+
+SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS classes (id TEXT PRIMARY KEY, code TEXT UNIQUE NOT NULL,
+        teacher_key TEXT UNIQUE NOT NULL, started REAL NOT NULL, expires REAL NOT NULL,
+        version INTEGER NOT NULL, link TEXT NOT NULL, ended INTEGER NOT NULL,
+        joined INTEGER NOT NULL)""",
+    "CREATE INDEX IF NOT EXISTS classes_expires ON classes (expires)",
+    """CREATE TABLE IF NOT EXISTS members (member_key TEXT PRIMARY KEY, class_id TEXT NOT NULL,
+        name TEXT NOT NULL, following INTEGER NOT NULL, seen REAL NOT NULL)""",
+    "CREATE INDEX IF NOT EXISTS members_class ON members (class_id, seen)",
+    """CREATE TABLE IF NOT EXISTS questions (class_id TEXT NOT NULL, question TEXT NOT NULL,
+        revealed INTEGER NOT NULL, PRIMARY KEY (class_id, question))""",
+    """CREATE TABLE IF NOT EXISTS answers (class_id TEXT NOT NULL, question TEXT NOT NULL,
+        member_key TEXT NOT NULL, choice TEXT NOT NULL,
+        PRIMARY KEY (class_id, question, member_key))""",
+    """CREATE TABLE IF NOT EXISTS rates (bucket TEXT PRIMARY KEY, class_id TEXT,
+        win INTEGER NOT NULL, n INTEGER NOT NULL)""",
+    "CREATE INDEX IF NOT EXISTS rates_class ON rates (class_id)",
+)
+CLASS_TABLES = ("answers", "questions", "members", "rates")  # each has a class_id column
+FAILED = "failed-codes"  # the rates row counting unknown codes, all clients together
+
+
+class SqliteClassStore(cs.ClassStore):
+    def __init__(self, path: str | os.PathLike, clock: Callable[[], float] = time.time,
+                 hours: float | None = None):
+        super().__init__(clock, hours)
+        self.path = Path(path).expanduser()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        db = self._db()
+        for statement in SCHEMA:
+            db.execute(statement)
+
+    # -- connections and transactions -------------------------------------------------------
+    def _db(self) -> sqlite3.Connection:
+        """This thread's connection (a new one after a fork: connections never cross one)."""
+        db = getattr(self._local, "db", None)
+        if db is None or self._local.pid != os.getpid():
+            db = sqlite3.connect(self.path, timeout=10.0, isolation_level=None,
+                                 check_same_thread=False)
+            db.execute("PRAGMA busy_timeout = 10000")
+            db.execute("PRAGMA journal_mode = WAL")
+            db.execute("PRAGMA synchronous = NORMAL")
+            self._local.db, self._local.pid = db, os.getpid()
+            with self._lock:
+                self._connections.append(db)
+        return db
+
+    def _tx(self, work, *args, write: bool = True):
+        """Run work(db, now, *args) in one transaction. A ClassError it *returns* is raised
+        after the commit, so a counter it bumped (a failed code, a join) is kept."""
+        db = self._db()
+        try:
+            db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            result = work(db, self.clock(), *args)
+            db.execute("COMMIT")
+        except BaseException as exc:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.OperationalError):  # locked past the timeout, disk full
+                raise cs.StoreDown(cs.STORE_DOWN) from exc
+            raise
+        if isinstance(result, cs.ClassError):
+            raise result
+        return result
+
+    def close(self) -> None:
+        with self._lock:
+            for db in self._connections:
+                db.close()
+            self._connections.clear()
+        self._local = threading.local()
+
+    # -- helpers (inside a transaction) ------------------------------------------------------
+    @staticmethod
+    def _bump(db, bucket: str, class_id: str | None, now: float, limit: int) -> bool:
+        """Count one more event in this window; False (and not counted) over the limit."""
+        win = cs.window(now)
+        row = db.execute("SELECT win, n FROM rates WHERE bucket = ?", (bucket,)).fetchone()
+        n = row[1] + 1 if row and row[0] == win else 1
+        if n > limit:
+            return False
+        db.execute("INSERT INTO rates (bucket, class_id, win, n) VALUES (?, ?, ?, ?) "
+                   "ON CONFLICT (bucket) DO UPDATE SET win = excluded.win, n = excluded.n",
+                   (bucket, class_id, win, n))
+        return True
+
+    @staticmethod
+    def _guessing(db, now: float) -> bool:
+        row = db.execute("SELECT win, n FROM rates WHERE bucket = ?", (FAILED,)).fetchone()
+        return bool(row and row[0] == cs.window(now) and row[1] >= cs.FAILED_CODES_PER_WINDOW)
+
+    def _by_code(self, db, now: float, code: object) -> str | None | cs.ClassError:
+        """The live class for a code, counting unknown codes; Refused while guessing."""
+        if self._guessing(db, now):
+            return cs.Refused(cs.GUESSING)
+        stored = normalise_code(code)
+        row = stored and db.execute(
+            "SELECT id FROM classes WHERE code = ? AND expires > ? AND ended = 0",
+            (stored, now)).fetchone()
+        if not row:
+            self._bump(db, FAILED, None, now, cs.FAILED_CODES_PER_WINDOW)
+            return None
+        return row[0]
+
+    @staticmethod
+    def _teacher(db, now: float, key: object, ended_ok: bool = False) -> str | None:
+        if not isinstance(key, str):
+            return None
+        row = db.execute("SELECT id, ended FROM classes WHERE teacher_key = ? AND expires > ?",
+                         (key, now)).fetchone()
+        return row[0] if row and (ended_ok or not row[1]) else None
+
+    @staticmethod
+    def _delete(db, ids: list[str]) -> None:
+        for class_id in ids:
+            for table in CLASS_TABLES:
+                db.execute(f"DELETE FROM {table} WHERE class_id = ?", (class_id,))
+            db.execute("DELETE FROM classes WHERE id = ?", (class_id,))
+
+    def _sweep(self, db, now: float) -> int:
+        ids = [r[0] for r in db.execute("SELECT id FROM classes WHERE expires <= ?", (now,))]
+        self._delete(db, ids)
+        return len(ids)
+
+    # -- the API -----------------------------------------------------------------------------
+    def start_class(self) -> cs.NewClass:
+        return self._tx(self._start)
+
+    def _start(self, db, now: float):
+        self._sweep(db, now)
+        (live,) = db.execute("SELECT COUNT(*) FROM classes").fetchone()
+        if live >= cs.MAX_LIVE_CLASSES:
+            return cs.Refused(cs.TOO_MANY_CLASSES)
+        for _ in range(50):  # a code already in use is drawn again (rare: 1 in ~2 million)
+            new = cs.NewClass(class_id=new_key(), join_code=new_code(), teacher_key=new_key())
+            try:
+                db.execute("INSERT INTO classes VALUES (?, ?, ?, ?, ?, 0, '', 0, 0)",
+                           (new.class_id, new.join_code, new.teacher_key, now,
+                            now + self.lifetime))
+                return new
+            except sqlite3.IntegrityError:
+                continue
+        return cs.Refused(cs.TOO_MANY_CLASSES)
+
+    def class_by_code(self, code: str) -> str | None:
+        found = self._tx(self._by_code, code)
+        return found if isinstance(found, str) else None
+
+    def teacher_class(self, teacher_key: str) -> str | None:
+        return self._tx(self._teacher, teacher_key, write=False)
+
+    def join(self, code: str, name: str = "") -> cs.Member:
+        return self._tx(self._join, code, cs.member_name(name))
+
+    def _join(self, db, now: float, code: str, name: str):
+        self._sweep(db, now)
+        class_id = self._by_code(db, now, code)
+        if not isinstance(class_id, str):
+            return class_id or cs.ClassNotFound(cs.UNKNOWN_CODE)
+        (members,) = db.execute("SELECT COUNT(*) FROM members WHERE class_id = ?",
+                                (class_id,)).fetchone()
+        if members >= cs.MAX_MEMBERS:
+            return cs.ClassFull(cs.FULL)
+        if not self._bump(db, f"joins:{class_id}", class_id, now, cs.JOINS_PER_WINDOW):
+            return cs.Refused(cs.JOIN_RUSH)
+        db.execute("UPDATE classes SET joined = joined + 1 WHERE id = ?", (class_id,))
+        (number,) = db.execute("SELECT joined FROM classes WHERE id = ?", (class_id,)).fetchone()
+        member = cs.Member(member_key=new_key(), name=name or f"Student {number}")
+        db.execute("INSERT INTO members VALUES (?, ?, ?, 1, ?)",
+                   (member.member_key, class_id, member.name, now))
+        return member
+
+    def set_view(self, teacher_key: str, link: str) -> int:
+        link = cs.check_link(link)
+
+        def work(db, now):
+            class_id = self._teacher(db, now, teacher_key)
+            if class_id is None:
+                return cs.NotTeacher(cs.NOT_TEACHER)
+            db.execute("UPDATE classes SET version = version + 1, link = ? WHERE id = ?",
+                       (link, class_id))
+            return db.execute("SELECT version FROM classes WHERE id = ?",
+                              (class_id,)).fetchone()[0]
+        return self._tx(work)
+
+    def view(self, class_id: str) -> cs.ClassView:
+        def work(db, now):
+            row = db.execute("SELECT version, link, ended FROM classes WHERE id = ? "
+                             "AND expires > ?", (class_id, now)).fetchone()
+            if row is None:
+                return cs.ClassNotFound("This class has ended or expired.")
+            revealed = db.execute("SELECT question FROM questions WHERE class_id = ? AND "
+                                  "revealed = 1", (class_id,))
+            return cs.ClassView(version=row[0], link=row[1],
+                                revealed=frozenset(r[0] for r in revealed), ended=bool(row[2]))
+        return self._tx(work, write=False)
+
+    def _touch(self, class_id: str, member_key: str, following: bool | None) -> None:
+        def work(db, now):
+            changed = db.execute(
+                "UPDATE members SET seen = ?, following = COALESCE(?, following) "
+                "WHERE member_key = ? AND class_id = (SELECT id FROM classes WHERE id = ? "
+                "AND expires > ?)", (now, following, member_key, class_id, now)).rowcount
+            return None if changed else cs.ClassNotFound(cs.NOT_A_MEMBER)
+        self._tx(work)
+
+    def set_following(self, class_id: str, member_key: str, following: bool) -> None:
+        self._touch(class_id, member_key, bool(following))
+
+    def seen(self, class_id: str, member_key: str) -> None:
+        self._touch(class_id, member_key, None)
+
+    def headcount(self, teacher_key: str) -> cs.Headcount:
+        def work(db, now):
+            class_id = self._teacher(db, now, teacher_key, ended_ok=True)
+            if class_id is None:
+                return cs.NotTeacher(cs.NOT_TEACHER)
+            members, following = db.execute(
+                "SELECT COUNT(*), COALESCE(SUM(following), 0) FROM members "
+                "WHERE class_id = ? AND seen > ?", (class_id, now - cs.PRESENT_SECONDS)).fetchone()
+            return cs.Headcount(members=members, following=following,
+                                looking_around=members - following)
+        return self._tx(work, write=False)
+
+    def answer(self, class_id: str, member_key: str, question: str, choice: str) -> bool:
+        if not cs.answer_fits(question, choice):
+            return False
+        return self._tx(self._answer, class_id, member_key, question, choice)
+
+    def _answer(self, db, now, class_id, member_key, question, choice) -> bool:
+        if not db.execute("SELECT 1 FROM classes WHERE id = ? AND expires > ? AND ended = 0",
+                          (class_id, now)).fetchone():
+            return False
+        if not db.execute("SELECT 1 FROM members WHERE member_key = ? AND class_id = ?",
+                          (member_key, class_id)).fetchone():
+            return False
+        row = db.execute("SELECT revealed FROM questions WHERE class_id = ? AND question = ?",
+                         (class_id, question)).fetchone()
+        if row is not None and row[0]:
+            return False
+        if row is None and self._questions(db, class_id) >= cs.MAX_QUESTIONS:
+            return False
+        if not self._bump(db, f"answers:{member_key}", class_id, now, cs.ANSWERS_PER_WINDOW):
+            return False
+        if row is None:
+            db.execute("INSERT INTO questions VALUES (?, ?, 0)", (class_id, question))
+        db.execute("INSERT INTO answers VALUES (?, ?, ?, ?) ON CONFLICT DO UPDATE "
+                   "SET choice = excluded.choice", (class_id, question, member_key, choice))
+        db.execute("UPDATE members SET seen = ? WHERE member_key = ?", (now, member_key))
+        return True
+
+    @staticmethod
+    def _questions(db, class_id: str) -> int:
+        return db.execute("SELECT COUNT(*) FROM questions WHERE class_id = ?",
+                          (class_id,)).fetchone()[0]
+
+    def tally(self, teacher_key: str, question: str, with_names: bool = False) -> cs.Tally:
+        def work(db, now):
+            class_id = self._teacher(db, now, teacher_key, ended_ok=True)
+            if class_id is None:
+                return cs.NotTeacher(cs.NOT_TEACHER)
+            rows = db.execute("SELECT a.choice, m.name FROM answers a JOIN members m "
+                              "ON m.member_key = a.member_key WHERE a.class_id = ? AND "
+                              "a.question = ?", (class_id, question)).fetchall()
+            return cs.make_tally(question, rows, with_names)
+        return self._tx(work, write=False)
+
+    def reveal(self, teacher_key: str, question: str) -> None:
+        if not cs.answer_fits(question, "-"):
+            raise cs.Refused(cs.BAD_QUESTION)
+
+        def work(db, now):
+            class_id = self._teacher(db, now, teacher_key)
+            if class_id is None:
+                return cs.NotTeacher(cs.NOT_TEACHER)
+            changed = db.execute("UPDATE questions SET revealed = 1 WHERE class_id = ? AND "
+                                 "question = ?", (class_id, question)).rowcount
+            if not changed:
+                if self._questions(db, class_id) >= cs.MAX_QUESTIONS:
+                    return cs.Refused(cs.TOO_MANY_QUESTIONS)
+                db.execute("INSERT INTO questions VALUES (?, ?, 1)", (class_id, question))
+            return None
+        self._tx(work)
+
+    def end_class(self, teacher_key: str) -> None:
+        def work(db, now):
+            self._sweep(db, now)
+            class_id = self._teacher(db, now, teacher_key, ended_ok=True)
+            if class_id is None:
+                return cs.NotTeacher(cs.NOT_TEACHER)
+            db.execute("UPDATE classes SET ended = 1 WHERE id = ?", (class_id,))
+            return None
+        self._tx(work)
+
+    def expire(self, now: float | None = None) -> int:
+        return self._tx(lambda db, clock_now: self._sweep(db, clock_now if now is None else now))

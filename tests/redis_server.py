@@ -1,0 +1,85 @@
+"""A real Redis server for tests and benches: Debian's redis-server on 127.0.0.1, a free port,
+nothing saved to disk, in a temporary folder, stopped afterwards.
+
+    from redis_server import running_redis
+    with running_redis() as url:      # "redis://127.0.0.1:<port>/0"
+        ...
+
+Without redis-server this raises RedisMissing with the command that installs it: the Redis
+tests then fail with that message (CI installs the package in .ci/run), never skip.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Iterator
+
+REDIS_SERVER = "/usr/bin/redis-server"
+INSTALL = "apt-get install -y redis-server"
+
+
+class RedisMissing(RuntimeError):
+    """redis-server is not installed (or would not start)."""
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def redis_binary() -> str:
+    found = shutil.which("redis-server") or (REDIS_SERVER if Path(REDIS_SERVER).exists() else None)
+    if not found:
+        raise RedisMissing(f"redis-server is not installed, and the Redis tests need a real one: "
+                           f"run `{INSTALL}` (.ci/run does).")
+    return found
+
+
+def _wait_until_up(port: int, process: subprocess.Popen, log: Path, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RedisMissing(f"redis-server stopped at start:\n{log.read_text()[-2000:]}")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2) as s:
+            s.sendall(b"PING\r\n")
+            if s.recv(16).startswith(b"+PONG"):
+                return
+        time.sleep(0.05)
+    raise RedisMissing(f"redis-server did not answer on port {port} within {timeout:.0f} s:\n"
+                       f"{log.read_text()[-2000:]}")
+
+
+@contextlib.contextmanager
+def running_redis(port: int | None = None, timeout: float = 10.0,
+                  binary: str | None = None) -> Iterator[str]:
+    """Start redis-server on 127.0.0.1 (a free port unless given); yield its URL; stop it."""
+    binary = binary or redis_binary()
+    port = port or free_port()
+    with tempfile.TemporaryDirectory(prefix="attention-lab-redis-") as folder:
+        log = Path(folder) / "redis.log"
+        command = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                   "--appendonly", "no", "--dir", folder, "--logfile", str(log),
+                   "--protected-mode", "yes"]
+        try:
+            process = subprocess.Popen(command, stdout=subprocess.DEVNULL,
+                                       stderr=subprocess.STDOUT)
+        except OSError as exc:
+            raise RedisMissing(f"could not run {binary}: {exc}. Install it with `{INSTALL}`.") \
+                from None
+        try:
+            _wait_until_up(port, process, log, timeout)
+            yield f"redis://127.0.0.1:{port}/0"
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
