@@ -9,8 +9,8 @@ from pathlib import Path
 import streamlit as st  # noqa: E402
 
 from ui import (  # noqa: E402 - none of these loads torch (ui.cache and ui.sidebar do: below)
-    busy, lesson_link, page_registry, page_style, projector, sessions, settings, teacher_tools,
-    uploads, urlstate, view_state,
+    busy, class_bar, class_follow, lesson_link, page_registry, page_style, projector, sessions,
+    settings, teacher_tools, uploads, urlstate, view_state,
 )
 
 HERE = Path(__file__).resolve().parent
@@ -31,11 +31,14 @@ PAGE_OBJECTS = page_registry.pages()  # from the declarations in teaching/pages.
 # every page listed, none behind "View more"
 page = st.navigation(page_registry.sections(PAGE_OBJECTS), expanded=True)
 view_state.start_run()
+# a student following a live class takes the class's view (a jump, or a lesson step)
+class_follow.before_run(PAGE_OBJECTS, page_registry.path_of(page))
 jumped = view_state.take_jump()  # a jump button or grid click set the view: open its page
 if jumped in PAGE_OBJECTS and jumped != page.url_path:
     st.switch_page(PAGE_OBJECTS[jumped])
 page_style.apply()
 projector.apply()
+class_bar.draw()  # in a live class: following or looking around; the teacher's headcount
 urlstate.load_from_url()
 lesson_link.sync_from_url(page.url_path == "lessons")  # before the sidebar: the step's state
 # The start page needs no run of the sidebar's text and draws from stored numbers
@@ -60,3 +63,4 @@ with cache.run_queue().slot(on_wait=waiting, computes=sidebar.brings_new_input()
     foreign.gate(st.session_state["selection"], page.url_path)  # a model only HF's code runs
     if not start_first:
         page_registry.run(page)
+    class_follow.after_run(page_registry.path_of(page))  # a teacher's view goes to the class

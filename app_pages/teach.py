@@ -15,7 +15,7 @@ from teaching.facts import FACTS
 from teaching.format import MAX_LESSON_BYTES, LessonError
 from teaching.limits import limits_said
 from teaching.pages import PAGES
-from ui import settings
+from ui import class_teach, settings
 from ui.lesson_library import EXAMPLE_FILE, FOLDER_KEY, add_upload
 from ui.lesson_step import go_to
 from ui.page_registry import switch_to
@@ -208,6 +208,7 @@ def render() -> None:
     st.markdown("Lead a class through the app with a lesson of your own. Every lesson step has "
                 "its own link, so you can send a whole room to the same view. **Projector "
                 "mode** (bottom of the sidebar) makes text and figures larger.")
+    class_teach.render()  # a live class: join code, QR code, the teacher's link
     _draft_editor()
     _open_file()
     _reference()

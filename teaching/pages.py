@@ -154,6 +154,7 @@ PAGE_SPECS: tuple[PageSpec, ...] = (
     PageSpec("start", "start", "Start here", "Start", ":material/home:", lesson=False),
     PageSpec("lessons", "lessons", "Lessons", "Start", ":material/school:", lesson=False),
     PageSpec("teach", "teach", "Teach with it", "Start", ":material/co_present:", lesson=False),
+    PageSpec("join", "join", "Join a class", "Start", ":material/group_add:", lesson=False),
     PageSpec("attention", "attention", "Attention", "Explore", ":material/grid_on:", "attn", (
         _s("layer", "layer"), _s("head", "head"),
         _s("mode", "choice", ATTENTION_MODES[0], ATTENTION_MODES),

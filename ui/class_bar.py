@@ -1,0 +1,89 @@
+"""The class bar at the top of every page of a session in a live class.
+
+A student sees whether the screen follows the teacher, with one button to look around on their
+own and one to follow again; the teacher sees how many follow, how many look around and how
+many have joined. Each bar is a fragment that reruns on its own (twice a second for a student,
+once for the teacher) and does no model work (ui/class_follow.py)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from . import class_follow, class_session
+from .class_follow import ERROR_KEY, STUDENT_POLL_SECONDS, TEACHER_POLL_SECONDS, in_fragment_rerun
+from .text import md_escape
+
+
+def draw() -> None:
+    """Draw this session's class bar (nothing when it is in no class)."""
+    m = class_session.current()
+    if m is None:
+        return
+    if m.teacher:
+        _teacher_bar()
+    else:
+        _student_bar()
+
+
+def headcount_said(members: int, following: int, looking_around: int) -> str:
+    return (f"{following} following · {looking_around} looking around · "
+            f"{members} joined")
+
+
+@st.fragment(run_every=TEACHER_POLL_SECONDS)
+def _teacher_bar() -> None:
+    m = class_session.teacher()
+    if m is None:
+        return
+    if in_fragment_rerun():
+        class_follow.publish()  # a change made inside a page's fragment
+    from teaching.class_store import ClassError, NotTeacher
+
+    count = None
+    if not m.ended:
+        try:
+            count = class_session.store().headcount(m.teacher_key)
+        except NotTeacher:
+            m.ended = True
+        except ClassError as exc:
+            st.error(str(exc))
+            return
+    if m.ended:
+        st.warning("Your class has ended or expired: students no longer follow this screen. "
+                   "Start a new one on the Teach page.")
+        return
+    code = class_session.shown_code(m.join_code)
+    where = f"Class **{md_escape(code)}** · " if code else "Your class · "
+    st.markdown(":material/co_present: " + where
+                + headcount_said(count.members, count.following, count.looking_around))
+
+
+@st.fragment(run_every=STUDENT_POLL_SECONDS)
+def _student_bar() -> None:
+    m = class_session.student()
+    if m is None:
+        return
+    if in_fragment_rerun() and class_follow.poll(m):
+        st.rerun()  # the whole app: the teacher's view, a reveal, or the class's end
+    problem = st.session_state.pop(ERROR_KEY, None)
+    if problem:
+        st.error(problem)
+    if m.ended:
+        st.warning("The class has ended. You can keep exploring the app on your own.")
+        st.button("Leave the class", key="class_leave_bar", on_click=class_session.leave)
+        return
+    words, button = st.columns([4, 1], vertical_alignment="center")
+    if m.following:
+        words.markdown(":material/co_present: **Following the teacher**: your screen shows "
+                       "what the teacher shows.")
+        button.button("Look around", key="class_look", icon=":material/explore:",
+                      on_click=class_follow.look_around, width="stretch",
+                      help="Explore on your own. Come back to the teacher's screen with "
+                      "“Follow again”.")
+        return
+    words.markdown(":material/explore: **Looking around on your own.** The teacher's screen "
+                   "goes on without you.")
+    if button.button("Follow again", key="class_follow", type="primary",
+                     icon=":material/co_present:", width="stretch"):
+        class_follow.follow_again()
+        st.rerun()  # the whole app, which opens the teacher's view

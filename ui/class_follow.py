@@ -1,0 +1,199 @@
+"""Follow the teacher: the teacher's app publishes its view, a following student's app takes it.
+
+The teacher's session gives the store its current view (ui/view_state.current → a link) at the
+end of each run and from its class bar's poll (a slider inside a page's fragment changes the
+view without a whole run), only when the link changed. A student's class bar polls the store
+twice a second: a read of the class's view (version, link, revealed questions) and, every few
+seconds, a heartbeat. When the version moved and the student follows, it reruns the app, and
+`before_run` (at the top of app.py, before the jump is taken) opens that view.
+
+The poll does no model work, so it never waits in the run queue (ui/gate.py): a fragment's
+rerun does not pass app.py's slot, and only a cache miss (ui/cache.turn_to_compute) takes one.
+The run it starts when the view changed does wait its turn there, as any run does.
+"""
+
+from __future__ import annotations
+
+import time
+from urllib.parse import parse_qsl, urlencode
+
+import streamlit as st
+
+from teaching.pages import BY_PATH
+
+from . import class_session, view_state
+from .class_session import Membership
+
+STUDENT_POLL_SECONDS = 0.5
+TEACHER_POLL_SECONDS = 1.0
+PAGE_KEY = "_class_page"  # the page on screen (for the teacher's poll, which runs alone)
+NOT_FOLLOWED = ("teach", "join")  # the teacher's own pages: students stay where they are
+ERROR_KEY = "_class_error"  # a message from the store, shown once in the bar
+
+
+def _store_error(exc: Exception) -> None:
+    st.session_state[ERROR_KEY] = str(exc)
+
+
+def in_fragment_rerun() -> bool:
+    """True while a fragment reruns on its own (not inside a whole run of the app)."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    return bool(ctx is not None and ctx.fragment_ids_this_run)
+
+
+# ------------------------------------------------------------------------ the teacher
+def view_link(page: str) -> str | None:
+    """The teacher's view of `page` as the class follows it; None for the teacher's own pages.
+    A lesson step is its lesson link (a student gets the step's words and question too),
+    except an uploaded lesson, which only this browser has: then the page the step opens."""
+    if page not in BY_PATH or page in NOT_FOLLOWED:
+        return None
+    if page != "lessons":
+        return view_state.current(page).to_link()
+    from .lesson_step import AT_KEY
+
+    at = st.session_state.get(AT_KEY)
+    if not at or "lesson" not in st.query_params:
+        return "/lessons"
+    lesson_id, number = at
+    from .lesson_library import UPLOADS_KEY
+
+    uploaded = st.session_state.get(UPLOADS_KEY, {}).get(lesson_id)
+    if uploaded is not None and 1 <= number <= len(uploaded.steps):
+        return view_state.current(uploaded.steps[number - 1].page).to_link()
+    return f"/lessons?{urlencode({'lesson': lesson_id, 'step': number})}"
+
+
+def publish(page: str | None = None) -> bool:
+    """The teacher's session: give the store this view if it changed. True when it did."""
+    m = class_session.teacher()
+    if m is None or m.ended:
+        return False
+    page = page or st.session_state.get(PAGE_KEY)
+    link = view_link(page) if page else None
+    if link is None or link == m.published:
+        return False
+    from teaching.class_store import ClassError, NotTeacher
+
+    try:
+        class_session.store().set_view(m.teacher_key, link)
+    except NotTeacher:
+        m.ended = True
+        return False
+    except ClassError as exc:
+        _store_error(exc)
+        return False
+    m.published = link
+    return True
+
+
+def after_run(page: str) -> None:
+    """app.py, at the end of a whole run: the page on screen, published if it is a teacher's."""
+    if class_session.current() is not None:
+        st.session_state[PAGE_KEY] = page
+        publish(page)
+
+
+# ------------------------------------------------------------------------ the student
+def before_run(page_objects: dict, on_screen: str) -> None:
+    """app.py, before the jump is taken: a following student's session opens the class's
+    view when it moved on since this session last took it."""
+    m = class_session.student()
+    if m is None or not m.following or m.ended:
+        return
+    from teaching.class_store import ClassError
+
+    try:
+        view = class_session.store().view(m.class_id)
+    except ClassError:
+        m.ended = True
+        return
+    m.revealed = frozenset(view.revealed)
+    if view.ended:
+        m.ended = True
+        return
+    if view.version == m.version:
+        return
+    m.version = view.version
+    if view.link:
+        take_link(view.link, page_objects, on_screen)
+
+
+def take_link(link: str, page_objects: dict, on_screen: str) -> None:
+    """Open the view a class link names: a page with its settings, or a lesson step."""
+    path, _, query = link.partition("?")
+    page = path.strip("/") or "start"
+    if page not in BY_PATH or page in NOT_FOLLOWED:
+        return
+    params = dict(parse_qsl(query, keep_blank_values=False))
+    if page == "lessons":
+        from .lesson_step import AT_KEY
+
+        wanted = {k: v for k, v in params.items() if k in ("lesson", "step")}
+        if on_screen == "lessons":
+            st.session_state.pop(AT_KEY, None)  # the step's state is put in again
+            st.query_params.from_dict(wanted)
+            return
+        st.session_state.pop(AT_KEY, None)
+        st.switch_page(page_objects["lessons"], query_params=wanted)  # raises: a new run
+        return
+    view_state.open_view(view_state.ViewState.from_link(page, params))
+
+
+def look_around() -> None:
+    _set_following(False)
+
+
+def follow_again() -> None:
+    _set_following(True)
+
+
+def _set_following(following: bool) -> None:
+    m = class_session.student()
+    if m is None:
+        return
+    from teaching.class_store import ClassError
+
+    try:
+        class_session.store().set_following(m.class_id, m.member_key, following)
+    except ClassError as exc:
+        _store_error(exc)
+    m.following = following
+    if following:
+        m.version = -1  # take the teacher's view again, even if it did not move
+
+
+def heartbeat(m: Membership, now: float | None = None) -> None:
+    """Tell the store this student is still here (at most every SEEN_EVERY_SECONDS)."""
+    now = time.monotonic() if now is None else now
+    if now - m.seen_at < class_session.SEEN_EVERY_SECONDS:
+        return
+    m.seen_at = now
+    from teaching.class_store import ClassError
+
+    try:
+        class_session.store().seen(m.class_id, m.member_key)
+    except ClassError:
+        pass  # the class is gone: the view read says so
+
+
+def poll(m: Membership) -> bool:
+    """A student's poll: True when the app must run again (the view moved while following,
+    a question was revealed, or the class ended)."""
+    from teaching.class_store import ClassError
+
+    heartbeat(m)
+    try:
+        view = class_session.store().view(m.class_id)
+    except ClassError:
+        view = None
+    if view is None or view.ended:
+        m.ended = True
+        return True
+    revealed = frozenset(view.revealed)
+    if revealed != m.revealed:
+        m.revealed = revealed
+        return True
+    return m.following and view.version != m.version

@@ -1,0 +1,156 @@
+"""This browser session's place in a live class: the teacher who leads it, or a student who
+joined it, and the class store they share (teaching/class_store.py).
+
+A session holds only names and keys (a `Membership` in session state). The class itself (its
+current view, members, answers) lives in the store, so a class spans every session and every
+replica that opens the same store. The teacher key never reaches a student's session.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from urllib.parse import urlencode
+
+import streamlit as st
+
+KEY = "_class"  # session state: this session's Membership, if it is in a class
+SEEN_EVERY_SECONDS = 5.0  # a student's heartbeat (the store drops members unseen for 30 s)
+
+
+@dataclass
+class Membership:
+    """role: "teacher" or "student". A teacher holds the teacher key; a student its member
+    key, whether it follows the teacher, and the class view version it last took."""
+
+    role: str
+    class_id: str
+    join_code: str = ""
+    teacher_key: str = ""
+    member_key: str = ""
+    name: str = ""
+    following: bool = True
+    version: int = -1  # a student: the version of the class's view this session took
+    revealed: frozenset = frozenset()  # a student: the questions revealed when last looked
+    published: str = ""  # a teacher: the link last given to the store
+    ended: bool = False
+    show_teacher_link: bool = False
+    seen_at: float = 0.0
+    sent: dict = field(default_factory=dict)  # a student: question -> choice sent
+
+    @property
+    def teacher(self) -> bool:
+        return self.role == "teacher"
+
+
+def store():
+    """The class store of this process (SQLite by default, Redis when configured)."""
+    from teaching.class_store import open_store
+
+    return open_store()
+
+
+def current() -> Membership | None:
+    return st.session_state.get(KEY)
+
+
+def teacher() -> Membership | None:
+    """This session's class, when it leads one."""
+    m = current()
+    return m if m is not None and m.teacher else None
+
+
+def student() -> Membership | None:
+    """This session's class, when it joined one as a student."""
+    m = current()
+    return m if m is not None and not m.teacher else None
+
+
+def shown_code(code: str) -> str:
+    """A join code as people read it: ABC-DEF."""
+    plain = re.sub(r"[^A-Za-z0-9]", "", code or "").upper()
+    return f"{plain[:3]}-{plain[3:]}" if len(plain) == 6 else plain
+
+
+def start() -> Membership:
+    """Start a class led by this session."""
+    new = store().start_class()
+    m = Membership("teacher", new.class_id, join_code=new.join_code,
+                   teacher_key=new.teacher_key, show_teacher_link=True)
+    st.session_state[KEY] = m
+    return m
+
+
+def lead(teacher_key: str) -> Membership | None:
+    """Lead the class this teacher key belongs to (the teacher link); None if there is none."""
+    s = store()
+    class_id = s.teacher_class(teacher_key)
+    if class_id is None:
+        return None
+    code_of = getattr(s, "join_code", None)  # the store may say the class's code
+    code = code_of(teacher_key) if callable(code_of) else ""
+    m = Membership("teacher", class_id, join_code=code or "", teacher_key=teacher_key)
+    st.session_state[KEY] = m
+    return m
+
+
+def end() -> None:
+    """End the class this session leads (its students are told), and leave it."""
+    m = teacher()
+    if m is not None:
+        try:
+            store().end_class(m.teacher_key)
+        finally:
+            st.session_state.pop(KEY, None)
+
+
+def join(code: str, name: str = "") -> Membership:
+    """Join the class with this code (ClassError with a message for the screen)."""
+    from teaching.class_store import ClassNotFound
+
+    s = store()
+    class_id = s.class_by_code(code)
+    if class_id is None:
+        raise ClassNotFound("There is no class with this code right now. Check the code "
+                            "on the teacher's screen: a class that has ended has no code.")
+    member = s.join(code, name)
+    m = Membership("student", class_id, join_code=shown_code(code),
+                   member_key=member.member_key, name=member.name)
+    st.session_state[KEY] = m
+    return m
+
+
+def leave() -> None:
+    """Leave the class (a student; the store forgets a member it no longer sees)."""
+    m = student()
+    if m is not None:
+        try:
+            store().set_following(m.class_id, m.member_key, False)
+        except ValueError:  # ClassError: the class may be gone already
+            pass
+    st.session_state.pop(KEY, None)
+
+
+def server_address(page: str) -> str:
+    """The server's address as this browser reached it ("" when the browser did not say):
+    the page's URL without its page path and query."""
+    url = ""
+    try:
+        url = st.context.url or ""
+    except Exception:  # no browser (bare mode)
+        url = ""
+    if not isinstance(url, str) or "://" not in url:
+        return ""
+    base = url.split("?")[0].split("#")[0].rstrip("/")
+    for path in (page, "start"):
+        if path and base.endswith("/" + path):
+            return base[: -len(path) - 1]
+    return base
+
+
+def join_link(code: str, base: str = "") -> str:
+    return f"{base}/join?{urlencode({'code': shown_code(code)})}"
+
+
+def teacher_link(teacher_key: str, base: str = "") -> str:
+    return f"{base}/teach?{urlencode({'class': teacher_key})}"
