@@ -293,9 +293,9 @@ class WsSession:
             await asyncio.wait_for(run.done.wait(), timeout_s)
             if run.closed:
                 error = run.closed
-            elif run.heatmap_ms is None:
+            elif self.heatmap_key and run.heatmap_ms is None:  # heatmap_key "": any page
                 error = "NoHeatmap"
-            elif not run.shows:
+            elif self.heatmap_key and not run.shows:
                 error = "HeatmapNotUpdated"
         except Exception as exc:  # noqa: BLE001 - a timeout or a send on a closed socket
             error = type(exc).__name__

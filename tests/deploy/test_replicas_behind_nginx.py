@@ -1,6 +1,7 @@
 """Two app replicas behind nginx with one Redis, as deploy/ runs them: the page and the app's
 websocket pass through nginx, the sticky cookie keeps a client on one replica, a replica that
-dies sends its clients to the other, and the replicas share the class store.
+dies sends its clients to the other, and a class started through one replica is joined through
+the other (they share the class store in Redis).
 
 Real processes on 127.0.0.1 (Debian's redis-server and nginx, `streamlit run app.py` twice,
 started in parallel and shared by the whole module); the replica kill comes last.
@@ -12,6 +13,7 @@ import asyncio
 import os
 import re
 import sys
+import time
 import urllib.request
 from pathlib import Path
 
@@ -21,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
 
 from deploy.launch import COOKIE, NGINX, REDIS, running_cluster  # noqa: E402
+from class_client import ClassClient  # noqa: E402
 from ws_client import WsSession  # noqa: E402
 
 pytestmark = pytest.mark.deploy
@@ -44,12 +47,18 @@ def get(url: str, cookie: str | None = None):
     return urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=30)
 
 
-def served(cluster, cookie: str) -> list[str]:
+def served(cluster, cookie: str, at_least: int = 1) -> list[str]:
     """The replica addresses nginx logged for the requests made with this sticky cookie
-    (after a failover a line names both: "dead, alive"; the last one answered)."""
-    lines = cluster.access_log.read_text(encoding="utf-8").splitlines()
-    return [m["replica"].split(",")[-1].strip() for m in map(LINE.search, lines)
-            if m and m["cookie"] == cookie]
+    (after a failover a line names both: "dead, alive"; the last one answered). nginx logs a
+    request just after answering it: wait a moment for `at_least` lines."""
+    for _ in range(50):
+        lines = cluster.access_log.read_text(encoding="utf-8").splitlines()
+        found = [m["replica"].split(",")[-1].strip() for m in map(LINE.search, lines)
+                 if m and m["cookie"] == cookie]
+        if len(found) >= at_least:
+            break
+        time.sleep(0.05)
+    return found
 
 
 async def open_session(url: str, cookies: dict | None = None) -> tuple[WsSession, dict]:
@@ -97,12 +106,55 @@ def test_the_sticky_cookie_keeps_a_client_on_one_replica(cluster):
     for _ in range(8):
         get(cluster.url + "/_stcore/health", cookie="student-7").read()
         get(cluster.url + "/_stcore/host-config", cookie="student-7").read()
-    assert len(set(served(cluster, "student-7"))) == 1
+    assert len(set(served(cluster, "student-7", 16))) == 1
     # ... while different clients are spread over both replicas
     for n in range(40):
         get(cluster.url + "/_stcore/health", cookie=f"spread-{n}").read()
-    replicas = {r for n in range(40) for r in served(cluster, f"spread-{n}")}
+    replicas = {r for n in range(40) for r in served(cluster, f"spread-{n}", 1)}
     assert {cluster.replica_at(r) for r in replicas} == {0, 1}
+
+
+def cookie_for(cluster, replica: int, name: str) -> str:
+    """A sticky cookie value that nginx routes to this replica."""
+    for n in range(200):
+        value = f"{name}-{n}"
+        get(cluster.url + "/_stcore/health", cookie=value).read()
+        if cluster.replica_at(served(cluster, value)[-1]) == replica:
+            return value
+    raise AssertionError(f"no cookie reached replica {replica}")
+
+
+def test_a_class_started_through_one_replica_is_joined_through_the_other(cluster):
+    teacher = ClassClient(cluster.url + "/teach", keys=("class_start",))
+    teacher.cookies[COOKIE] = cookie_for(cluster, 0, "teacher")
+    student = ClassClient(cluster.url + "/join", keys=("class_code", "class_name",
+                                                       "class_join"))
+    student.cookies[COOKIE] = cookie_for(cluster, 1, "student")
+
+    async def scenario():
+        assert (await teacher.open(120))["ok"]
+        assert (await teacher.click("class_start", 60))["ok"]
+        code = teacher.said(r"^[A-Z0-9]{3}-[A-Z0-9]{3}$")
+        assert code, "the Teach page shows no join code"
+        teacher.start_polling()  # the teacher's class bar: the headcount, once a second
+        assert (await student.open(120))["ok"]
+        student.widgets["class_code"]["value"] = code
+        student.widgets["class_name"]["value"] = "Ada"
+        joined = await student.click("class_join", 60)
+        for _ in range(100):  # the teacher's replica sees the student the other one added
+            if teacher.said(r"\b1 joined"):
+                break
+            await asyncio.sleep(0.1)
+        await teacher.close()
+        await student.close()
+        return joined
+
+    joined = asyncio.run(scenario())
+    assert joined["ok"] and joined["error_boxes"] == 0, joined
+    assert student.said("Following the teacher|You are in the class")
+    assert teacher.said(r"\b1 joined"), "the teacher's replica never saw the student"
+    assert {cluster.replica_at(r) for r in served(cluster, teacher.cookies[COOKIE])} == {0}
+    assert {cluster.replica_at(r) for r in served(cluster, student.cookies[COOKIE])} == {1}
 
 
 def test_killing_a_replica_sends_its_client_to_the_other(cluster):
@@ -110,7 +162,7 @@ def test_killing_a_replica_sends_its_client_to_the_other(cluster):
         session, result = await open_session(cluster.url)
         assert result["ok"], result
         cookie = session.cookies[COOKIE]
-        first = set(served(cluster, cookie))
+        first = set(served(cluster, cookie, 3))
         assert len(first) == 1  # the page, health and host config: one replica
         home = cluster.replica_at(first.pop())
         cluster.replicas[home].kill()
@@ -124,5 +176,5 @@ def test_killing_a_replica_sends_its_client_to_the_other(cluster):
     cookie, home, again, result = asyncio.run(scenario())
     assert result["ok"], result
     assert again.cookies[COOKIE] == cookie  # no new cookie: the same client, moved
-    last = served(cluster, cookie)[-3:]  # page, health, host config of the reconnect
+    last = served(cluster, cookie, 6)[-3:]  # page, health, host config of the reconnect
     assert {cluster.replica_at(r) for r in last} == {1 - home}

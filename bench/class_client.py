@@ -1,0 +1,111 @@
+"""A teacher or a student of a live class without a browser, for bench/bench_class.py and
+tests/deploy: bench/ws_client.py's session, plus what a class needs of the browser.
+
+- Fragments that rerun on their own (`st.fragment(run_every=...)`, the class bar): the server
+  sends an auto_rerun message with the fragment's id and interval, and the browser then asks
+  for that fragment's rerun on a timer. `start_polling` does the same.
+- What the screen says: the texts of headings, markdown, alerts and code blocks as they arrive
+  (`texts`, `said`), e.g. the join code, the teacher link, "Following the teacher".
+- When each whole run finished (`finished`): with the texts, when a student's app has drawn
+  the view the teacher opened ("Step 3 of 7" shown, then its run finished: `drawn`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+from ws_client import WsSession
+
+FINISHED = ForwardMsg.ScriptFinishedStatus.Value("FINISHED_SUCCESSFULLY")
+TEXT_KINDS = ("heading", "markdown", "alert", "code", "text", "progress")
+KEPT_TEXTS = 300
+
+
+class ClassClient(WsSession):
+    """One browser tab of a class member: `url` is the page it opens first."""
+
+    def __init__(self, url: str, keys: tuple = ()) -> None:
+        super().__init__(url, heatmap_key="", keys=keys)
+        self.texts: list[tuple[float, str, str]] = []  # (when, element kind, text)
+        self.auto: dict[str, float] = {}  # fragment id -> rerun every so many seconds
+        self.finished: list[tuple[float, str]] = []  # (when, query string) per whole run
+        self.pages: dict[str, str] = {}  # url path -> page script hash
+        self._poller: asyncio.Task | None = None
+
+    def handle(self, msg: ForwardMsg, size: int = 0) -> None:
+        kind = msg.WhichOneof("type")
+        if kind == "auto_rerun" and msg.auto_rerun.fragment_id:
+            self.auto[msg.auto_rerun.fragment_id] = max(msg.auto_rerun.interval, 0.1)
+        elif kind == "navigation":  # the app's pages: a page link sends the page's hash
+            self.pages.update({p.url_pathname: p.page_script_hash
+                               for p in msg.navigation.app_pages})
+        elif kind == "stop_auto_rerun":  # fragments no longer drawn
+            for fragment in msg.stop_auto_rerun.fragment_ids:
+                self.auto.pop(fragment, None)
+        super().handle(msg, size)
+        if kind == "script_finished" and msg.script_finished == FINISHED:
+            self.finished.append((time.perf_counter(), self.query_string))
+
+    def _element(self, element, fragment_id: str, path: tuple) -> None:
+        kind = element.WhichOneof("type")
+        if kind in TEXT_KINDS:
+            inner = getattr(element, kind)
+            text = (getattr(inner, "body", "") or getattr(inner, "code_text", "")
+                    or getattr(inner, "text", ""))
+            self.texts.append((time.perf_counter(), kind, text))
+            del self.texts[:-KEPT_TEXTS]
+        super()._element(element, fragment_id, path)
+
+    def said(self, pattern: str, since: float = 0.0) -> str | None:
+        """The latest text on screen (since `since`) matching a regular expression."""
+        found = re.compile(pattern)
+        for when, _, text in reversed(self.texts):
+            if when >= since and found.search(text):
+                return text
+        return None
+
+    def drawn(self, pattern: str, since: float) -> float | None:
+        """When the first whole run that showed a text matching `pattern` (after `since`)
+        finished: the view that text belongs to is drawn. None if not (yet)."""
+        found = re.compile(pattern)
+        shown = next((when for when, _, text in self.texts
+                      if when >= since and found.search(text)), None)
+        if shown is None:
+            return None
+        return next((when for when, _ in self.finished if when >= shown), None)
+
+    # ---- the browser's timers
+    def start_polling(self) -> None:
+        if self._poller is None:
+            self._poller = asyncio.create_task(self._poll())
+
+    async def _poll(self) -> None:
+        last: dict[str, float] = {}
+        while not self.ws_closed:
+            now = time.perf_counter()
+            for fragment, every in list(self.auto.items()):
+                if now - last.get(fragment, 0.0) >= every:
+                    last[fragment] = now
+                    request = self.rerun_msg(fragment)
+                    request.rerun_script.is_auto_rerun = True
+                    try:
+                        await self.ws.send(request.SerializeToString())
+                    except Exception:  # noqa: BLE001 - the connection dropped: _read says so
+                        return
+            await asyncio.sleep(0.05)
+
+    # ---- moving around as the browser does
+    async def go(self, page: str, query: str, timeout_s: float) -> dict:
+        """Open another page of the app in this session (a page link: no reload)."""
+        self.page_script_hash = self.pages.get(page, "")
+        self.page_name, self.query_string = page, query
+        return await self._act("go", "", (None, None), timeout_s)
+
+    async def close(self) -> None:
+        if self._poller is not None:
+            self._poller.cancel()
+            await asyncio.gather(self._poller, return_exceptions=True)
+        await super().close()
