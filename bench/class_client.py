@@ -77,6 +77,12 @@ class ClassClient(WsSession):
             return None
         return next((when for when, _ in self.finished if when >= shown), None)
 
+    def address(self) -> str:
+        """The path and query the browser's address bar shows now."""
+        path = next((p for p, h in self.pages.items() if h == self.page_script_hash),
+                    self.page_name)
+        return f"/{path}?{self.query_string}" if self.query_string else f"/{path}"
+
     # ---- the browser's timers
     def start_polling(self) -> None:
         if self._poller is None:

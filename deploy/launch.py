@@ -34,6 +34,8 @@ TEMPLATE = Path(__file__).resolve().parent / "attention-lab.conf.template"
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 REDIS = shutil.which("redis-server") or "/usr/bin/redis-server"
 COOKIE = "attention_lab_replica"  # the sticky cookie nginx sets (see the template)
+LOG_LINE = re.compile(r'"(?P<method>\S+) (?P<path>\S+) [^"]*" (?P<status>\d+) '
+                      r"replica=(?P<replica>.*?) cookie=(?P<cookie>\S*) ")  # the access log
 
 # nginx's own settings around the template: one worker is plenty on one machine; every path it
 # writes is under its prefix folder (-p), so nothing needs root.
@@ -157,6 +159,31 @@ class Cluster:
             if address == f"127.0.0.1:{replica.port}":
                 return i
         return None
+
+    def served(self, cookie: str, at_least: int = 1) -> list[str]:
+        """The replicas ("127.0.0.1:port") nginx logged for requests with this sticky cookie,
+        oldest first; after a failover the one that answered. nginx logs a request just after
+        answering it: this waits a moment for `at_least` lines."""
+        found: list[str] = []
+        for _ in range(50):
+            lines = self.access_log.read_text(encoding="utf-8").splitlines()
+            found = [m["replica"].split(",")[-1].strip() for m in map(LOG_LINE.search, lines)
+                     if m and m["cookie"] == cookie]
+            if len(found) >= at_least:
+                break
+            time.sleep(0.05)
+        return found
+
+    def cookie_for(self, replica: int, name: str) -> str:
+        """A sticky cookie value that nginx routes to this replica."""
+        for n in range(200):
+            value = f"{name}-{n}"
+            urllib.request.urlopen(urllib.request.Request(
+                self.url + "/_stcore/health", headers={"Cookie": f"{COOKIE}={value}"}),
+                timeout=30).read()
+            if self.replica_at(self.served(value)[-1]) == replica:
+                return value
+        raise RuntimeError(f"no cookie reached replica {replica}")
 
     def restart(self, i: int, within_s: float = 180.0) -> None:
         self.replicas[i].stop()

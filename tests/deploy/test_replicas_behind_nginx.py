@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
@@ -27,8 +25,6 @@ from class_client import ClassClient  # noqa: E402
 from ws_client import WsSession  # noqa: E402
 
 pytestmark = pytest.mark.deploy
-LINE = re.compile(r'"(?P<method>\S+) (?P<path>\S+) [^"]*" (?P<status>\d+) '
-                  r"replica=(?P<replica>.*?) cookie=(?P<cookie>\S*) ")
 
 
 @pytest.fixture(scope="module")
@@ -45,20 +41,6 @@ def cluster(tmp_path_factory):
 def get(url: str, cookie: str | None = None):
     headers = {"Cookie": f"{COOKIE}={cookie}"} if cookie else {}
     return urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=30)
-
-
-def served(cluster, cookie: str, at_least: int = 1) -> list[str]:
-    """The replica addresses nginx logged for the requests made with this sticky cookie
-    (after a failover a line names both: "dead, alive"; the last one answered). nginx logs a
-    request just after answering it: wait a moment for `at_least` lines."""
-    for _ in range(50):
-        lines = cluster.access_log.read_text(encoding="utf-8").splitlines()
-        found = [m["replica"].split(",")[-1].strip() for m in map(LINE.search, lines)
-                 if m and m["cookie"] == cookie]
-        if len(found) >= at_least:
-            break
-        time.sleep(0.05)
-    return found
 
 
 async def open_session(url: str, cookies: dict | None = None) -> tuple[WsSession, dict]:
@@ -106,30 +88,20 @@ def test_the_sticky_cookie_keeps_a_client_on_one_replica(cluster):
     for _ in range(8):
         get(cluster.url + "/_stcore/health", cookie="student-7").read()
         get(cluster.url + "/_stcore/host-config", cookie="student-7").read()
-    assert len(set(served(cluster, "student-7", 16))) == 1
+    assert len(set(cluster.served("student-7", 16))) == 1
     # ... while different clients are spread over both replicas
     for n in range(40):
         get(cluster.url + "/_stcore/health", cookie=f"spread-{n}").read()
-    replicas = {r for n in range(40) for r in served(cluster, f"spread-{n}", 1)}
+    replicas = {r for n in range(40) for r in cluster.served(f"spread-{n}", 1)}
     assert {cluster.replica_at(r) for r in replicas} == {0, 1}
-
-
-def cookie_for(cluster, replica: int, name: str) -> str:
-    """A sticky cookie value that nginx routes to this replica."""
-    for n in range(200):
-        value = f"{name}-{n}"
-        get(cluster.url + "/_stcore/health", cookie=value).read()
-        if cluster.replica_at(served(cluster, value)[-1]) == replica:
-            return value
-    raise AssertionError(f"no cookie reached replica {replica}")
 
 
 def test_a_class_started_through_one_replica_is_joined_through_the_other(cluster):
     teacher = ClassClient(cluster.url + "/teach", keys=("class_start",))
-    teacher.cookies[COOKIE] = cookie_for(cluster, 0, "teacher")
+    teacher.cookies[COOKIE] = cluster.cookie_for(0, "teacher")
     student = ClassClient(cluster.url + "/join", keys=("class_code", "class_name",
                                                        "class_join"))
-    student.cookies[COOKIE] = cookie_for(cluster, 1, "student")
+    student.cookies[COOKIE] = cluster.cookie_for(1, "student")
 
     async def scenario():
         assert (await teacher.open(120))["ok"]
@@ -153,8 +125,8 @@ def test_a_class_started_through_one_replica_is_joined_through_the_other(cluster
     assert joined["ok"] and joined["error_boxes"] == 0, joined
     assert student.said("Following the teacher|You are in the class")
     assert teacher.said(r"\b1 joined"), "the teacher's replica never saw the student"
-    assert {cluster.replica_at(r) for r in served(cluster, teacher.cookies[COOKIE])} == {0}
-    assert {cluster.replica_at(r) for r in served(cluster, student.cookies[COOKIE])} == {1}
+    assert {cluster.replica_at(r) for r in cluster.served(teacher.cookies[COOKIE])} == {0}
+    assert {cluster.replica_at(r) for r in cluster.served(student.cookies[COOKIE])} == {1}
 
 
 def test_killing_a_replica_sends_its_client_to_the_other(cluster):
@@ -162,7 +134,7 @@ def test_killing_a_replica_sends_its_client_to_the_other(cluster):
         session, result = await open_session(cluster.url)
         assert result["ok"], result
         cookie = session.cookies[COOKIE]
-        first = set(served(cluster, cookie, 3))
+        first = set(cluster.served(cookie, 3))
         assert len(first) == 1  # the page, health and host config: one replica
         home = cluster.replica_at(first.pop())
         cluster.replicas[home].kill()
@@ -176,5 +148,5 @@ def test_killing_a_replica_sends_its_client_to_the_other(cluster):
     cookie, home, again, result = asyncio.run(scenario())
     assert result["ok"], result
     assert again.cookies[COOKIE] == cookie  # no new cookie: the same client, moved
-    last = served(cluster, cookie, 6)[-3:]  # page, health, host config of the reconnect
+    last = cluster.served(cookie, 6)[-3:]  # page, health, host config of the reconnect
     assert {cluster.replica_at(r) for r in last} == {1 - home}

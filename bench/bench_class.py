@@ -1,0 +1,273 @@
+"""A live class on loopback: one teacher and N students go through a bundled lesson, through
+nginx, on app replicas that share the class store; then a replica dies mid-lesson.
+
+    python bench/bench_class.py                          # 3 replicas + Redis, 30 students
+    python bench/bench_class.py --store sqlite --replicas 1 --restart    # SQLite, one replica
+
+deploy/launch.py starts Redis (or a SQLite file), the replicas and nginx on 127.0.0.1. Every
+member is a protocol-level client (bench/class_client.py: the app's websocket, as the browser
+speaks it, with the sticky cookie and the class bar's timed reruns). The teacher starts a
+class on the Teach page; the students open the join link, type a name and join; the teacher
+opens the lesson and clicks "Next" step by step, waiting --dwell seconds on each.
+
+Follow delay: from the teacher's click being sent to a student's app having drawn that step
+(its "Step n of m" arrived and that run finished), for every student and step.
+
+Mid-lesson (--kill-at-step): SIGKILL the replica holding the most students (never the
+teacher's); with --restart (one replica), stop it and start it again. Its students reconnect
+as the browser does (same cookie, the page they were on); the bench reports how long until each
+has a running app again, whether it is back in the class by itself, and, if not, how long
+joining again with the code takes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import quote
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+
+from class_client import ClassClient  # noqa: E402
+from deploy.launch import COOKIE, running_cluster  # noqa: E402
+
+FOLLOWING = "Following the teacher"
+CODE = r"^[A-Z0-9]{3}-[A-Z0-9]{3}$"
+
+
+def pct(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+async def wait_for(check, within_s: float, poll_s: float = 0.05):
+    """check() until it returns something true; that value, or None after within_s."""
+    deadline = time.perf_counter() + within_s
+    while time.perf_counter() < deadline:
+        found = check()
+        if found:
+            return found
+        await asyncio.sleep(poll_s)
+    return None
+
+
+async def start_teacher(cluster, timeout_s: float) -> tuple[ClassClient, str, str]:
+    """The teacher on replica 0: the Teach page, "Start a class"; the join code and link."""
+    teacher = ClassClient(cluster.url + "/teach", keys=("class_start", "lesson_next_top"))
+    teacher.cookies[COOKIE] = cluster.cookie_for(0, "teacher")
+    for step in (teacher.open(timeout_s), teacher.click("class_start", timeout_s)):
+        result = await step
+        if not result["ok"]:
+            raise RuntimeError(f"the teacher could not start a class: {result}")
+    code, link = teacher.said(CODE), teacher.said(r"/teach\?class=")
+    if not code or not link:
+        raise RuntimeError("the Teach page showed no join code or teacher link")
+    teacher.start_polling()
+    return teacher, code, link.strip()
+
+
+async def join(cluster, code: str, name: str, timeout_s: float,
+               student: ClassClient | None = None) -> tuple[ClassClient, float | None]:
+    """A student opens the join link, types a name and joins; seconds until it follows."""
+    start = time.perf_counter()
+    url = f"{cluster.url}/join?code={quote(code)}"
+    if student is None:
+        student = ClassClient(url, keys=("class_code", "class_name", "class_join"))
+        opened = await student.open(timeout_s)
+    else:  # an open session joins again: a page link to /join
+        student.keys = ("class_code", "class_name", "class_join")
+        opened = await student.go("join", f"code={quote(code)}", timeout_s)
+    if not opened["ok"] or "class_name" not in student.widgets:
+        return student, None
+    student.widgets["class_code"]["value"] = code
+    student.widgets["class_name"]["value"] = name
+    if not (await student.click("class_join", timeout_s))["ok"]:
+        return student, None
+    student.start_polling()
+    if await wait_for(lambda: student.said(FOLLOWING, start), timeout_s) is None:
+        return student, None
+    return student, time.perf_counter() - start
+
+
+async def join_all(cluster, code: str, n: int, timeout_s: float, at_once: int = 5):
+    """n students join, at_once at a time (a class arriving over a minute or so)."""
+    gate = asyncio.Semaphore(at_once)
+
+    async def one(i: int):
+        async with gate:
+            return await join(cluster, code, f"Student {i + 1}", timeout_s)
+
+    joined = await asyncio.gather(*(one(i) for i in range(n)))
+    return [s for s, _ in joined], [t for _, t in joined if t is not None]
+
+
+async def step_delays(teacher: ClassClient, students: list, number: int, first: bool,
+                      lesson: str, timeout_s: float) -> dict:
+    """The teacher opens step `number`; each student's delay until it has drawn it."""
+    sent = time.perf_counter()
+    if first:
+        result = await teacher.go("lessons", f"lesson={lesson}&step={number}", timeout_s)
+    else:
+        result = await teacher.click("lesson_next_top", timeout_s)
+    teacher_s = time.perf_counter() - sent
+    pattern = rf"^Step {number} of \d+$"
+    live = [s for s in students if not s.ws_closed]
+    await wait_for(lambda: all(s.drawn(pattern, sent) for s in live), timeout_s)
+    delays = [s.drawn(pattern, sent) for s in live]
+    return {"step": number, "teacher_ok": result["ok"], "teacher_run_s": round(teacher_s, 3),
+            "teacher_shows": teacher.said(r"^Step \d+ of \d+$", sent),
+            "students": len(live), "missed": sum(d is None for d in delays),
+            "delays_s": [round(d - sent, 3) for d in delays if d is not None]}
+
+
+async def come_back(cluster, student: ClassClient, code: str, name: str, lost_at: float,
+                    timeout_s: float) -> dict:
+    """A student whose replica died reconnects as the browser does (same cookie, same page);
+    if its new session is not in the class, it joins again with the code."""
+    url = cluster.url + student.address()
+    again = ClassClient(url, keys=("class_code", "class_name", "class_join"))
+    again.cookies.update(student.cookies)
+    opened = None
+    while time.perf_counter() - lost_at < timeout_s:  # a restarting replica: retry
+        opened = await again.open(timeout_s)
+        if opened["ok"]:
+            break
+        await again.close()
+        again = ClassClient(url, keys=again.keys)
+        again.cookies.update(student.cookies)
+        await asyncio.sleep(0.5)
+    out = {"reconnected_s": None, "rejoined_by_itself": False, "rejoined_with_code_s": None}
+    if not opened or not opened["ok"]:
+        return out | {"client": again}
+    out["reconnected_s"] = round(time.perf_counter() - lost_at, 3)
+    again.start_polling()
+    if await wait_for(lambda: again.said(FOLLOWING), 3.0):
+        out["rejoined_by_itself"] = True
+        return out | {"client": again}
+    _, took = await join(cluster, code, name, timeout_s, student=again)
+    if took is not None:
+        out["rejoined_with_code_s"] = round(time.perf_counter() - lost_at, 3)
+    return out | {"client": again}
+
+
+def replica_load(cluster, students: list) -> dict[int, list[int]]:
+    """replica index -> the students (by position) nginx sends there."""
+    where: dict[int, list[int]] = {}
+    for i, s in enumerate(students):
+        seen = cluster.served(s.cookies.get(COOKIE, ""))
+        if seen:
+            where.setdefault(cluster.replica_at(seen[-1]), []).append(i)
+    return where
+
+
+async def fail_one(cluster, students: list, code: str, restart: bool,
+                   timeout_s: float) -> dict:
+    """Kill (or restart) a replica mid-lesson; its students come back. Returns the report."""
+    where = replica_load(cluster, students)
+    victim = 0 if restart else max((r for r in where if r != 0),
+                                   key=lambda r: len(where[r]), default=None)
+    if victim is None:
+        return {"skipped": "no replica other than the teacher's has students"}
+    lost_at = time.perf_counter()
+    if restart:
+        restarting = asyncio.create_task(asyncio.to_thread(cluster.restart, victim))
+    else:
+        cluster.replicas[victim].kill()
+    await wait_for(lambda: all(students[i].ws_closed for i in where.get(victim, [])), 10)
+    moved = [i for i, s in enumerate(students) if s.ws_closed]
+    back = await asyncio.gather(*(come_back(cluster, students[i], code, f"Student {i + 1}",
+                                            lost_at, timeout_s) for i in moved))
+    if restart:
+        await restarting
+    for i, result in zip(moved, back):
+        students[i] = result.pop("client")
+    after = replica_load(cluster, [students[i] for i in moved])
+    return {"replica": victim, "restart": restart, "students_on_it": len(where.get(victim, [])),
+            "dropped": len(moved), "now_on": {str(r): len(v) for r, v in after.items()},
+            "per_student": back}
+
+
+async def lesson_run(cluster, args) -> dict:
+    teacher, code, teacher_link = await start_teacher(cluster, args.timeout)
+    students, join_s = await join_all(cluster, code, args.students, args.timeout)
+    report = {"joined": len(join_s), "join_s_p50": pct(join_s, 0.5),
+              "join_s_p95": pct(join_s, 0.95), "steps": [], "failover": None}
+    for number in range(1, args.steps + 1):
+        if number == args.kill_at_step:
+            report["failover"] = await fail_one(cluster, students, code, args.restart,
+                                                args.timeout)
+            if args.restart and teacher.ws_closed:  # one replica: the teacher was on it too
+                teacher = await lead_again(cluster, teacher, teacher_link, args.timeout)
+        report["steps"].append(await step_delays(teacher, students, number, number == 1,
+                                                 args.lesson, args.timeout))
+        await asyncio.sleep(args.dwell)
+    said = teacher.said(r"\d+ following")
+    report["teacher_bar_at_end"] = said
+    for member in [teacher, *students]:
+        await member.close()
+    return report
+
+
+async def lead_again(cluster, teacher: ClassClient, link: str, timeout_s: float):
+    """The teacher's replica restarted: the teacher opens their teacher link again."""
+    path = link.split("://", 1)[-1].split("/", 1)[-1]
+    again = ClassClient(f"{cluster.url}/{path}", keys=teacher.keys)
+    again.cookies.update(teacher.cookies)
+    if (await again.open(timeout_s))["ok"]:
+        await again.go("lessons", teacher.query_string, timeout_s)
+    again.start_polling()
+    return again
+
+
+def summary(report: dict, kill_at: int) -> dict:
+    """Follow delays over every student and step (the failover's step apart)."""
+    calm = [d for s in report["steps"] if s["step"] != kill_at for d in s["delays_s"]]
+    after = [d for s in report["steps"] if s["step"] == kill_at for d in s["delays_s"]]
+    return {"follow_p50_s": pct(calm, 0.5), "follow_p95_s": pct(calm, 0.95),
+            "follow_max_s": max(calm, default=None), "follows": len(calm),
+            "missed": sum(s["missed"] for s in report["steps"]),
+            "failover_step_p95_s": pct(after, 0.95),
+            "mean_teacher_run_s": statistics.mean(s["teacher_run_s"] for s in report["steps"])}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--students", type=int, default=30)
+    parser.add_argument("--replicas", type=int, default=3)
+    parser.add_argument("--store", default="redis", choices=("redis", "sqlite"))
+    parser.add_argument("--lesson", default="minilm-heads")
+    parser.add_argument("--steps", type=int, default=5, help="steps of the lesson to go through")
+    parser.add_argument("--dwell", type=float, default=4.0, help="seconds on each step")
+    parser.add_argument("--kill-at-step", type=int, default=3, help="0: no failure")
+    parser.add_argument("--restart", action="store_true",
+                        help="restart replica 0 instead of killing another one")
+    parser.add_argument("--timeout", type=float, default=60.0)
+    parser.add_argument("--out", help="write the whole report here (JSON)")
+    args = parser.parse_args(argv)
+    folder = Path(tempfile.mkdtemp(prefix="bench-class-"))
+    started = time.perf_counter()
+    with running_cluster(folder, args.replicas, args.store) as cluster:
+        up_s = time.perf_counter() - started
+        report = asyncio.run(lesson_run(cluster, args))
+    report = {"args": vars(args), "start_s": round(up_s, 1), "logs": str(folder),
+              "summary": summary(report, args.kill_at_step), **report}
+    text = json.dumps(report, indent=1, default=str)
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+    sys.stdout.write(json.dumps({k: report[k] for k in ("summary", "joined", "join_s_p95",
+                                                         "failover", "teacher_bar_at_end")},
+                                indent=1, default=str) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
