@@ -72,6 +72,8 @@ async def start_teacher(cluster, timeout_s: float) -> tuple[ClassClient, str, st
     if not code or not link:
         raise RuntimeError("the Teach page showed no join code or teacher link")
     teacher.start_polling()
+    teacher.teacher_key = link.strip().rsplit("class=", 1)[-1]
+    teacher.store_url = cluster.store
     return teacher, code, link.strip()
 
 
@@ -111,7 +113,7 @@ async def join_all(cluster, code: str, n: int, timeout_s: float, at_once: int = 
 
 
 async def step_delays(teacher: ClassClient, students: list, number: int, first: bool,
-                      lesson: str, timeout_s: float) -> dict:
+                      lesson: str, timeout_s: float, wait_s: float) -> dict:
     """The teacher opens step `number`; each student's delay until it has drawn it."""
     sent = time.perf_counter()
     if first:
@@ -121,12 +123,27 @@ async def step_delays(teacher: ClassClient, students: list, number: int, first: 
     teacher_s = time.perf_counter() - sent
     pattern = rf"^Step {number} of \d+$"
     live = [s for s in students if not s.ws_closed]
-    await wait_for(lambda: all(s.drawn(pattern, sent) for s in live), timeout_s)
+    await wait_for(lambda: all(s.drawn(pattern, sent) for s in live), wait_s)
     delays = [s.drawn(pattern, sent) for s in live]
+    view = store_view(teacher)
     return {"step": number, "teacher_ok": result["ok"], "teacher_run_s": round(teacher_s, 3),
             "teacher_shows": teacher.said(r"^Step \d+ of \d+$", sent),
+            "class_view": f"{view.version} {view.link}" if view else None,
+            "students_show": sorted({str(s.said(r"^Step \d+ of \d+$")) for s in live}),
             "students": len(live), "missed": sum(d is None for d in delays),
             "delays_s": [round(d - sent, 3) for d in delays if d is not None]}
+
+
+def store_view(teacher: ClassClient):
+    """The class's view as the store has it (the bench reads the store the replicas share)."""
+    from teaching.class_store import open_store
+
+    key = getattr(teacher, "teacher_key", None)
+    if not key:
+        return None
+    store = open_store(teacher.store_url)
+    class_id = store.teacher_class(key)
+    return store.view(class_id) if class_id else None
 
 
 async def come_back(cluster, student: ClassClient, code: str, name: str, lost_at: float,
@@ -208,7 +225,7 @@ async def lesson_run(cluster, args) -> dict:
             if args.restart and teacher.ws_closed:  # one replica: the teacher was on it too
                 teacher = await lead_again(cluster, teacher, teacher_link, args.timeout)
         report["steps"].append(await step_delays(teacher, students, number, number == 1,
-                                                 args.lesson, args.timeout))
+                                                 args.lesson, args.timeout, args.wait))
         await asyncio.sleep(args.dwell)
     said = teacher.said(r"\d+ following")
     report["teacher_bar_at_end"] = said
@@ -225,6 +242,7 @@ async def lead_again(cluster, teacher: ClassClient, link: str, timeout_s: float)
     if (await again.open(timeout_s))["ok"]:
         await again.go("lessons", teacher.query_string, timeout_s)
     again.start_polling()
+    again.teacher_key, again.store_url = teacher.teacher_key, teacher.store_url
     return again
 
 
@@ -250,7 +268,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kill-at-step", type=int, default=3, help="0: no failure")
     parser.add_argument("--restart", action="store_true",
                         help="restart replica 0 instead of killing another one")
-    parser.add_argument("--timeout", type=float, default=60.0)
+    parser.add_argument("--timeout", type=float, default=90.0, help="opening a page, a click")
+    parser.add_argument("--wait", type=float, default=20.0,
+                        help="seconds a student may take to follow before it counts as missed")
     parser.add_argument("--out", help="write the whole report here (JSON)")
     args = parser.parse_args(argv)
     folder = Path(tempfile.mkdtemp(prefix="bench-class-"))

@@ -95,7 +95,9 @@ class ClassClient(WsSession):
             for fragment, every in list(self.auto.items()):
                 if now - last.get(fragment, 0.0) >= every:
                     last[fragment] = now
+                    clicking, self.clicking = self.clicking, None  # a click is sent once
                     request = self.rerun_msg(fragment)
+                    self.clicking = clicking
                     request.rerun_script.is_auto_rerun = True
                     try:
                         await self.ws.send(request.SerializeToString())
