@@ -1,18 +1,7 @@
 """The live class's store, shared part: what a class holds, the errors, the bounds, the base
 class both backends implement. Import it all from teaching.class_store (which adds
-`open_store()`); the backends import this module so that no import goes in a circle.
-
-A class has a join code for students, a teacher key that only the teacher holds, the teacher's
-current view (a link, with a version that goes up by one at every change), its members (a
-display name, following or looking around, when last seen), their answers (one per member per
-question) and the questions already revealed. Two backends keep it: SQLite in one file (the
-default; survives a restart of the server) and Redis (shared by replicas). Both behave the
-same; tests/unit/test_class_store.py runs the same tests on each.
-
-`ATTENTION_LAB_CLASS_STORE` picks the backend: unset or `sqlite:///path/file.sqlite` for SQLite
-(default file `$ATTENTION_LAB_DATA/classes.sqlite`, else `~/.cache/attention-lab/
-classes.sqlite`), `redis://host:port/db` for Redis. `ATTENTION_LAB_CLASS_HOURS` (default 4)
-is how long a class lives: then it and all its data are deleted.
+`open_store()` and says what a class is); the backends import this module so that no import
+goes in a circle.
 
 Every bound below is enforced by the store itself, so no page can forget one. Rate limits count
 in fixed windows of `RATE_WINDOW` seconds. Times come from the store's `clock` (time.time by
@@ -23,6 +12,7 @@ from __future__ import annotations
 
 import abc
 import os
+import re
 import time
 from dataclasses import dataclass
 from typing import Callable
@@ -33,6 +23,7 @@ MAX_MEMBERS = 300  # members per class
 MAX_CHOICE_CHARS = 100  # one answer's text ("row,col" or an option label)
 MAX_QUESTION_CHARS = 200  # a question id ("<lesson id>:<step>", "cell:<page>:<n>")
 MAX_QUESTIONS = 200  # distinct questions answered or revealed per class
+MAX_ANSWERS = 15_000  # answers kept per class: 300 members x 50 questions, or 75 x 200
 MAX_LINK_BYTES = 8_192  # the teacher's view as a link
 MAX_LIVE_CLASSES = 500  # classes not yet expired, per store
 RATE_WINDOW = 10.0  # seconds; the rate limits below count per window
@@ -41,6 +32,7 @@ JOINS_PER_WINDOW = 30  # per class
 FAILED_CODES_PER_WINDOW = 50  # unknown codes tried, all clients together
 PRESENT_SECONDS = 30.0  # a member not seen for this long is not counted as present
 DEFAULT_CLASS_HOURS = 4.0
+_TOKEN = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 class ClassError(ValueError):
@@ -115,6 +107,7 @@ LINK_TOO_LONG = (f"This view is too long to share with the class (over {MAX_LINK
 TOO_MANY_QUESTIONS = f"This class already has {MAX_QUESTIONS} questions, its limit."
 BAD_QUESTION = f"A question id must be text of 1 to {MAX_QUESTION_CHARS} characters."
 STORE_DOWN = "The class server is not answering just now. Please try again in a moment."
+GONE = "This class is over: it is no longer on the server."
 NOT_A_MEMBER = "You are not in this class any more. Please join again with the code."
 
 
@@ -147,6 +140,12 @@ def check_link(link: object) -> str:
     return link
 
 
+def is_token(value: object) -> bool:
+    """A class id or member key as the store makes them (URL-safe base64, short). Anything
+    else is unknown at once, before it reaches a query or a Redis key."""
+    return isinstance(value, str) and _TOKEN.fullmatch(value) is not None
+
+
 def answer_fits(question: object, choice: object) -> bool:
     """A question id and a choice the store will keep (bounded text)."""
     return (isinstance(question, str) and 0 < len(question) <= MAX_QUESTION_CHARS
@@ -171,7 +170,7 @@ def window(now: float) -> int:
 
 class ClassStore(abc.ABC):
     """The live class store. Both backends implement every method; all are safe across
-    threads and processes. See the module docstring and /work/notes/class_contract.md."""
+    threads and processes. What a class is: teaching/class_store.py."""
 
     def __init__(self, clock: Callable[[], float] = time.time, hours: float | None = None):
         self.clock = clock
@@ -189,6 +188,11 @@ class ClassStore(abc.ABC):
     @abc.abstractmethod
     def teacher_class(self, teacher_key: str) -> str | None:
         """The class id for a teacher key; None when unknown, ended or expired."""
+
+    @abc.abstractmethod
+    def join_code(self, teacher_key: str) -> str | None:
+        """The class's join code (stored form) for its teacher link, so a teacher who opens
+        the link on another machine can show it; None when the key is unknown or expired."""
 
     @abc.abstractmethod
     def join(self, code: str, name: str = "") -> Member:
@@ -220,7 +224,8 @@ class ClassStore(abc.ABC):
     @abc.abstractmethod
     def answer(self, class_id: str, member_key: str, question: str, choice: str) -> bool:
         """Keep one answer per member per question (a new one replaces the old). False when
-        rate-limited, revealed, too long, too many questions, ended, or not a member."""
+        rate-limited, revealed, too long, too many questions or answers in the class, ended,
+        or not a member."""
 
     @abc.abstractmethod
     def tally(self, teacher_key: str, question: str, with_names: bool = False) -> Tally:

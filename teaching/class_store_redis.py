@@ -32,6 +32,7 @@ from teaching import class_store_base as cs
 from teaching.class_codes import new_code, new_key, normalise_code
 
 DEFAULT_PREFIX = "attention-lab:class:"
+UNREACHABLE = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)  # -> StoreDown
 RATE_TTL = int(2 * cs.RATE_WINDOW)
 
 # Shared start of every script: ARGV[1] prefix, ARGV[2] now. live(id) -> the class's hash key
@@ -68,8 +69,7 @@ end
 START = """
 local id, code, key, expires = ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local ms, limit = tonumber(ARGV[7]), tonumber(ARGV[8])
-redis.call('ZREMRANGEBYSCORE', p .. 'live', '-inf', now)
-if redis.call('ZCARD', p .. 'live') >= limit then return 'full' end
+if redis.call('ZCOUNT', p .. 'live', '(' .. ARGV[2], '+inf') >= limit then return 'full' end
 if live(redis.call('GET', p .. 'code:' .. code)) then return 'taken' end
 local c = p .. 'c:' .. id
 redis.call('HSET', c, 'code', code, 'teacher', key, 'version', 0, 'link', '', 'ended', 0,
@@ -107,9 +107,11 @@ for _, k in ipairs({c .. ':members', c .. ':following', c .. ':seen'}) do keep(k
 return {'ok', name}
 """ % RATE_TTL
 
+# ARGV[3] teacher key, [4] 'id' (live classes only) or 'code' (ended ones too).
 TEACHER_CLASS = """
-local c = teacher(ARGV[3], false)
+local c = teacher(ARGV[3], ARGV[4] == 'code')
 if not c then return false end
+if ARGV[4] == 'code' then return redis.call('HGET', c, 'code') end
 return string.sub(c, string.len(p) + 3)
 """
 
@@ -153,7 +155,7 @@ return {#present, following}
 """
 
 # ARGV[3] class id, [4] member, [5] question, [6] choice, [7] window, [8] answers per window,
-# [9] questions per class.
+# [9] questions per class, [10] answers kept per class.
 ANSWER = """
 local c = live(ARGV[3])
 if not c or redis.call('HGET', c, 'ended') ~= '0' then return 0 end
@@ -161,13 +163,19 @@ if redis.call('HEXISTS', c .. ':members', ARGV[4]) == 0 then return 0 end
 local revealed = redis.call('HGET', c .. ':questions', ARGV[5])
 if revealed == '1' then return 0 end
 if not revealed and redis.call('HLEN', c .. ':questions') >= tonumber(ARGV[9]) then return 0 end
+local given = c .. ':a:' .. ARGV[5]
+local new = redis.call('HEXISTS', given, ARGV[4]) == 0
+if new and tonumber(redis.call('HGET', c, 'answers') or '0') >= tonumber(ARGV[10]) then
+  return 0
+end
 if not count(c .. ':rate:a:' .. ARGV[4] .. ':' .. ARGV[7], c, tonumber(ARGV[8])) then return 0 end
+if new then redis.call('HINCRBY', c, 'answers', 1) end
 if not revealed then
   redis.call('HSET', c .. ':questions', ARGV[5], '0')
   keep(c .. ':questions', c)
 end
-redis.call('HSET', c .. ':a:' .. ARGV[5], ARGV[4], ARGV[6])
-keep(c .. ':a:' .. ARGV[5], c)
+redis.call('HSET', given, ARGV[4], ARGV[6])
+keep(given, c)
 redis.call('ZADD', c .. ':seen', now, ARGV[4])
 return 1
 """
@@ -196,9 +204,8 @@ keep(q, c)
 return 'ok'
 """
 
-# KEYS: the class's keys. ARGV[3] class id, [4] its code, [5] its teacher key.
+# ARGV[3] class id, [4] its code, [5] its teacher key (its other keys are deleted before).
 DELETE = """
-if #KEYS > 0 then redis.call('DEL', unpack(KEYS)) end
 for _, k in ipairs({p .. 'code:' .. ARGV[4], p .. 'teacher:' .. ARGV[5]}) do
   if redis.call('GET', k) == ARGV[3] then redis.call('DEL', k) end
 end
@@ -237,12 +244,11 @@ class RedisClassStore(cs.ClassStore):
                               answer=ANSWER, tally=TALLY, reveal=REVEAL, end=END,
                               delete=DELETE).items()}
 
-    def _run(self, name: str, *args, now: float | None = None, keys=()):
+    def _run(self, name: str, *args, now: float | None = None):
         now = self.clock() if now is None else now
         try:
-            return self._scripts[name](keys=list(keys),
-                                       args=[self.prefix, repr(now), *map(str, args)])
-        except redis.exceptions.ConnectionError as exc:
+            return self._scripts[name](args=[self.prefix, repr(now), *map(str, args)])
+        except UNREACHABLE as exc:
             raise cs.StoreDown(cs.STORE_DOWN) from exc
 
     def close(self) -> None:
@@ -250,6 +256,7 @@ class RedisClassStore(cs.ClassStore):
 
     def start_class(self) -> cs.NewClass:
         now = self.clock()
+        self.expire(now)  # classes whose time is up make room (one look-up when none are)
         for _ in range(50):  # a code in use is drawn again
             new = cs.NewClass(class_id=new_key(), join_code=new_code(), teacher_key=new_key())
             done = self._run("start", new.class_id, new.join_code, new.teacher_key,
@@ -271,7 +278,10 @@ class RedisClassStore(cs.ClassStore):
         return found[1] if found[0] == "ok" else None
 
     def teacher_class(self, teacher_key: str) -> str | None:
-        return self._run("teacher_class", teacher_key) or None
+        return self._run("teacher_class", teacher_key, "id") or None
+
+    def join_code(self, teacher_key: str) -> str | None:
+        return self._run("teacher_class", teacher_key, "code") or None
 
     def join(self, code: str, name: str = "") -> cs.Member:
         name, key = cs.member_name(name), new_key()
@@ -288,19 +298,23 @@ class RedisClassStore(cs.ClassStore):
         return int(version)
 
     def view(self, class_id: str) -> cs.ClassView:
-        found = self._run("view", class_id)
+        found = cs.is_token(class_id) and self._run("view", class_id)
         if not found:
-            raise cs.ClassNotFound("This class has ended or expired.")
+            raise cs.ClassNotFound(cs.GONE)
         version, link, ended, revealed = found
         return cs.ClassView(version=int(version), link=link, revealed=frozenset(revealed),
                             ended=ended != "0")
 
     def set_following(self, class_id: str, member_key: str, following: bool) -> None:
-        if not self._run("touch", class_id, member_key, "1" if following else "0"):
+        if not self._touch(class_id, member_key, "1" if following else "0"):
             raise cs.ClassNotFound(cs.NOT_A_MEMBER)
 
+    def _touch(self, class_id: str, member_key: str, following: str) -> bool:
+        return (cs.is_token(class_id) and cs.is_token(member_key)
+                and bool(self._run("touch", class_id, member_key, following)))
+
     def seen(self, class_id: str, member_key: str) -> None:
-        if not self._run("touch", class_id, member_key, ""):
+        if not self._touch(class_id, member_key, ""):
             raise cs.ClassNotFound(cs.NOT_A_MEMBER)
 
     def headcount(self, teacher_key: str) -> cs.Headcount:
@@ -313,11 +327,13 @@ class RedisClassStore(cs.ClassStore):
                             looking_around=members - following)
 
     def answer(self, class_id: str, member_key: str, question: str, choice: str) -> bool:
-        if not cs.answer_fits(question, choice):
+        if not (cs.answer_fits(question, choice) and cs.is_token(class_id)
+                and cs.is_token(member_key)):
             return False
         now = self.clock()
         return bool(self._run("answer", class_id, member_key, question, choice, cs.window(now),
-                              cs.ANSWERS_PER_WINDOW, cs.MAX_QUESTIONS, now=now))
+                              cs.ANSWERS_PER_WINDOW, cs.MAX_QUESTIONS, cs.MAX_ANSWERS,
+                              now=now))
 
     def tally(self, teacher_key: str, question: str, with_names: bool = False) -> cs.Tally:
         found = self._run("tally", teacher_key, question)
@@ -347,7 +363,7 @@ class RedisClassStore(cs.ClassStore):
             for class_id in ids:
                 self._delete(class_id)
             return len(ids)
-        except redis.exceptions.ConnectionError as exc:
+        except UNREACHABLE as exc:
             raise cs.StoreDown(cs.STORE_DOWN) from exc
 
     def _delete(self, class_id: str) -> None:
@@ -356,7 +372,9 @@ class RedisClassStore(cs.ClassStore):
         main = self.key(f"c:{class_id}")
         code, teacher_key = self.redis.hmget(main, "code", "teacher")
         doomed = [main, *self.redis.scan_iter(match=f"{_glob(main)}:*", count=1000)]
-        self._run("delete", class_id, code or "", teacher_key or "", keys=doomed)
+        for start in range(0, len(doomed), 500):  # a few hundred keys at a time
+            self.redis.unlink(*doomed[start:start + 500])
+        self._run("delete", class_id, code or "", teacher_key or "")
 
     def key(self, rest: str) -> str:
         return self.prefix + rest

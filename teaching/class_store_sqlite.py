@@ -11,10 +11,12 @@ are invisible at once (every query asks `expires > now`) and their rows are dele
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import threading
 import time
+import weakref
 from pathlib import Path
 from typing import Callable
 
@@ -52,6 +54,11 @@ class SqliteClassStore(cs.ClassStore):
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
+        # This process's writers take turns here, in order, rather than in SQLite's busy
+        # handler (which sleeps and retries, so one writer can wait behind many others).
+        self._writing = threading.Lock()
+        mine = weakref.ref(self)  # a forked child starts with fresh locks and no connections
+        os.register_at_fork(after_in_child=lambda: (store := mine()) and store._forget())
         db = self._db()
         for statement in SCHEMA:
             db.execute(statement)
@@ -76,9 +83,10 @@ class SqliteClassStore(cs.ClassStore):
         after the commit, so a counter it bumped (a failed code, a join) is kept."""
         db = self._db()
         try:
-            db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-            result = work(db, self.clock(), *args)
-            db.execute("COMMIT")
+            with self._writing if write else contextlib.nullcontext():
+                db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+                result = work(db, self.clock(), *args)
+                db.execute("COMMIT")
         except BaseException as exc:
             if db.in_transaction:
                 db.execute("ROLLBACK")
@@ -88,6 +96,11 @@ class SqliteClassStore(cs.ClassStore):
         if isinstance(result, cs.ClassError):
             raise result
         return result
+
+    def _forget(self) -> None:
+        """In a forked child: the parent's locks may be held by a thread that is not here."""
+        self._lock, self._writing = threading.Lock(), threading.Lock()
+        self._connections, self._local = [], threading.local()
 
     def close(self) -> None:
         with self._lock:
@@ -169,11 +182,20 @@ class SqliteClassStore(cs.ClassStore):
         return cs.Refused(cs.TOO_MANY_CLASSES)
 
     def class_by_code(self, code: str) -> str | None:
-        found = self._tx(self._by_code, code)
-        return found if isinstance(found, str) else None
+        def work(db, now):
+            found = self._by_code(db, now, code)
+            return found if isinstance(found, str) else None  # None while guessing, too
+        return self._tx(work)
 
     def teacher_class(self, teacher_key: str) -> str | None:
         return self._tx(self._teacher, teacher_key, write=False)
+
+    def join_code(self, teacher_key: str) -> str | None:
+        def work(db, now):
+            row = db.execute("SELECT code FROM classes WHERE teacher_key = ? AND expires > ?",
+                             (teacher_key if isinstance(teacher_key, str) else "", now)).fetchone()
+            return row[0] if row else None
+        return self._tx(work, write=False)
 
     def join(self, code: str, name: str = "") -> cs.Member:
         return self._tx(self._join, code, cs.member_name(name))
@@ -210,11 +232,14 @@ class SqliteClassStore(cs.ClassStore):
         return self._tx(work)
 
     def view(self, class_id: str) -> cs.ClassView:
+        if not cs.is_token(class_id):
+            raise cs.ClassNotFound(cs.GONE)
+
         def work(db, now):
             row = db.execute("SELECT version, link, ended FROM classes WHERE id = ? "
                              "AND expires > ?", (class_id, now)).fetchone()
             if row is None:
-                return cs.ClassNotFound("This class has ended or expired.")
+                return cs.ClassNotFound(cs.GONE)
             revealed = db.execute("SELECT question FROM questions WHERE class_id = ? AND "
                                   "revealed = 1", (class_id,))
             return cs.ClassView(version=row[0], link=row[1],
@@ -222,6 +247,9 @@ class SqliteClassStore(cs.ClassStore):
         return self._tx(work, write=False)
 
     def _touch(self, class_id: str, member_key: str, following: bool | None) -> None:
+        if not (cs.is_token(class_id) and cs.is_token(member_key)):
+            raise cs.ClassNotFound(cs.NOT_A_MEMBER)
+
         def work(db, now):
             changed = db.execute(
                 "UPDATE members SET seen = ?, following = COALESCE(?, following) "
@@ -249,7 +277,8 @@ class SqliteClassStore(cs.ClassStore):
         return self._tx(work, write=False)
 
     def answer(self, class_id: str, member_key: str, question: str, choice: str) -> bool:
-        if not cs.answer_fits(question, choice):
+        if not (cs.answer_fits(question, choice) and cs.is_token(class_id)
+                and cs.is_token(member_key)):
             return False
         return self._tx(self._answer, class_id, member_key, question, choice)
 
@@ -267,6 +296,12 @@ class SqliteClassStore(cs.ClassStore):
         if row is None and self._questions(db, class_id) >= cs.MAX_QUESTIONS:
             return False
         if not self._bump(db, f"answers:{member_key}", class_id, now, cs.ANSWERS_PER_WINDOW):
+            return False
+        known = row is not None and db.execute(
+            "SELECT 1 FROM answers WHERE class_id = ? AND question = ? AND member_key = ?",
+            (class_id, question, member_key)).fetchone()
+        if not known and not self._bump(db, f"answers-kept:{class_id}", class_id, 0,
+                                        cs.MAX_ANSWERS):  # window 0: counts for ever
             return False
         if row is None:
             db.execute("INSERT INTO questions VALUES (?, ?, 0)", (class_id, question))
@@ -287,7 +322,7 @@ class SqliteClassStore(cs.ClassStore):
                 return cs.NotTeacher(cs.NOT_TEACHER)
             rows = db.execute("SELECT a.choice, m.name FROM answers a JOIN members m "
                               "ON m.member_key = a.member_key WHERE a.class_id = ? AND "
-                              "a.question = ?", (class_id, question)).fetchall()
+                              "a.question = ?", (class_id, str(question))).fetchall()
             return cs.make_tally(question, rows, with_names)
         return self._tx(work, write=False)
 

@@ -42,18 +42,24 @@ def redis_binary() -> str:
     return found
 
 
-def _wait_until_up(port: int, process: subprocess.Popen, log: Path, timeout: float) -> None:
+def _tail(folder: Path) -> str:
+    """The end of what redis-server said (its output and its log file)."""
+    said = [p.read_text(errors="replace") for p in sorted(folder.glob("*.log")) if p.exists()]
+    return "\n".join(said)[-2000:]
+
+
+def _wait_until_up(port: int, process: subprocess.Popen, folder: Path, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RedisMissing(f"redis-server stopped at start:\n{log.read_text()[-2000:]}")
+            raise RedisMissing(f"redis-server stopped at start:\n{_tail(folder)}")
         with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2) as s:
             s.sendall(b"PING\r\n")
             if s.recv(16).startswith(b"+PONG"):
                 return
         time.sleep(0.05)
     raise RedisMissing(f"redis-server did not answer on port {port} within {timeout:.0f} s:\n"
-                       f"{log.read_text()[-2000:]}")
+                       f"{_tail(folder)}")
 
 
 @contextlib.contextmanager
@@ -64,17 +70,18 @@ def running_redis(port: int | None = None, timeout: float = 10.0,
     port = port or free_port()
     with tempfile.TemporaryDirectory(prefix="attention-lab-redis-") as folder:
         log = Path(folder) / "redis.log"
+        output = open(Path(folder) / "output.log", "wb")  # what it says before its log opens
         command = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
                    "--appendonly", "no", "--dir", folder, "--logfile", str(log),
                    "--protected-mode", "yes"]
         try:
-            process = subprocess.Popen(command, stdout=subprocess.DEVNULL,
-                                       stderr=subprocess.STDOUT)
+            process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT)
         except OSError as exc:
+            output.close()
             raise RedisMissing(f"could not run {binary}: {exc}. Install it with `{INSTALL}`.") \
                 from None
         try:
-            _wait_until_up(port, process, log, timeout)
+            _wait_until_up(port, process, Path(folder), timeout)
             yield f"redis://127.0.0.1:{port}/0"
         finally:
             process.terminate()
@@ -83,3 +90,4 @@ def running_redis(port: int | None = None, timeout: float = 10.0,
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+            output.close()

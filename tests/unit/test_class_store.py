@@ -26,6 +26,8 @@ def test_a_new_class_has_a_short_code_and_long_secret_keys(store):
     other = store.start_class()
     assert {other.join_code, other.teacher_key} & {new.join_code, new.teacher_key} == set()
     assert store.teacher_class(new.teacher_key) == new.class_id
+    assert store.join_code(new.teacher_key) == new.join_code  # the teacher link shows the code
+    assert store.join_code(new.class_id) is None and store.join_code(None) is None
     assert store.view(new.class_id) == cs.ClassView(version=0, link="", revealed=frozenset(),
                                                     ended=False)
 
@@ -83,6 +85,7 @@ def test_one_answer_per_member_per_question_the_last_one_counts(store):
     assert named.names == {"A": ["Bo"], "B": ["Ann", "Cy"]}
     assert store.tally(new.teacher_key, "cell:attention:1").counts == {"3,4": 1}
     assert store.tally(new.teacher_key, "never:asked") == cs.Tally("never:asked", {}, 0, None)
+    assert store.tally(new.teacher_key, ["intro:2"]).answered == 0  # not a question id
 
 
 def test_answers_that_cannot_be_kept_are_refused_with_false(store):
@@ -217,3 +220,26 @@ def test_sqlite_a_class_survives_a_restart(tmp_path, clock, request):
     assert again.set_view(new.teacher_key, "/attention") == 2
     assert again.tally(new.teacher_key, "q:1").counts == {"A": 1}
     assert again.answer(new.class_id, member.member_key, "q:1", "B")
+
+
+def _join_in_child(store, code, results):
+    results.put(store.join(code, "Forked").name)
+
+
+def test_sqlite_a_forked_child_is_not_blocked_by_a_parents_lock(tmp_path, request):
+    import multiprocessing
+
+    store = make_backend("sqlite", tmp_path, time.time, request)
+    new = store.start_class()
+    context = multiprocessing.get_context("fork")
+    results = context.Queue()
+    child = context.Process(target=_join_in_child, args=(store, new.join_code, results))
+    try:
+        with store._writing:  # a parent's thread in the middle of a write when it forks
+            child.start()
+            assert results.get(timeout=30) == "Forked"
+    finally:
+        child.join(timeout=5)
+        if child.is_alive():
+            child.kill()
+    assert store.headcount(new.teacher_key).members == 1
