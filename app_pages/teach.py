@@ -205,10 +205,10 @@ def render() -> None:
     if st.session_state.pop("_teach_open", False):
         switch_to("lessons", query_params=dict(st.query_params))
     st.title("Teach with it", anchor=False)
+    class_teach.render()  # a live class: join code, QR code, the teacher's link
     st.markdown("Lead a class through the app with a lesson of your own. Every lesson step has "
                 "its own link, so you can send a whole room to the same view. **Projector "
                 "mode** (bottom of the sidebar) makes text and figures larger.")
-    class_teach.render()  # a live class: join code, QR code, the teacher's link
     _draft_editor()
     _open_file()
     _reference()

@@ -39,6 +39,9 @@ def _teacher_bar() -> None:
         class_follow.publish()  # a change made inside a page's fragment
     from teaching.class_store import ClassError, NotTeacher
 
+    problem = st.session_state.pop(ERROR_KEY, None)
+    if problem:
+        st.error(problem)
     count = None
     if not m.ended:
         try:

@@ -25,14 +25,15 @@ from . import class_session, view_state
 from .class_session import Membership
 
 STUDENT_POLL_SECONDS = 0.5
-TEACHER_POLL_SECONDS = 1.0
+TEACHER_POLL_SECONDS = 0.5  # it also publishes a change made inside a page's fragment
 PAGE_KEY = "_class_page"  # the page on screen (for the teacher's poll, which runs alone)
 NOT_FOLLOWED = ("teach", "join")  # the teacher's own pages: students stay where they are
 ERROR_KEY = "_class_error"  # a message from the store, shown once in the bar
+UNREACHABLE = "The class cannot be reached right now; the app keeps trying."
 
 
-def _store_error(exc: Exception) -> None:
-    st.session_state[ERROR_KEY] = str(exc)
+def _store_error(problem: object) -> None:
+    st.session_state[ERROR_KEY] = str(problem)
 
 
 def in_fragment_rerun() -> bool:
@@ -82,8 +83,10 @@ def publish(page: str | None = None) -> bool:
     except NotTeacher:
         m.ended = True
         return False
-    except ClassError as exc:
+    except ClassError as exc:  # e.g. a view too long to share: said once, not retried
         _store_error(exc)
+    except Exception:  # the store cannot be reached: try again at the next change or poll
+        _store_error(UNREACHABLE)
         return False
     m.published = link
     return True
@@ -109,6 +112,9 @@ def before_run(page_objects: dict, on_screen: str) -> None:
         view = class_session.store().view(m.class_id)
     except ClassError:
         m.ended = True
+        return
+    except Exception:  # the store cannot be reached: this run keeps the view it has
+        _store_error(UNREACHABLE)
         return
     m.revealed = frozenset(view.revealed)
     if view.ended:
@@ -175,8 +181,8 @@ def heartbeat(m: Membership, now: float | None = None) -> None:
 
     try:
         class_session.store().seen(m.class_id, m.member_key)
-    except ClassError:
-        pass  # the class is gone: the view read says so
+    except Exception:  # noqa: BLE001 - a gone class or store: the view read says which
+        pass
 
 
 def poll(m: Membership) -> bool:
@@ -189,6 +195,9 @@ def poll(m: Membership) -> bool:
         view = class_session.store().view(m.class_id)
     except ClassError:
         view = None
+    except Exception:  # the store cannot be reached: say so, and poll again
+        _store_error(UNREACHABLE)
+        return False
     if view is None or view.ended:
         m.ended = True
         return True

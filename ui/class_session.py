@@ -87,8 +87,7 @@ def lead(teacher_key: str) -> Membership | None:
     class_id = s.teacher_class(teacher_key)
     if class_id is None:
         return None
-    code_of = getattr(s, "join_code", None)  # the store may say the class's code
-    code = code_of(teacher_key) if callable(code_of) else ""
+    code = s.join_code(teacher_key)  # shown again on this machine's projector
     m = Membership("teacher", class_id, join_code=code or "", teacher_key=teacher_key)
     st.session_state[KEY] = m
     return m
@@ -109,11 +108,11 @@ def join(code: str, name: str = "") -> Membership:
     from teaching.class_store import ClassNotFound
 
     s = store()
+    member = s.join(code, name)  # the store says why not: no such class, full, too many tries
     class_id = s.class_by_code(code)
-    if class_id is None:
+    if class_id is None:  # it ended a moment ago
         raise ClassNotFound("There is no class with this code right now. Check the code "
                             "on the teacher's screen: a class that has ended has no code.")
-    member = s.join(code, name)
     m = Membership("student", class_id, join_code=shown_code(code),
                    member_key=member.member_key, name=member.name)
     st.session_state[KEY] = m

@@ -8,9 +8,7 @@ import io
 import streamlit as st
 
 from . import class_session, projector
-from .class_bar import headcount_said
 
-QR_PX, QR_PROJECTOR_PX = 260, 460  # the QR code's width on screen
 LINK_PARAM = "class"  # /teach?class=<teacher key>: the teacher link
 
 
@@ -72,11 +70,11 @@ def render() -> None:
     """The live class section of the Teach page."""
     take_teacher_link()
     problem = st.session_state.pop("_class_teach_error", None)
-    st.subheader("A live class", anchor=False)
     if problem:
         st.error(problem)
     m = class_session.teacher()
     if m is None:
+        st.subheader("A live class", anchor=False)
         _not_started()
         return
     _join_card(m)
@@ -103,10 +101,9 @@ def _join_card(m) -> None:
     code = class_session.shown_code(m.join_code)
     link = class_session.join_link(m.join_code, base) if code else ""
     with st.container(border=True):
-        qr, words = st.columns([1, 2] if projector.on() else [1, 3])
+        qr, words = st.columns([2, 3] if projector.on() else [1, 3])
         if link:
-            qr.image(qr_png(link), width=QR_PROJECTOR_PX if projector.on() else QR_PX,
-                     caption="Scan to join")
+            qr.image(qr_png(link), width="stretch", caption="Scan to join")
         words.markdown("**Join the class:** scan the code, or open the page *Join a class* "
                        "and type")
         if code:
@@ -117,17 +114,7 @@ def _join_card(m) -> None:
         if link:
             words.caption("or open this link:")
             words.code(link, language=None, wrap_lines=True)
-        words.markdown(headcount_text(m))
-
-
-def headcount_text(m) -> str:
-    from teaching.class_store import ClassError
-
-    try:
-        count = class_session.store().headcount(m.teacher_key)
-    except ClassError:
-        return "The class has ended."
-    return headcount_said(count.members, count.following, count.looking_around) + "."
+        words.caption("The bar at the top of every page counts who follows you, live.")
 
 
 def _teacher_link(m) -> None:

@@ -13,6 +13,7 @@ from teaching.render import safe_markdown
 from viz.labels import visible_text
 from viz.lesson import blind_heatmap, clicked_key
 
+from . import class_answers
 from .cache import cached_run
 from .charts import chart_config
 from .text import md_escape
@@ -98,6 +99,8 @@ def ask(lesson_id: str, number: int, step: Step, settings: dict, texts: dict) ->
                      placeholder="Click a cell in the highlighted row, or choose here…",
                      on_change=partial(_pick_cell, where, step, settings, texts["row"], "box"))
     got = answer_of(lesson_id, number)
+    if (held := class_answers.hold(lesson_id, number, step, settings, texts, got)) is not None:
+        return held  # in a live class: answers go to the teacher, who reveals them
     if got is None:
         first = ("Pick one answer first, then press **Check my answer**" if q.kind == "choice"
                  else "Make your guess first")

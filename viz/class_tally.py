@@ -29,7 +29,8 @@ def choice_tally(options: Sequence[str], counts: Sequence[int],
     if len(options) != len(counts):
         raise ValueError(f"expected one count per option: {len(options)} options, "
                          f"{len(counts)} counts")
-    labels = [f"{i + 1}. {escape(_short(o))}" for i, o in enumerate(options)]
+    labels = [("✔ " if i == answer else "") + f"{i + 1}. {escape(_short(o))}"
+              for i, o in enumerate(options)]
     colours = [CLASS_COLOUR if answer is None else RIGHT_COLOUR if i == answer else OTHER_COLOUR
                for i in range(len(options))]
     total = sum(counts)
@@ -40,7 +41,8 @@ def choice_tally(options: Sequence[str], counts: Sequence[int],
         cliponaxis=False))
     fig.update_yaxes(autorange="reversed", automargin=True)
     fig.update_xaxes(title="students", rangemode="tozero", dtick=max(1, round(total / 5)) or 1)
-    title = "The class's answers" if answer is None else "The class's answers; green: the model's"
+    title = "The class's answers" if answer is None else \
+        "The class's answers; ✔ and green: the model's answer"
     return titled_layout(fig, title, f"{total} answered",
                          height=max(220, 90 + 56 * len(options)),
                          margin=dict(l=20, r=30, t=80, b=60), showlegend=False)

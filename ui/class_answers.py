@@ -1,0 +1,203 @@
+"""A lesson step's question in a live class: every following student's answer goes to the
+store, and the answer is revealed to everyone at once by the teacher.
+
+`hold` is the one call ui/lesson_question.py makes. Outside a class it returns None and the
+question behaves as it always did. A following student's answer is sent (question id
+"<lesson id>:<step>"; the choice is the option's words, or "row,col" for a clicked cell), and
+the step then waits for the teacher's reveal. The teacher sees the live count per option (or
+the clicked keys), names only when asked, a "Reveal to everyone" button, and after the reveal
+the model's answer beside the class's.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from teaching.facts import find_row, plain
+from teaching.format import Step
+from viz.class_tally import cell_tally, choice_tally
+from viz.labels import visible_text
+
+from . import class_session
+from .charts import chart_config
+from .class_session import Membership
+from .text import md_escape
+
+TALLY_SECONDS = 1.0  # the teacher's live count redraws this often
+NAMES_KEY = "class_show_names"
+REVEAL_KEY = "class_reveal"
+
+
+def question_id(lesson_id: str, number: int) -> str:
+    return f"{lesson_id}:{number}"
+
+
+def hold(lesson_id: str, number: int, step: Step, settings: dict, texts: dict,
+         got: dict | None) -> bool | None:
+    """None: ask as usual. False: keep the step's figure hidden (a student waiting for the
+    reveal, or the teacher before it). True: the teacher after the reveal (show the figure)."""
+    m = class_session.current()
+    if m is None or m.ended:
+        return None
+    question = question_id(lesson_id, number)
+    if m.teacher:
+        return _teacher(m, question, step, settings, texts)
+    if not m.following or got is None:
+        return None
+    _send(m, question, _choice(step, settings, texts, got))
+    if question in _revealed(m):
+        return None
+    st.info("Your answer is in; the teacher will reveal the answer to everyone.")
+    return False
+
+
+def _revealed(m: Membership) -> frozenset:
+    from teaching.class_store import ClassError
+
+    try:
+        m.revealed = frozenset(class_session.store().view(m.class_id).revealed)
+    except ClassError:
+        pass
+    return m.revealed
+
+
+def _send(m: Membership, question: str, choice: str | None) -> None:
+    """Send this student's answer once (a changed answer replaces the old one)."""
+    if choice is None or m.sent.get(question) == choice:
+        return
+    from teaching.class_store import ClassError
+
+    try:
+        if class_session.store().answer(m.class_id, m.member_key, question, choice):
+            m.sent[question] = choice
+    except ClassError as exc:
+        st.error(str(exc))
+
+
+def _cell_row(step: Step, texts: dict):
+    from .cache import cached_run
+
+    trace = cached_run(step.model, step.text, step.pair)
+    return trace, find_row(trace.tokens, texts["row"])
+
+
+def _choice(step: Step, settings: dict, texts: dict, got: dict) -> str | None:
+    """The answer as the store keeps it: the option's words, or "row,col" of the key clicked
+    (the first key of the row with that token and that share)."""
+    if step.question.kind == "choice":
+        return str(got["picked"])[:100]
+    trace, row = _cell_row(step, texts)
+    weights = trace.attentions[int(settings.get("layer", 0)), int(settings.get("head", 0)), row]
+    for col, token in enumerate(trace.tokens):
+        if visible_text(plain(token)) == got["picked"] and (
+                got.get("share") is None or abs(float(weights[col]) - got["share"]) < 1e-6):
+            return f"{row},{col}"
+    return None
+
+
+# ------------------------------------------------------------------------ the teacher
+def _teacher(m: Membership, question: str, step: Step, settings: dict, texts: dict) -> bool:
+    from teaching.class_store import ClassError
+
+    try:
+        revealed = question in class_session.store().view(m.class_id).revealed
+    except ClassError as exc:
+        st.error(str(exc))
+        return True
+    st.markdown("**Your class's answers** come in below as students answer.")
+    shape = _shape(step, settings, texts, revealed)
+    tally, join = st.columns([3, 1])
+    with tally:
+        _live_tally(m.teacher_key, question, shape)
+    _join_corner(join, m)
+    if revealed:
+        if shape.get("answer_text"):
+            st.success(f"The model's answer: “{md_escape(shape['answer_text'])}”.")
+        return True
+    st.button("Reveal to everyone", key=REVEAL_KEY, type="primary", icon=":material/visibility:",
+              on_click=_reveal, args=(question,),
+              help="Shows the answer and the figure on every student's screen at once.")
+    return False
+
+
+def _join_corner(column, m: Membership) -> None:
+    """The join code and QR code beside the answers, for students who arrive late."""
+    from .class_teach import qr_png
+
+    code = class_session.shown_code(m.join_code)
+    if not code:
+        return
+    column.subheader(code, anchor=False)
+    link = class_session.join_link(m.join_code, class_session.server_address("lessons"))
+    column.image(qr_png(link), width="stretch", caption="Scan to join")
+
+
+def _reveal(question: str) -> None:
+    m = class_session.teacher()
+    if m is None:
+        return
+    from teaching.class_store import ClassError
+
+    try:
+        class_session.store().reveal(m.teacher_key, question)
+    except ClassError as exc:
+        st.session_state["_class_error"] = str(exc)
+
+
+def _shape(step: Step, settings: dict, texts: dict, revealed: bool) -> dict:
+    """What the tally draws, worked out once in the whole run (the fragment reruns alone)."""
+    if step.question.kind == "choice":
+        options = [texts[f"option{i}"] for i in range(len(step.question.options))]
+        answer = None
+        if revealed:
+            from .lesson_step import step_texts
+
+            right = step_texts(step)[1]["answer"]
+            answer = options.index(right) if right in options else None
+        return {"kind": "choice", "options": options, "answer": answer,
+                "answer_text": options[answer] if answer is not None else ""}
+    trace, row = _cell_row(step, texts)
+    weights = None
+    if revealed:
+        weights = trace.attentions[int(settings.get("layer", 0)), int(settings.get("head", 0)),
+                                   row].float().tolist()
+    return {"kind": "cell", "tokens": [plain(t) for t in trace.tokens], "row": row,
+            "weights": weights}
+
+
+@st.fragment(run_every=TALLY_SECONDS)
+def _live_tally(teacher_key: str, question: str, shape: dict) -> None:
+    """The class's answers as they come in (no model work: the store only)."""
+    from teaching.class_store import ClassError
+
+    names = st.checkbox("Show names", key=NAMES_KEY,
+                        help="Off, nobody's name is shown, on the projector or here.")
+    try:
+        tally = class_session.store().tally(teacher_key, question, with_names=names)
+    except ClassError as exc:
+        st.error(str(exc))
+        return
+    if shape["kind"] == "choice":
+        counts = [tally.counts.get(o[:100], 0) for o in shape["options"]]
+        fig = choice_tally(shape["options"], counts, shape["answer"])
+    else:
+        counts = [tally.counts.get(f"{shape['row']},{c}", 0) for c in range(len(shape["tokens"]))]
+        fig = cell_tally(shape["tokens"], counts, shape["weights"],
+                         row_label=shape["tokens"][shape["row"]])
+    st.plotly_chart(fig, key="class_tally_chart", config=chart_config("class-answers"))
+    if names and tally.names:
+        st.dataframe(_names_table(tally.names, shape), hide_index=True, width="stretch")
+
+
+def _names_table(names: dict, shape: dict) -> pd.DataFrame:
+    """Who chose what, as plain text in a table (never Markdown)."""
+    rows = []
+    for choice, who in names.items():
+        shown = choice
+        if shape["kind"] == "cell":
+            col = choice.partition(",")[2]
+            shown = shape["tokens"][int(col)] if col.isdecimal() and \
+                int(col) < len(shape["tokens"]) else choice
+        rows.append({"answer": shown, "names": ", ".join(who)})
+    return pd.DataFrame(rows, columns=["answer", "names"])
