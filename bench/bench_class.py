@@ -39,6 +39,7 @@ from class_client import ClassClient  # noqa: E402
 from deploy.launch import COOKIE, running_cluster  # noqa: E402
 
 FOLLOWING = "Following the teacher"
+KEYS = ("class_code", "class_name", "class_join", "lesson_check")  # a student's widgets
 CODE = r"^[A-Z0-9]{3}-[A-Z0-9]{3}$"
 
 
@@ -83,10 +84,10 @@ async def join(cluster, code: str, name: str, timeout_s: float,
     start = time.perf_counter()
     url = f"{cluster.url}/join?code={quote(code)}"
     if student is None:
-        student = ClassClient(url, keys=("class_code", "class_name", "class_join"))
+        student = ClassClient(url, keys=KEYS)
         opened = await student.open(timeout_s)
     else:  # an open session joins again: a page link to /join
-        student.keys = ("class_code", "class_name", "class_join")
+        student.keys = KEYS
         opened = await student.go("join", f"code={quote(code)}", timeout_s)
     if not opened["ok"] or "class_name" not in student.widgets:
         return student, None
@@ -146,12 +147,42 @@ def store_view(teacher: ClassClient):
     return store.view(class_id) if class_id else None
 
 
+async def answer_all(teacher: ClassClient, students: list, lesson: str, number: int,
+                     sent: dict, timeout_s: float) -> dict | None:
+    """Every student answers step `number`'s question (if it has one), each its own pick;
+    then the teacher's tally in the store must hold every answer. `sent`: student -> choice
+    per question, kept across steps (answers sent before a failover are checked again)."""
+    picks = await asyncio.gather(*(s.answer(lesson, number, i, timeout_s)
+                                   for i, s in enumerate(students)))
+    if not any(picks):
+        return None
+    question = f"{lesson}:{number}"
+    sent[question] = {i: p for i, p in enumerate(picks) if p is not None}
+    await asyncio.sleep(1.0)
+    return {"question": question, "sent": len(sent[question]),
+            "unanswered": sum(p is None for p in picks),
+            "students_see": sorted({str(s.said("answer is in|Check my answer")) for s in students}),
+            **tally_check(teacher, question, sent)}
+
+
+def tally_check(teacher: ClassClient, question: str, sent: dict) -> dict:
+    """The store's tally of a question against the answers the students sent."""
+    from collections import Counter
+
+    from teaching.class_store import open_store
+
+    want = Counter(sent[question].values())
+    tally = open_store(teacher.store_url).tally(teacher.teacher_key, question)
+    lost = sum(max(0, n - tally.counts.get(choice, 0)) for choice, n in want.items())
+    return {"in_tally": tally.answered, "lost": lost}
+
+
 async def come_back(cluster, student: ClassClient, code: str, name: str, lost_at: float,
                     timeout_s: float) -> dict:
     """A student whose replica died reconnects as the browser does (same cookie, same page);
     if its new session is not in the class, it joins again with the code."""
     url = cluster.url + student.address()
-    again = ClassClient(url, keys=("class_code", "class_name", "class_join"))
+    again = ClassClient(url, keys=KEYS)
     again.cookies.update(student.cookies)
     opened = None
     while time.perf_counter() - lost_at < timeout_s:  # a restarting replica: retry
@@ -217,7 +248,8 @@ async def lesson_run(cluster, args) -> dict:
     teacher, code, teacher_link = await start_teacher(cluster, args.timeout)
     students, join_s = await join_all(cluster, code, args.students, args.timeout)
     report = {"joined": len(join_s), "join_s_p50": pct(join_s, 0.5),
-              "join_s_p95": pct(join_s, 0.95), "steps": [], "failover": None}
+              "join_s_p95": pct(join_s, 0.95), "steps": [], "failover": None, "answers": []}
+    sent: dict = {}
     for number in range(1, args.steps + 1):
         if number == args.kill_at_step:
             report["failover"] = await fail_one(cluster, students, code, args.restart,
@@ -226,7 +258,13 @@ async def lesson_run(cluster, args) -> dict:
                 teacher = await lead_again(cluster, teacher, teacher_link, args.timeout)
         report["steps"].append(await step_delays(teacher, students, number, number == 1,
                                                  args.lesson, args.timeout, args.wait))
+        answered = await answer_all(teacher, students, args.lesson, number, sent, args.timeout)
+        if answered:
+            report["answers"].append(answered)
         await asyncio.sleep(args.dwell)
+    # at the end, every question again: answers sent before the failover are still there
+    report["answers_at_end"] = [{"question": q, "sent": len(sent[q]),
+                                 **tally_check(teacher, q, sent)} for q in sent]
     said = teacher.said(r"\d+ following")
     report["teacher_bar_at_end"] = said
     for member in [teacher, *students]:
@@ -284,7 +322,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")
     sys.stdout.write(json.dumps({k: report[k] for k in ("summary", "joined", "join_s_p95",
-                                                         "failover", "teacher_bar_at_end")},
+                                                         "failover", "answers_at_end",
+                                                         "teacher_bar_at_end")},
                                 indent=1, default=str) + "\n")
     return 0
 

@@ -17,6 +17,7 @@ import re
 import time
 
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+from streamlit.proto.WidgetStates_pb2 import WidgetState
 from ws_client import WsSession
 
 FINISHED = ForwardMsg.ScriptFinishedStatus.Value("FINISHED_SUCCESSFULLY")
@@ -57,7 +58,41 @@ class ClassClient(WsSession):
                     or getattr(inner, "text", ""))
             self.texts.append((time.perf_counter(), kind, text))
             del self.texts[:-KEPT_TEXTS]
+        if kind == "radio" and "-lesson_choice_" in element.radio.id:  # a lesson's question
+            wid = element.radio.id
+            key = wid.split("-", 2)[2]
+            old = self.widgets.get(key, {})
+            self.widgets[key] = {"id": wid, "fragment": fragment_id, "radio": True,
+                                 "value": old.get("value") if old.get("id") == wid else None,
+                                 "options": list(element.radio.options)}
         super()._element(element, fragment_id, path)
+
+    def widget_states(self) -> list[WidgetState]:
+        """ws_client's states, plus a picked radio option (its words, as the browser sends)."""
+        radios = {k: v for k, v in self.widgets.items() if v.get("radio")}
+        for key in radios:
+            del self.widgets[key]
+        try:
+            states = super().widget_states()
+        finally:
+            self.widgets.update(radios)
+        states += [WidgetState(id=r["id"], string_value=r["options"][r["value"]])
+                   for r in radios.values() if r["value"] is not None]
+        return states
+
+    async def answer(self, lesson: str, number: int, pick: int, timeout_s: float) -> str | None:
+        """Pick option `pick` (modulo their number) of step `number`'s question and press
+        "Check my answer"; the option's words, or None if there is no such question."""
+        radio = self.widgets.get(f"lesson_choice_{lesson}_{number}")
+        if radio is None or not radio["options"]:
+            return None
+        radio["value"] = pick % len(radio["options"])
+        # as in the browser: picking reruns the app (which enables the button), then the click
+        picked = await self._act("pick", radio["fragment"], (None, None), timeout_s)
+        if not picked["ok"]:
+            return None
+        result = await self.click("lesson_check", timeout_s)
+        return radio["options"][radio["value"]] if result["ok"] else None
 
     def said(self, pattern: str, since: float = 0.0) -> str | None:
         """The latest text on screen (since `since`) matching a regular expression."""
