@@ -59,7 +59,7 @@ def test_rendering_fills_in_only_the_template_names():
     site = render("127.0.0.1:8080", ["127.0.0.1:1", "127.0.0.1:2"], "logs/a.log")
     assert "${" not in site
     assert "listen 127.0.0.1:8080;" in site
-    assert re.findall(r"server (\S+) max_fails=1 fail_timeout=10s;", site) == [
+    assert re.findall(r"server (\S+:\d+) max_fails=1 fail_timeout=10s;", site) == [
         "127.0.0.1:1", "127.0.0.1:2"]
     for own in ("$cookie_attention_lab_replica", "$request_id", "$http_upgrade", "$http_host"):
         assert own in site  # nginx's variables, untouched
