@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -132,6 +133,7 @@ async def step_delays(teacher: ClassClient, students: list, number: int, first: 
             "class_view": f"{view.version} {view.link}" if view else None,
             "students_show": sorted({str(s.said(r"^Step \d+ of \d+$")) for s in live}),
             "students": len(live), "missed": sum(d is None for d in delays),
+            "missed_who": [students.index(s) for s, d in zip(live, delays) if d is None],
             "delays_s": [round(d - sent, 3) for d in delays if d is not None]}
 
 
@@ -152,14 +154,19 @@ async def answer_all(teacher: ClassClient, students: list, lesson: str, number: 
     """Every student answers step `number`'s question (if it has one), each its own pick;
     then the teacher's tally in the store must hold every answer. `sent`: student -> choice
     per question, kept across steps (answers sent before a failover are checked again)."""
+    start = time.perf_counter()
     picks = await asyncio.gather(*(s.answer(lesson, number, i, timeout_s)
                                    for i, s in enumerate(students)))
     if not any(picks):
         return None
     question = f"{lesson}:{number}"
-    sent[question] = {i: p for i, p in enumerate(picks) if p is not None}
+    # sent: the student's screen confirmed it ("Your answer is in"), as a student would see
+    confirmed = {i: p for i, p in enumerate(picks)
+                 if p is not None and students[i].said("Your answer is in", start)}
+    sent[question] = confirmed
     await asyncio.sleep(1.0)
-    return {"question": question, "sent": len(sent[question]),
+    return {"question": question, "sent": len(confirmed),
+            "clicked_not_confirmed": sum(p is not None for p in picks) - len(confirmed),
             "unanswered": sum(p is None for p in picks),
             "students_see": sorted({str(s.said("answer is in|Check my answer")) for s in students}),
             **tally_check(teacher, question, sent)}
@@ -317,6 +324,7 @@ def main(argv: list[str] | None = None) -> int:
         up_s = time.perf_counter() - started
         report = asyncio.run(lesson_run(cluster, args))
     report = {"args": vars(args), "start_s": round(up_s, 1), "logs": str(folder),
+              "load_average_at_end": [round(x, 1) for x in os.getloadavg()],
               "summary": summary(report, args.kill_at_step), **report}
     text = json.dumps(report, indent=1, default=str)
     if args.out:
