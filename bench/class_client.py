@@ -66,6 +66,8 @@ class ClassClient(WsSession):
                                  "value": old.get("value") if old.get("id") == wid else None,
                                  "options": list(element.radio.options)}
         super()._element(element, fragment_id, path)
+        if kind == "button" and element.button.id.endswith("-lesson_check"):
+            self.widgets["lesson_check"]["disabled"] = element.button.disabled
 
     def widget_states(self) -> list[WidgetState]:
         """ws_client's states, plus a picked radio option (its words, as the browser sends)."""
@@ -89,8 +91,11 @@ class ClassClient(WsSession):
         radio["value"] = pick % len(radio["options"])
         # as in the browser: picking reruns the app (which enables the button), then the click
         picked = await self._act("pick", radio["fragment"], (None, None), timeout_s)
-        if not picked["ok"]:
-            return None
+        deadline = time.perf_counter() + timeout_s
+        while self.widgets.get("lesson_check", {}).get("disabled", True):  # not drawn anew yet
+            if not picked["ok"] or time.perf_counter() > deadline:
+                return None
+            await asyncio.sleep(0.05)
         result = await self.click("lesson_check", timeout_s)
         return radio["options"][radio["value"]] if result["ok"] else None
 
