@@ -125,7 +125,7 @@ async def step_delays(teacher: ClassClient, students: list, number: int, first: 
     teacher_s = time.perf_counter() - sent
     pattern = rf"^Step {number} of \d+$"
     live = [s for s in students if not s.ws_closed]
-    await wait_for(lambda: all(s.drawn(pattern, sent) for s in live), wait_s)
+    await wait_for(lambda: all(s.drawn(pattern, sent) for s in live), wait_s, poll_s=0.25)
     delays = [s.drawn(pattern, sent) for s in live]
     view = store_view(teacher)
     return {"step": number, "teacher_ok": result["ok"], "teacher_run_s": round(teacher_s, 3),
@@ -261,8 +261,17 @@ async def lesson_run(cluster, args) -> dict:
         if number == args.kill_at_step:
             report["failover"] = await fail_one(cluster, students, code, args.restart,
                                                 args.timeout)
-            if args.restart and teacher.ws_closed:  # one replica: the teacher was on it too
-                teacher = await lead_again(cluster, teacher, teacher_link, args.timeout)
+        dropped = [i for i, s in enumerate(students) if s.ws_closed]  # not by the failover
+        if dropped:
+            report.setdefault("other_drops", []).append((number, len(dropped)))
+            back = await asyncio.gather(*(come_back(cluster, students[i], code,
+                                                    f"Student {i + 1}", time.perf_counter(),
+                                                    args.timeout) for i in dropped))
+            for i, result in zip(dropped, back):
+                students[i] = result.pop("client")
+        if teacher.ws_closed:  # as a browser does: the teacher's page reconnects
+            report.setdefault("teacher_reconnects", []).append((number, teacher.ws_closed))
+            teacher = await lead_again(cluster, teacher, teacher_link, args.timeout)
         report["steps"].append(await step_delays(teacher, students, number, number == 1,
                                                  args.lesson, args.timeout, args.wait))
         answered = await answer_all(teacher, students, args.lesson, number, sent, args.timeout)
