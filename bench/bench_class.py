@@ -263,7 +263,8 @@ async def lesson_run(cluster, args) -> dict:
                                                 args.timeout)
         dropped = [i for i, s in enumerate(students) if s.ws_closed]  # not by the failover
         if dropped:
-            report.setdefault("other_drops", []).append((number, len(dropped)))
+            report.setdefault("other_drops", []).append(
+                (number, sorted({str(students[i].ws_closed) for i in dropped}), len(dropped)))
             back = await asyncio.gather(*(come_back(cluster, students[i], code,
                                                     f"Student {i + 1}", time.perf_counter(),
                                                     args.timeout) for i in dropped))

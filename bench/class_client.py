@@ -36,6 +36,12 @@ class ClassClient(WsSession):
         self.pages: dict[str, str] = {}  # url path -> page script hash
         self._poller: asyncio.Task | None = None
 
+    async def _read(self) -> None:
+        """ws_client's reader; keeps why the connection closed (who closed it, the code)."""
+        await super()._read()
+        if self.ws is not None and self.ws.close_code is not None:
+            self.ws_closed = f"{self.ws_closed}: code {self.ws.close_code} {self.ws.close_reason}"
+
     def handle(self, msg: ForwardMsg, size: int = 0) -> None:
         kind = msg.WhichOneof("type")
         if kind == "auto_rerun" and msg.auto_rerun.fragment_id:
