@@ -26,6 +26,7 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import statistics
 import sys
 import tempfile
@@ -329,6 +330,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", help="write the whole report here (JSON)")
     args = parser.parse_args(argv)
     folder = Path(tempfile.mkdtemp(prefix="bench-class-"))
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # stop the cluster on the way out
     started = time.perf_counter()
     with running_cluster(folder, args.replicas, args.store) as cluster:
         up_s = time.perf_counter() - started

@@ -72,7 +72,8 @@ class ClassClient(WsSession):
                                  "value": old.get("value") if old.get("id") == wid else None,
                                  "options": list(element.radio.options)}
         super()._element(element, fragment_id, path)
-        if kind == "button" and element.button.id.endswith("-lesson_check"):
+        if kind == "button" and "lesson_check" in self.widgets \
+                and element.button.id.endswith("-lesson_check"):
             self.widgets["lesson_check"]["disabled"] = element.button.disabled
 
     def widget_states(self) -> list[WidgetState]:
