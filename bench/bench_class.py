@@ -161,13 +161,12 @@ async def answer_all(teacher: ClassClient, students: list, lesson: str, number: 
     if not any(picks):
         return None
     question = f"{lesson}:{number}"
-    # sent: the student's screen confirmed it ("Your answer is in"), as a student would see
-    confirmed = {i: p for i, p in enumerate(picks)
-                 if p is not None and students[i].said("Your answer is in", start)}
-    sent[question] = confirmed
+    # sent: the click on "Check my answer" (with the pick) ran; confirmed: the screen then
+    # said "Your answer is in" (a text that can scroll out of the kept texts: a lower bound)
+    sent[question] = {i: p for i, p in enumerate(picks) if p is not None}
+    confirmed = sum(1 for i in sent[question] if students[i].said("Your answer is in", start))
     await asyncio.sleep(1.0)
-    return {"question": question, "sent": len(confirmed),
-            "clicked_not_confirmed": sum(p is not None for p in picks) - len(confirmed),
+    return {"question": question, "sent": len(sent[question]), "confirmed": confirmed,
             "unanswered": sum(p is None for p in picks),
             "students_see": sorted({str(s.said("answer is in|Check my answer")) for s in students}),
             **tally_check(teacher, question, sent)}
