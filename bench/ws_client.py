@@ -103,6 +103,7 @@ class WsSession:
         self.ws = None
         self.clicking: str | None = None  # the button key of the rerun being sent
         self._reader: asyncio.Task | None = None
+        self.cookies: dict[str, str] = {}
 
     # ---- messages up ----
     def widget_states(self) -> list[WidgetState]:
@@ -237,6 +238,20 @@ class WsSession:
                 self.run.done.set()
         self.ws_closed = reason
 
+    # ---- cookies: a load balancer's sticky cookie comes back on every request, as in a browser
+    def cookie_header(self) -> dict:
+        jar = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
+        return {"Cookie": jar} if jar else {}
+
+    def get(self, url: str, timeout_s: float) -> bytes:
+        """GET with this session's cookies; keeps the cookies the answer sets (name=value)."""
+        request = urllib.request.Request(url, headers=self.cookie_header())
+        with urllib.request.urlopen(request, timeout=timeout_s) as answer:
+            for line in answer.headers.get_all("Set-Cookie") or []:
+                name, _, value = line.split(";", 1)[0].partition("=")
+                self.cookies[name.strip()] = value.strip()
+            return answer.read()
+
     async def open(self, timeout_s: float) -> dict:
         """Load the page as the browser does (HTML, health, host config, websocket, first
         run); timed from the first request to the first script_finished."""
@@ -248,14 +263,15 @@ class WsSession:
         def http() -> None:
             for path in (self.page_url, self.origin + "/_stcore/health",
                          self.origin + "/_stcore/host-config"):
-                urllib.request.urlopen(path, timeout=timeout_s).read()
+                self.get(path, timeout_s)
 
         try:
             await asyncio.wait_for(asyncio.to_thread(http), timeout_s)
             ws_url = "ws" + self.origin[4:] + "/_stcore/stream"
             self.ws = await connect(ws_url, subprotocols=["streamlit"], origin=self.origin,
                                     max_size=None, ping_interval=None,
-                                    open_timeout=timeout_s)
+                                    open_timeout=timeout_s,
+                                    additional_headers=self.cookie_header())
             self._reader = asyncio.create_task(self._read())
         except Exception as exc:  # noqa: BLE001 - a refused or slow page is one error
             return {"kind": "open", "ok": False, "ms": (time.perf_counter() - start) * 1000,
@@ -277,9 +293,9 @@ class WsSession:
             await asyncio.wait_for(run.done.wait(), timeout_s)
             if run.closed:
                 error = run.closed
-            elif run.heatmap_ms is None:
+            elif self.heatmap_key and run.heatmap_ms is None:  # heatmap_key "": any page
                 error = "NoHeatmap"
-            elif not run.shows:
+            elif self.heatmap_key and not run.shows:
                 error = "HeatmapNotUpdated"
         except Exception as exc:  # noqa: BLE001 - a timeout or a send on a closed socket
             error = type(exc).__name__

@@ -1,0 +1,166 @@
+"""A teacher or a student of a live class without a browser, for bench/bench_class.py and
+tests/deploy: bench/ws_client.py's session, plus what a class needs of the browser.
+
+- Fragments that rerun on their own (`st.fragment(run_every=...)`, the class bar): the server
+  sends an auto_rerun message with the fragment's id and interval, and the browser then asks
+  for that fragment's rerun on a timer. `start_polling` does the same.
+- What the screen says: the texts of headings, markdown, alerts and code blocks as they arrive
+  (`texts`, `said`), e.g. the join code, the teacher link, "Following the teacher".
+- When each whole run finished (`finished`): with the texts, when a student's app has drawn
+  the view the teacher opened ("Step 3 of 7" shown, then its run finished: `drawn`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+from streamlit.proto.WidgetStates_pb2 import WidgetState
+from ws_client import WsSession
+
+FINISHED = ForwardMsg.ScriptFinishedStatus.Value("FINISHED_SUCCESSFULLY")
+TEXT_KINDS = ("heading", "markdown", "alert", "code", "text", "progress")
+KEPT_TEXTS = 120
+
+
+class ClassClient(WsSession):
+    """One browser tab of a class member: `url` is the page it opens first."""
+
+    def __init__(self, url: str, keys: tuple = ()) -> None:
+        super().__init__(url, heatmap_key="", keys=keys)
+        self.texts: list[tuple[float, str, str]] = []  # (when, element kind, text)
+        self.auto: dict[str, float] = {}  # fragment id -> rerun every so many seconds
+        self.finished: list[tuple[float, str]] = []  # (when, query string) per whole run
+        self.pages: dict[str, str] = {}  # url path -> page script hash
+        self._poller: asyncio.Task | None = None
+
+    async def _read(self) -> None:
+        """ws_client's reader; keeps why the connection closed (who closed it, the code)."""
+        await super()._read()
+        if self.ws is not None and self.ws.close_code is not None:
+            self.ws_closed = f"{self.ws_closed}: code {self.ws.close_code} {self.ws.close_reason}"
+
+    def handle(self, msg: ForwardMsg, size: int = 0) -> None:
+        kind = msg.WhichOneof("type")
+        if kind == "auto_rerun" and msg.auto_rerun.fragment_id:
+            self.auto[msg.auto_rerun.fragment_id] = max(msg.auto_rerun.interval, 0.1)
+        elif kind == "navigation":  # the app's pages: a page link sends the page's hash
+            self.pages.update({p.url_pathname: p.page_script_hash
+                               for p in msg.navigation.app_pages})
+        elif kind == "stop_auto_rerun":  # fragments no longer drawn
+            for fragment in msg.stop_auto_rerun.fragment_ids:
+                self.auto.pop(fragment, None)
+        super().handle(msg, size)
+        if kind == "script_finished" and msg.script_finished == FINISHED:
+            self.finished.append((time.perf_counter(), self.query_string))
+
+    def _element(self, element, fragment_id: str, path: tuple) -> None:
+        kind = element.WhichOneof("type")
+        if kind in TEXT_KINDS:
+            inner = getattr(element, kind)
+            text = (getattr(inner, "body", "") or getattr(inner, "code_text", "")
+                    or getattr(inner, "text", ""))
+            self.texts.append((time.perf_counter(), kind, text))
+            del self.texts[:-KEPT_TEXTS]
+        if kind == "radio" and "-lesson_choice_" in element.radio.id:  # a lesson's question
+            wid = element.radio.id
+            key = wid.split("-", 2)[2]
+            old = self.widgets.get(key, {})
+            self.widgets[key] = {"id": wid, "fragment": fragment_id, "radio": True,
+                                 "value": old.get("value") if old.get("id") == wid else None,
+                                 "options": list(element.radio.options)}
+        super()._element(element, fragment_id, path)
+        if kind == "button" and "lesson_check" in self.widgets \
+                and element.button.id.endswith("-lesson_check"):
+            self.widgets["lesson_check"]["disabled"] = element.button.disabled
+
+    def widget_states(self) -> list[WidgetState]:
+        """ws_client's states, plus a picked radio option (its words, as the browser sends)."""
+        radios = {k: v for k, v in self.widgets.items() if v.get("radio")}
+        for key in radios:
+            del self.widgets[key]
+        try:
+            states = super().widget_states()
+        finally:
+            self.widgets.update(radios)
+        states += [WidgetState(id=r["id"], string_value=r["options"][r["value"]])
+                   for r in radios.values() if r["value"] is not None]
+        return states
+
+    async def answer(self, lesson: str, number: int, pick: int, timeout_s: float) -> str | None:
+        """Pick option `pick` (modulo their number) of step `number`'s question and press
+        "Check my answer"; the option's words, or None if there is no such question."""
+        radio = self.widgets.get(f"lesson_choice_{lesson}_{number}")
+        if radio is None or not radio["options"]:
+            return None
+        radio["value"] = pick % len(radio["options"])
+        # as in the browser: picking reruns the app (which enables the button), then the click
+        picked = await self._act("pick", radio["fragment"], (None, None), timeout_s)
+        deadline = time.perf_counter() + timeout_s
+        while self.widgets.get("lesson_check", {}).get("disabled", True):  # not drawn anew yet
+            if not picked["ok"] or time.perf_counter() > deadline:
+                return None
+            await asyncio.sleep(0.05)
+        result = await self.click("lesson_check", timeout_s)
+        return radio["options"][radio["value"]] if result["ok"] else None
+
+    def said(self, pattern: str, since: float = 0.0) -> str | None:
+        """The latest text on screen (since `since`) matching a regular expression."""
+        found = re.compile(pattern)
+        for when, _, text in reversed(self.texts):
+            if when >= since and found.search(text):
+                return text
+        return None
+
+    def drawn(self, pattern: str, since: float) -> float | None:
+        """When the first whole run that showed a text matching `pattern` (after `since`)
+        finished: the view that text belongs to is drawn. None if not (yet)."""
+        found = re.compile(pattern)
+        shown = next((when for when, _, text in self.texts
+                      if when >= since and found.search(text)), None)
+        if shown is None:
+            return None
+        return next((when for when, _ in self.finished if when >= shown), None)
+
+    def address(self) -> str:
+        """The path and query the browser's address bar shows now."""
+        path = next((p for p, h in self.pages.items() if h == self.page_script_hash),
+                    self.page_name)
+        return f"/{path}?{self.query_string}" if self.query_string else f"/{path}"
+
+    # ---- the browser's timers
+    def start_polling(self) -> None:
+        if self._poller is None:
+            self._poller = asyncio.create_task(self._poll())
+
+    async def _poll(self) -> None:
+        last: dict[str, float] = {}
+        while not self.ws_closed:
+            now = time.perf_counter()
+            for fragment, every in list(self.auto.items()):
+                if now - last.get(fragment, 0.0) >= every:
+                    last[fragment] = now
+                    clicking, self.clicking = self.clicking, None  # a click is sent once
+                    request = self.rerun_msg(fragment)
+                    self.clicking = clicking
+                    request.rerun_script.is_auto_rerun = True
+                    try:
+                        await self.ws.send(request.SerializeToString())
+                    except Exception:  # noqa: BLE001 - the connection dropped: _read says so
+                        return
+            await asyncio.sleep(0.1)  # the bench runs 31 of these in one process
+
+    # ---- moving around as the browser does
+    async def go(self, page: str, query: str, timeout_s: float) -> dict:
+        """Open another page of the app in this session (a page link: no reload)."""
+        self.page_script_hash = self.pages.get(page, "")
+        self.page_name, self.query_string = page, query
+        return await self._act("go", "", (None, None), timeout_s)
+
+    async def close(self) -> None:
+        if self._poller is not None:
+            self._poller.cancel()
+            await asyncio.gather(self._poller, return_exceptions=True)
+        await super().close()

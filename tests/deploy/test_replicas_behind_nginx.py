@@ -1,0 +1,152 @@
+"""Two app replicas behind nginx with one Redis, as deploy/ runs them: the page and the app's
+websocket pass through nginx, the sticky cookie keeps a client on one replica, a replica that
+dies sends its clients to the other, and a class started through one replica is joined through
+the other (they share the class store in Redis).
+
+Real processes on 127.0.0.1 (Debian's redis-server and nginx, `streamlit run app.py` twice,
+started in parallel and shared by the whole module); the replica kill comes last.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))
+
+from deploy.launch import COOKIE, NGINX, REDIS, running_cluster  # noqa: E402
+from class_client import ClassClient  # noqa: E402
+from ws_client import WsSession  # noqa: E402
+
+pytestmark = pytest.mark.deploy
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    for tool in (NGINX, REDIS):
+        if not Path(tool).exists():
+            if os.environ.get("CI"):
+                pytest.fail(f"{tool} is not installed; .ci/run should have installed it")
+            pytest.skip(f"{tool} is not installed (apt-get install -y nginx redis-server)")
+    with running_cluster(tmp_path_factory.mktemp("cluster"), replicas=2) as running:
+        yield running
+
+
+def get(url: str, cookie: str | None = None):
+    headers = {"Cookie": f"{COOKIE}={cookie}"} if cookie else {}
+    return urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=30)
+
+
+async def open_session(url: str, cookies: dict | None = None) -> tuple[WsSession, dict]:
+    """The attention page through the app's websocket, as a browser opens it: the page,
+    health, host config, then the websocket and the first run, which draws the heatmap."""
+    session = WsSession(url + "/attention?model=minilm")
+    session.cookies.update(cookies or {})
+    return session, await session.open(120)
+
+
+async def dropped(session: WsSession, within_s: float = 10.0) -> str | None:
+    """How the session's websocket closed, once it has (None if still open after within_s)."""
+    for _ in range(int(within_s * 10)):
+        if session.ws_closed:
+            return session.ws_closed
+        await asyncio.sleep(0.1)
+    return None
+
+
+def test_the_page_loads_through_nginx_with_a_sticky_cookie(cluster):
+    answer = get(cluster.url + "/")
+    body = answer.read().decode()
+    cookies = answer.headers.get_all("Set-Cookie") or []
+    assert answer.status == 200 and "<title>Streamlit</title>" in body
+    assert any(c.startswith(COOKIE + "=") and "HttpOnly" in c for c in cookies), cookies
+    # a client that already has the cookie is not given another one
+    again = get(cluster.url + "/", cookie="someone")
+    assert not any(c.startswith(COOKIE) for c in again.headers.get_all("Set-Cookie") or [])
+
+
+def test_the_app_runs_over_its_websocket_through_nginx(cluster):
+    async def scenario():
+        session, result = await open_session(cluster.url)
+        await session.close()
+        return session, result
+
+    session, result = asyncio.run(scenario())
+    assert result["ok"], result
+    assert result["status"] == "FINISHED_SUCCESSFULLY"
+    assert result["error_boxes"] == 0
+    assert session.cookies.get(COOKIE)  # nginx's cookie, kept from the page's answer
+
+
+def test_the_sticky_cookie_keeps_a_client_on_one_replica(cluster):
+    for _ in range(8):
+        get(cluster.url + "/_stcore/health", cookie="student-7").read()
+        get(cluster.url + "/_stcore/host-config", cookie="student-7").read()
+    assert len(set(cluster.served("student-7", 16))) == 1
+    # ... while different clients are spread over both replicas
+    for n in range(40):
+        get(cluster.url + "/_stcore/health", cookie=f"spread-{n}").read()
+    replicas = {r for n in range(40) for r in cluster.served(f"spread-{n}", 1)}
+    assert {cluster.replica_at(r) for r in replicas} == {0, 1}
+
+
+def test_a_class_started_through_one_replica_is_joined_through_the_other(cluster):
+    teacher = ClassClient(cluster.url + "/teach", keys=("class_start",))
+    teacher.cookies[COOKIE] = cluster.cookie_for(0, "teacher")
+    student = ClassClient(cluster.url + "/join", keys=("class_code", "class_name",
+                                                       "class_join"))
+    student.cookies[COOKIE] = cluster.cookie_for(1, "student")
+
+    async def scenario():
+        assert (await teacher.open(120))["ok"]
+        assert (await teacher.click("class_start", 60))["ok"]
+        code = teacher.said(r"^[A-Z0-9]{3}-[A-Z0-9]{3}$")
+        assert code, "the Teach page shows no join code"
+        teacher.start_polling()  # the teacher's class bar: the headcount, once a second
+        assert (await student.open(120))["ok"]
+        student.widgets["class_code"]["value"] = code
+        student.widgets["class_name"]["value"] = "Ada"
+        joined = await student.click("class_join", 60)
+        for _ in range(100):  # the teacher's replica sees the student the other one added
+            if teacher.said(r"\b1 joined"):
+                break
+            await asyncio.sleep(0.1)
+        await teacher.close()
+        await student.close()
+        return joined
+
+    joined = asyncio.run(scenario())
+    assert joined["ok"] and joined["error_boxes"] == 0, joined
+    assert student.said("Following the teacher|You are in the class")
+    assert teacher.said(r"\b1 joined"), "the teacher's replica never saw the student"
+    assert {cluster.replica_at(r) for r in cluster.served(teacher.cookies[COOKIE])} == {0}
+    assert {cluster.replica_at(r) for r in cluster.served(student.cookies[COOKIE])} == {1}
+
+
+def test_killing_a_replica_sends_its_client_to_the_other(cluster):
+    async def scenario():
+        session, result = await open_session(cluster.url)
+        assert result["ok"], result
+        cookie = session.cookies[COOKIE]
+        first = set(cluster.served(cookie, 3))
+        assert len(first) == 1  # the page, health and host config: one replica
+        home = cluster.replica_at(first.pop())
+        cluster.replicas[home].kill()
+        # the browser's websocket drops with its replica ...
+        assert await dropped(session) is not None
+        # ... and it reconnects with the same cookie: nginx passes it to the replica still up
+        again, result = await open_session(cluster.url, session.cookies)
+        await again.close()
+        return cookie, home, again, result
+
+    cookie, home, again, result = asyncio.run(scenario())
+    assert result["ok"], result
+    assert again.cookies[COOKIE] == cookie  # no new cookie: the same client, moved
+    last = cluster.served(cookie, 6)[-3:]  # page, health, host config of the reconnect
+    assert {cluster.replica_at(r) for r in last} == {1 - home}
