@@ -25,6 +25,7 @@ from ui.view_state import page_view
 from ui.charts import chart_config
 from ui.widgets import index_slider, shown_model_name
 from viz.labels import axis_labels, plain_text
+from viz.position_formulas import FORMULA, ROTARY_FORMULA
 from viz.positions import (
     MAX_CURVES, dimension_curves, distance_curves, position_heatmap, position_pca_figure,
     rotary_distance_figure, similarity_heatmap, wavelength_figure,
@@ -35,14 +36,6 @@ MAX_POSITIONS = 512  # positions drawn at most (a 512 x 768 heatmap is ~1.5 MB i
 MAX_D_MODEL = 768
 LABELS = {"learned": "learned table", "sinusoidal": "fixed sinusoidal table",
           "rotary": "rotary rotations"}  # the model's own positions, by kind
-# One equation per line, so each fits an 800 px screen; no negative space (\!), which
-# makes KaTeX's box narrower than what it draws (a 2 px scroll bar).
-FORMULA = (r"\begin{aligned} PE_{(pos,\,2i)} &= \sin\left(\frac{pos}{10000^{2i/d_{model}}}"
-           r"\right) \\ PE_{(pos,\,2i+1)} &= \cos\left(\frac{pos}{10000^{2i/d_{model}}}"
-           r"\right) \end{aligned}")
-ROTARY_FORMULA = (r"\begin{aligned} \theta_i &= \text{base}^{-2i/d_{head}} \\ "
-                  r"\langle R_m q,\; R_n k\rangle &= \langle R_{m-n}\, q,\; k\rangle "
-                  r"\end{aligned}")
 
 
 def _config() -> dict:
