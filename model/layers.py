@@ -227,10 +227,11 @@ class Attention(nn.Module):
     @staticmethod
     def _split_heads(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None) -> torch.Tensor:
         # x: [batch, pos, d_model], w: [head, d_model, d_head] -> [batch, head, pos, d_head]
+        # One nn.Linear-style product for all heads, bias added inside it (as HF does):
+        # the heads' weights side by side, [head*d_head, d_model] (a copy of w, laid out anew).
         n_heads, d_model, d_head = w.shape
-        y = x @ w.permute(1, 0, 2).reshape(d_model, n_heads * d_head)  # [batch, pos, head*d_head]
-        if b is not None:
-            y = y + b.reshape(-1)
+        w_rows = w.transpose(1, 2).reshape(n_heads * d_head, d_model)  # [head*d_head, d_model]
+        y = F.linear(x, w_rows, None if b is None else b.reshape(-1))  # [batch, pos, head*d_head]
         return y.view(*x.shape[:-1], n_heads, d_head).transpose(1, 2)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -267,8 +268,8 @@ class Attention(nn.Module):
         z = self.hook_z(pattern @ v)  # [batch, head, q_pos, d_head]
         batch, n_heads, n_pos, d_head = z.shape
         z_cat = z.transpose(1, 2).reshape(batch, n_pos, n_heads * d_head)  # [batch, pos, h*d_head]
-        out = z_cat @ self.W_O.reshape(n_heads * d_head, -1)  # [batch, pos, d_model]
-        return out + self.b_O if self.b_O is not None else out
+        w_o = self.W_O.reshape(n_heads * d_head, -1)  # [head*d_head, d_model], a view
+        return F.linear(z_cat, w_o.T, self.b_O)  # [batch, pos, d_model], bias added inside
 
 
 # ------------------------------------------------------------------------------ MLPs
