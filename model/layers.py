@@ -245,11 +245,36 @@ class Attention(nn.Module):
             cos, sin = self.rotary.cos_sin(x.shape[1], x.device)  # [pos, d_head]
             q = self.hook_rot_q(Rotary.rotate(q, cos, sin))
             k = self.hook_rot_k(Rotary.rotate(k, cos, sin))
-        groups = self.cfg.n_heads // self.cfg.n_kv_heads
-        if groups > 1:
-            k = k.repeat_interleave(groups, dim=1)  # [batch, head, pos, d_head]
-            v = v.repeat_interleave(groups, dim=1)  # [batch, head, pos, d_head]
+        k, v = self.kv_per_head(k), self.kv_per_head(v)  # [batch, head, pos, d_head]
         return self.attend(q, k, v, mask)
+
+    def kv_per_head(self, kv: torch.Tensor) -> torch.Tensor:
+        """[batch, kv_head, pos, d_head] -> [batch, head, pos, d_head]: with grouped-query
+        attention each k/v head repeated for the query heads it serves."""
+        groups = self.cfg.n_heads // self.cfg.n_kv_heads
+        return kv.repeat_interleave(groups, dim=1) if groups > 1 else kv
+
+    def qk_inputs(self) -> tuple[str, str] | None:
+        """The hook points (under this module) whose tensors attend() multiplies into hook_qk,
+        k before kv_per_head; None when the q and k it multiplies have no hook point of their
+        own (Qwen3-style q/k norms without rotary positions)."""
+        if self.rotary is not None:
+            return "hook_rot_q", "hook_rot_k"
+        return None if self.q_norm is not None else ("hook_q", "hook_k")
+
+    @staticmethod
+    def qk_from(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+        """q: [batch, head, q_pos, d_head], k: [batch, head, k_pos, d_head] ->
+        [batch, head, q_pos, k_pos]: every query dotted with every key (before scaling)."""
+        return q @ k.transpose(-1, -2)
+
+    def scores_from(self, qk: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """q·k [batch, head, q_pos, k_pos] -> the scores the softmax reads: scaled, (Gemma 2:
+        soft-capped,) plus the additive mask."""
+        if self.softcap is None:
+            return torch.add(mask, qk, alpha=self.scale)  # [batch, head, q_pos, k_pos]
+        capped = torch.tanh(qk * self.scale / self.softcap) * self.softcap  # cap·tanh(s / cap)
+        return capped + mask  # [batch, head, q_pos, k_pos]
 
     def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                mask: torch.Tensor) -> torch.Tensor:
@@ -258,12 +283,8 @@ class Attention(nn.Module):
         q: [batch, head, q_pos, d_head]; k, v: [batch, head, k_pos, d_head];
         mask: additive, broadcastable to [batch, head, q_pos, k_pos]. Returns [batch, q_pos, d_model].
         """
-        qk = self.hook_qk(q @ k.transpose(-1, -2))  # [batch, head, q_pos, k_pos]
-        if self.softcap is None:
-            scores = self.hook_scores(torch.add(mask, qk, alpha=self.scale))  # [batch, head, q, k]
-        else:  # Gemma 2: cap · tanh(scaled / cap), then the mask
-            capped = torch.tanh(qk * self.scale / self.softcap) * self.softcap
-            scores = self.hook_scores(capped + mask)  # [batch, head, q_pos, k_pos]
+        qk = self.hook_qk(self.qk_from(q, k))  # [batch, head, q_pos, k_pos]
+        scores = self.hook_scores(self.scores_from(qk, mask))  # [batch, head, q_pos, k_pos]
         pattern = self.hook_pattern(scores.softmax(dim=-1))  # [batch, head, q_pos, k_pos]
         z = self.hook_z(pattern @ v)  # [batch, head, q_pos, d_head]
         batch, n_heads, n_pos, d_head = z.shape
@@ -284,9 +305,14 @@ class MLP(nn.Module):
         self.hook_pre = HookPoint()  # [batch, pos, d_mlp], before the activation
         self.hook_post = HookPoint()  # [batch, pos, d_mlp], after the activation
 
+    post_inputs = ("hook_pre",)  # the hook points post_from reads, in its order
+
+    def post_from(self, pre: torch.Tensor) -> torch.Tensor:
+        return self.act(pre)  # [batch, pos, d_mlp]
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         pre = self.hook_pre(self.W_in(x))  # [batch, pos, d_mlp]
-        return self.W_out(self.hook_post(self.act(pre)))  # [batch, pos, d_model]
+        return self.W_out(self.hook_post(self.post_from(pre)))  # [batch, pos, d_model]
 
 
 class GatedMLP(nn.Module):
@@ -302,10 +328,15 @@ class GatedMLP(nn.Module):
         self.hook_pre_linear = HookPoint()  # [batch, pos, d_mlp], the ungated up-projection
         self.hook_post = HookPoint()  # [batch, pos, d_mlp], act(gate) * up
 
+    post_inputs = ("hook_pre", "hook_pre_linear")  # the hook points post_from reads, in order
+
+    def post_from(self, gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
+        return self.act(gate) * up  # [batch, pos, d_mlp]
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         gate = self.hook_pre(self.W_gate(x))  # [batch, pos, d_mlp]
         up = self.hook_pre_linear(self.W_in(x))  # [batch, pos, d_mlp]
-        return self.W_out(self.hook_post(self.act(gate) * up))  # [batch, pos, d_model]
+        return self.W_out(self.hook_post(self.post_from(gate, up)))  # [batch, pos, d_model]
 
 
 def make_mlp(cfg: TransformerConfig) -> nn.Module | None:

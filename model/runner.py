@@ -19,6 +19,31 @@ from .trace import EncoderDecoderTrace, Trace, TraceCache
 from .transformer import HookedTransformer
 
 
+def lazy_recipes(model: HookedTransformer, names: list[str],
+                 masks: list[torch.Tensor]) -> dict[str, tuple]:
+    """name -> (function, names of its inputs) for the kept hook points a Trace can recompute
+    from other kept ones with the very function the forward pass used (layers.py:
+    Attention.qk_from and scores_from, the MLPs' post_from), given each layer's mask."""
+    wanted = set(names)
+    recipes = {}
+    for layer, block in enumerate(model.blocks):
+        attn, mlp, p = block.attn, block.mlp, f"blocks.{layer}."
+        inputs = attn.qk_inputs()
+        if inputs is not None:
+            q, k = (f"{p}attn.{name}" for name in inputs)
+            recipes[p + "attn.hook_qk"] = (
+                lambda q, k, attn=attn: attn.qk_from(q, attn.kv_per_head(k)), (q, k))
+        recipes[p + "attn.hook_scores"] = (
+            lambda qk, attn=attn, mask=masks[layer]: attn.scores_from(qk, mask),
+            (p + "attn.hook_qk",))
+        if mlp is not None:
+            recipes[p + "mlp.hook_post"] = (mlp.post_from,
+                                            tuple(p + "mlp." + n for n in mlp.post_inputs))
+    # usable when it is wanted and every input is kept or itself recomputed
+    return {name: recipe for name, recipe in recipes.items()
+            if name in wanted and all(source in wanted for source in recipe[1])}
+
+
 class LoadedModel:
     """A model ready to run: the native transformer, its tokenizer and where it runs.
 
@@ -102,27 +127,25 @@ class LoadedModel:
     def _forward(self, model: HookedTransformer, enc: Encoding, device, keep):
         cache: dict[str, torch.Tensor] = {}
         names = [n for n in model.hook_names if keep is None or keep(n)]
-        # hook_scores = mask + scale * hook_qk, elementwise. On the CPU, with no outside hook
-        # able to edit q·k or the scores, it is recomputed bit for bit on first read instead of
-        # kept: one [batch, head, pos, pos] tensor per layer less to allocate (see BENCHMARKS.md).
-        derive = device.type == "cpu" and not hooks_active()
-        lazy = {n for n in names if derive and n.endswith(".attn.hook_scores")
-                and n[: -len("hook_scores")] + "hook_qk" in names
-                and model.get_submodule(n[: -len(".hook_scores")]).softcap is None}
+        # On the CPU, with no outside hook able to edit a tensor on its way, q·k, the scores and
+        # the MLP's activation are recomputed bit for bit on first read (lazy_recipes) instead
+        # of kept: fresh memory written per layer is most of what the full trace costs beyond
+        # the arithmetic (BENCHMARKS.md, "Forward pass").
+        recipes = {}
+        if device.type == "cpu" and not hooks_active():
+            masks = model.layer_masks(enc.attention_mask.to(device), model.embed.W_E.weight.dtype)
+            recipes = lazy_recipes(model, names, masks)
         store = caching_hook(cache)
         # no_grad, not inference_mode: a Trace's tensors are handed to users, and inference
         # tensors refuse in-place edits and any later use next to a parameter (x @ W_O).
         with torch.no_grad(), hooks(model.hook_names,
-                                    [(n, store) for n in names if n not in lazy]):
+                                    [(n, store) for n in names if n not in recipes]):
             out = model(
                 enc.input_ids.to(device), enc.attention_mask.to(device),
                 enc.token_type_ids.to(device),
             )
-        if lazy:
-            masks = model.layer_masks(enc.attention_mask.to(device), out.final.dtype)
-            derived = {n: (n[: -len("hook_scores")] + "hook_qk", masks[int(n.split(".")[1])],
-                           model.get_submodule(n.rsplit(".", 1)[0]).scale) for n in lazy}
-            cache = TraceCache(names, cache, derived)
+        if recipes:
+            cache = TraceCache(names, cache, recipes)
         return out, cache
 
     def _cpu_model(self) -> HookedTransformer:
