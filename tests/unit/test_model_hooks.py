@@ -229,6 +229,17 @@ def test_recomputed_entries_of_a_trace_equal_the_ones_the_forward_pass_saw(
     _assert_recomputed_entries_equal_the_forward_pass(tiny_models_loaded[family], [ONE, OTHER])
 
 
+@pytest.mark.parametrize("family", ["bart", "t5_gated"])
+def test_recomputed_entries_of_an_encoder_decoder_trace(family):
+    # both stacks and the cross-attention; T5's scores carry its relative position bias
+    from tiny_seq2seq import loaded
+
+    lm = loaded(family)[0]
+    _assert_recomputed_entries_equal_the_forward_pass(lm, [ONE, OTHER])
+    assert any(n.startswith("decoder.") and "cross_attn" in n
+               for n in lm.run(ONE).cache._derived)
+
+
 @pytest.mark.parametrize("family", ["mistral", "gemma2", "qwen3"])
 def test_recomputed_entries_with_grouped_heads_windows_caps_and_qk_norms(family):
     # Mistral: grouped-query attention and a sliding window; Gemma 2: soft-capped scores and a
