@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import torch  # noqa: E402
 
-from bench_forward import machine_info, machine_line  # noqa: E402
+from bench_forward import machine_info, machine_line, quartiles  # noqa: E402
 from timing import interleaved  # noqa: E402
 from model.allocator import keep_freed_memory  # noqa: E402
 from model.runner import record  # noqa: E402
@@ -119,7 +119,7 @@ def bench(family: str, n_src: int, n_out: int, repeats: int, warmup: int) -> dic
     return {"family": family, "n_params": sum(p.numel() for p in hf.parameters()),
             "max_pattern_diff": check, "hf_ms": 1000 * statistics.median(times["hf"]),
             "ours_ms": 1000 * statistics.median(times["ours"]),
-            "ratio": statistics.median(ratios), "raw": times}
+            "ratio": statistics.median(ratios), "spread": quartiles(ratios), "raw": times}
 
 
 def main(argv=None) -> int:
@@ -146,10 +146,12 @@ def main(argv=None) -> int:
              f" → {machine['loadavg_after'][0]:.1f}. {args.tokens} source tokens, "
              f"{args.out_tokens} decoder tokens, median of {args.repeats} interleaved repeats.",
              "", "| family | parameters | HF eager ms | ours ms (full trace) | ours / HF | "
-             "max diff patterns |", "| --- | ---: | ---: | ---: | ---: | --- |"]
+             "quartiles of ours / HF | "
+             "max diff patterns |", "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
     for r in results:
         lines.append(f"| {r['family']} | {r['n_params'] / 1e6:.1f} M | {r['hf_ms']:.0f} | "
-                     f"{r['ours_ms']:.0f} | {r['ratio']:.3f} | {r['max_pattern_diff']:.1e} |")
+                     f"{r['ours_ms']:.0f} | {r['ratio']:.3f} | "
+                     f"{r['spread'][0]:.2f}–{r['spread'][1]:.2f} | {r['max_pattern_diff']:.1e} |")
     table = "\n".join(lines)
     print(table)
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -181,6 +181,21 @@ def make_embed(cfg: TransformerConfig) -> nn.Module:
 
 
 # ------------------------------------------------------------------------- attention
+# The per-head weights are stored as nn.Linear stores the joined heads' weight ([out, in],
+# row-major) and seen per head through a view. So the forward pass multiplies by the stored
+# matrix itself, as HF's nn.Linear does, instead of copying every weight into that layout on
+# every call (BENCHMARKS.md, "Forward pass"). A weight in any other layout (one a user
+# assigned, say) gives the same numbers through a copy.
+def linear_layout_q(n_heads: int, d_model: int, d_head: int) -> torch.Tensor:
+    """[head, d_model, d_head], a view of a [head*d_head, d_model] matrix (q, k, v)."""
+    return torch.empty(n_heads * d_head, d_model).view(n_heads, d_head, d_model).transpose(1, 2)
+
+
+def linear_layout_o(n_heads: int, d_head: int, d_model: int) -> torch.Tensor:
+    """[head, d_head, d_model], a view of a [d_model, head*d_head] matrix (the output)."""
+    return torch.empty(d_model, n_heads * d_head).T.view(n_heads, d_head, d_model)
+
+
 class Attention(nn.Module):
     """Multi-head self-attention with per-head weights, so every head can be read on its own.
 
@@ -193,10 +208,10 @@ class Attention(nn.Module):
         super().__init__()
         self.cfg = cfg
         h, kv, d, dh = cfg.n_heads, cfg.n_kv_heads, cfg.d_model, cfg.d_head
-        self.W_Q = nn.Parameter(torch.empty(h, d, dh))
-        self.W_K = nn.Parameter(torch.empty(kv, d, dh))
-        self.W_V = nn.Parameter(torch.empty(kv, d, dh))
-        self.W_O = nn.Parameter(torch.empty(h, dh, d))
+        self.W_Q = nn.Parameter(linear_layout_q(h, d, dh))  # [head, d_model, d_head]
+        self.W_K = nn.Parameter(linear_layout_q(kv, d, dh))  # [kv_head, d_model, d_head]
+        self.W_V = nn.Parameter(linear_layout_q(kv, d, dh))  # [kv_head, d_model, d_head]
+        self.W_O = nn.Parameter(linear_layout_o(h, dh, d))  # [head, d_head, d_model]
         for w in (self.W_Q, self.W_K, self.W_V, self.W_O):
             nn.init.normal_(w, std=0.02)
         if cfg.attn_bias:
@@ -227,8 +242,7 @@ class Attention(nn.Module):
     @staticmethod
     def _split_heads(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None) -> torch.Tensor:
         # x: [batch, pos, d_model], w: [head, d_model, d_head] -> [batch, head, pos, d_head]
-        # One nn.Linear-style product for all heads, bias added inside it (as HF does):
-        # the heads' weights side by side, [head*d_head, d_model] (a copy of w, laid out anew).
+        # One nn.Linear product for all heads, bias added inside it (as HF does)
         n_heads, d_model, d_head = w.shape
         w_rows = w.transpose(1, 2).reshape(n_heads * d_head, d_model)  # [head*d_head, d_model]
         y = F.linear(x, w_rows, None if b is None else b.reshape(-1))  # [batch, pos, head*d_head]
@@ -289,8 +303,8 @@ class Attention(nn.Module):
         z = self.hook_z(pattern @ v)  # [batch, head, q_pos, d_head]
         batch, n_heads, n_pos, d_head = z.shape
         z_cat = z.transpose(1, 2).reshape(batch, n_pos, n_heads * d_head)  # [batch, pos, h*d_head]
-        w_o = self.W_O.reshape(n_heads * d_head, -1)  # [head*d_head, d_model], a view
-        return F.linear(z_cat, w_o.T, self.b_O)  # [batch, pos, d_model], bias added inside
+        w_o = self.W_O.reshape(n_heads * d_head, -1).T  # [d_model, head*d_head]
+        return F.linear(z_cat, w_o, self.b_O)  # [batch, pos, d_model], bias added inside
 
 
 # ------------------------------------------------------------------------------ MLPs
