@@ -28,19 +28,21 @@ def lazy_recipes(model: torch.nn.Module, names: list[str],
     attention module got, by module path; the scores of a module not in it are kept."""
     wanted = set(names)
     recipes = {}
-    for path, module in model.named_modules():
-        p = path + "."
-        if hasattr(module, "qk_inputs") and module.qk_inputs() is not None:
-            q, k = (p + name for name in module.qk_inputs())
-            recipes[p + "hook_qk"] = (
-                lambda q, k, attn=module: attn.qk_from(q, attn.kv_per_head(k)), (q, k))
-        if path in masks:
-            recipes[p + "hook_scores"] = (
-                lambda qk, attn=module, mask=masks[path]: attn.scores_from(qk, mask),
-                (p + "hook_qk",))
-        if hasattr(module, "post_from"):
-            recipes[p + "hook_post"] = (module.post_from,
-                                        tuple(p + name for name in module.post_inputs))
+    for name in names:
+        path, _, hook = name.rpartition(".")
+        if hook == "hook_qk":
+            attn = model.get_submodule(path)
+            if attn.qk_inputs() is not None:
+                q, k = (f"{path}.{source}" for source in attn.qk_inputs())
+                recipes[name] = (lambda q, k, attn=attn: attn.qk_from(q, attn.kv_per_head(k)),
+                                 (q, k))
+        elif hook == "hook_scores" and path in masks:
+            attn = model.get_submodule(path)
+            recipes[name] = (lambda qk, attn=attn, mask=masks[path]: attn.scores_from(qk, mask),
+                             (path + ".hook_qk",))
+        elif hook == "hook_post" and hasattr(model.get_submodule(path), "post_from"):  # MLPs
+            mlp = model.get_submodule(path)
+            recipes[name] = (mlp.post_from, tuple(f"{path}.{n}" for n in mlp.post_inputs))
     # usable when it is wanted and every input is kept or itself recomputed
     return {name: recipe for name, recipe in recipes.items()
             if name in wanted and all(source in wanted for source in recipe[1])}
