@@ -167,6 +167,12 @@ def summary(xs: list[float]) -> dict:
 
 
 # ------------------------------------------------------------------------------ bench
+def quartiles(values: list[float]) -> tuple[float, float]:
+    """(first, third) quartile: the spread of per-repeat ratios the tables report."""
+    q = statistics.quantiles(values, n=4)
+    return q[0], q[2]
+
+
 def max_diff(a: torch.Tensor, b: torch.Tensor) -> float:
     return float((a.float() - b.float()).abs().max())
 

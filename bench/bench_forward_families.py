@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import torch  # noqa: E402
 
-from bench_forward import machine_info, machine_line  # noqa: E402
+from bench_forward import machine_info, machine_line, quartiles  # noqa: E402
 from timing import interleaved  # noqa: E402
 from model.allocator import keep_freed_memory  # noqa: E402
 from model.convert import CONVERTERS  # noqa: E402
@@ -129,7 +129,7 @@ def bench(family: str, n_tokens: int, repeats: int, warmup: int) -> dict:
     return {"family": family, "n_params": sum(p.numel() for p in hf.parameters()),
             "verify": check, "hf_ms": 1000 * statistics.median(times["hf"]),
             "ours_ms": 1000 * statistics.median(times["ours"]),
-            "ratio": statistics.median(ratios), "raw": times}
+            "ratio": statistics.median(ratios), "spread": quartiles(ratios), "raw": times}
 
 
 def main(argv=None) -> int:
@@ -154,11 +154,13 @@ def main(argv=None) -> int:
              f" → {machine['loadavg_after'][0]:.1f}. {args.tokens} tokens, median of "
              f"{args.repeats} interleaved repeats.", "",
              "| family | parameters | HF eager ms | ours ms (full trace) | ours / HF | "
-             "max diff patterns / hidden |", "| --- | ---: | ---: | ---: | ---: | --- |"]
+             "quartiles of ours / HF | "
+             "max diff patterns / hidden |", "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
     for r in results:
         v = r["verify"]
         lines.append(f"| {r['family']} | {r['n_params'] / 1e6:.1f} M | {r['hf_ms']:.0f} | "
                      f"{r['ours_ms']:.0f} | {r['ratio']:.3f} | "
+                     f"{r['spread'][0]:.2f}–{r['spread'][1]:.2f} | "
                      f"{v['attentions']:.1e} / {v['hidden_states']:.1e} |")
     table = "\n".join(lines)
     print(table)

@@ -61,10 +61,6 @@ def hooks_active() -> bool:
     return bool(_ACTIVE.get())
 
 
-def _matches(hook_filter, name: str) -> bool:
-    return hook_filter(name) if callable(hook_filter) else hook_filter == name
-
-
 @contextlib.contextmanager
 def hooks(
     all_names: Iterable[str], fwd_hooks: Iterable[tuple["NameFilter", HookFn]]
@@ -74,11 +70,15 @@ def hooks(
     Hooks already active in an enclosing block stay active and run first.
     """
     names = list(all_names)
+    known = set(names)
     current = _ACTIVE.get() or {}
     merged = {name: list(fns) for name, fns in current.items()}
     for hook_filter, fn in fwd_hooks:
-        hits = [name for name in names if _matches(hook_filter, name)]
-        if not hits and not callable(hook_filter):
+        if callable(hook_filter):
+            hits = [name for name in names if hook_filter(name)]
+        elif hook_filter in known:  # a name: looked up, not compared with every name
+            hits = [hook_filter]
+        else:
             raise KeyError(f"no hook point named {hook_filter!r}")
         for name in hits:
             merged.setdefault(name, []).append(fn)

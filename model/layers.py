@@ -181,6 +181,21 @@ def make_embed(cfg: TransformerConfig) -> nn.Module:
 
 
 # ------------------------------------------------------------------------- attention
+# The per-head weights are stored as nn.Linear stores the joined heads' weight ([out, in],
+# row-major) and seen per head through a view. So the forward pass multiplies by the stored
+# matrix itself, as HF's nn.Linear does, instead of copying every weight into that layout on
+# every call (BENCHMARKS.md, "Forward pass"). A weight in any other layout (one a user
+# assigned, say) gives the same numbers through a copy.
+def linear_layout_q(n_heads: int, d_model: int, d_head: int) -> torch.Tensor:
+    """[head, d_model, d_head], a view of a [head*d_head, d_model] matrix (q, k, v)."""
+    return torch.empty(n_heads * d_head, d_model).view(n_heads, d_head, d_model).transpose(1, 2)
+
+
+def linear_layout_o(n_heads: int, d_head: int, d_model: int) -> torch.Tensor:
+    """[head, d_head, d_model], a view of a [d_model, head*d_head] matrix (the output)."""
+    return torch.empty(d_model, n_heads * d_head).T.view(n_heads, d_head, d_model)
+
+
 class Attention(nn.Module):
     """Multi-head self-attention with per-head weights, so every head can be read on its own.
 
@@ -193,10 +208,10 @@ class Attention(nn.Module):
         super().__init__()
         self.cfg = cfg
         h, kv, d, dh = cfg.n_heads, cfg.n_kv_heads, cfg.d_model, cfg.d_head
-        self.W_Q = nn.Parameter(torch.empty(h, d, dh))
-        self.W_K = nn.Parameter(torch.empty(kv, d, dh))
-        self.W_V = nn.Parameter(torch.empty(kv, d, dh))
-        self.W_O = nn.Parameter(torch.empty(h, dh, d))
+        self.W_Q = nn.Parameter(linear_layout_q(h, d, dh))  # [head, d_model, d_head]
+        self.W_K = nn.Parameter(linear_layout_q(kv, d, dh))  # [kv_head, d_model, d_head]
+        self.W_V = nn.Parameter(linear_layout_q(kv, d, dh))  # [kv_head, d_model, d_head]
+        self.W_O = nn.Parameter(linear_layout_o(h, dh, d))  # [head, d_head, d_model]
         for w in (self.W_Q, self.W_K, self.W_V, self.W_O):
             nn.init.normal_(w, std=0.02)
         if cfg.attn_bias:
@@ -227,10 +242,10 @@ class Attention(nn.Module):
     @staticmethod
     def _split_heads(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None) -> torch.Tensor:
         # x: [batch, pos, d_model], w: [head, d_model, d_head] -> [batch, head, pos, d_head]
+        # One nn.Linear product for all heads, bias added inside it (as HF does)
         n_heads, d_model, d_head = w.shape
-        y = x @ w.permute(1, 0, 2).reshape(d_model, n_heads * d_head)  # [batch, pos, head*d_head]
-        if b is not None:
-            y = y + b.reshape(-1)
+        w_rows = w.transpose(1, 2).reshape(n_heads * d_head, d_model)  # [head*d_head, d_model]
+        y = F.linear(x, w_rows, None if b is None else b.reshape(-1))  # [batch, pos, head*d_head]
         return y.view(*x.shape[:-1], n_heads, d_head).transpose(1, 2)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -244,11 +259,36 @@ class Attention(nn.Module):
             cos, sin = self.rotary.cos_sin(x.shape[1], x.device)  # [pos, d_head]
             q = self.hook_rot_q(Rotary.rotate(q, cos, sin))
             k = self.hook_rot_k(Rotary.rotate(k, cos, sin))
-        groups = self.cfg.n_heads // self.cfg.n_kv_heads
-        if groups > 1:
-            k = k.repeat_interleave(groups, dim=1)  # [batch, head, pos, d_head]
-            v = v.repeat_interleave(groups, dim=1)  # [batch, head, pos, d_head]
+        k, v = self.kv_per_head(k), self.kv_per_head(v)  # [batch, head, pos, d_head]
         return self.attend(q, k, v, mask)
+
+    def kv_per_head(self, kv: torch.Tensor) -> torch.Tensor:
+        """[batch, kv_head, pos, d_head] -> [batch, head, pos, d_head]: with grouped-query
+        attention each k/v head repeated for the query heads it serves."""
+        groups = self.cfg.n_heads // self.cfg.n_kv_heads
+        return kv.repeat_interleave(groups, dim=1) if groups > 1 else kv
+
+    def qk_inputs(self) -> tuple[str, str] | None:
+        """The hook points (under this module) whose tensors attend() multiplies into hook_qk,
+        k before kv_per_head; None when the q and k it multiplies have no hook point of their
+        own (Qwen3-style q/k norms without rotary positions)."""
+        if self.rotary is not None:
+            return "hook_rot_q", "hook_rot_k"
+        return None if self.q_norm is not None else ("hook_q", "hook_k")
+
+    @staticmethod
+    def qk_from(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+        """q: [batch, head, q_pos, d_head], k: [batch, head, k_pos, d_head] ->
+        [batch, head, q_pos, k_pos]: every query dotted with every key (before scaling)."""
+        return q @ k.transpose(-1, -2)
+
+    def scores_from(self, qk: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """q·k [batch, head, q_pos, k_pos] -> the scores the softmax reads: scaled, (Gemma 2:
+        soft-capped,) plus the additive mask."""
+        if self.softcap is None:
+            return torch.add(mask, qk, alpha=self.scale)  # [batch, head, q_pos, k_pos]
+        capped = torch.tanh(qk * self.scale / self.softcap) * self.softcap  # cap·tanh(s / cap)
+        return capped + mask  # [batch, head, q_pos, k_pos]
 
     def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                mask: torch.Tensor) -> torch.Tensor:
@@ -257,18 +297,14 @@ class Attention(nn.Module):
         q: [batch, head, q_pos, d_head]; k, v: [batch, head, k_pos, d_head];
         mask: additive, broadcastable to [batch, head, q_pos, k_pos]. Returns [batch, q_pos, d_model].
         """
-        qk = self.hook_qk(q @ k.transpose(-1, -2))  # [batch, head, q_pos, k_pos]
-        if self.softcap is None:
-            scores = self.hook_scores(torch.add(mask, qk, alpha=self.scale))  # [batch, head, q, k]
-        else:  # Gemma 2: cap · tanh(scaled / cap), then the mask
-            capped = torch.tanh(qk * self.scale / self.softcap) * self.softcap
-            scores = self.hook_scores(capped + mask)  # [batch, head, q_pos, k_pos]
+        qk = self.hook_qk(self.qk_from(q, k))  # [batch, head, q_pos, k_pos]
+        scores = self.hook_scores(self.scores_from(qk, mask))  # [batch, head, q_pos, k_pos]
         pattern = self.hook_pattern(scores.softmax(dim=-1))  # [batch, head, q_pos, k_pos]
         z = self.hook_z(pattern @ v)  # [batch, head, q_pos, d_head]
         batch, n_heads, n_pos, d_head = z.shape
         z_cat = z.transpose(1, 2).reshape(batch, n_pos, n_heads * d_head)  # [batch, pos, h*d_head]
-        out = z_cat @ self.W_O.reshape(n_heads * d_head, -1)  # [batch, pos, d_model]
-        return out + self.b_O if self.b_O is not None else out
+        w_o = self.W_O.reshape(n_heads * d_head, -1).T  # [d_model, head*d_head]
+        return F.linear(z_cat, w_o, self.b_O)  # [batch, pos, d_model], bias added inside
 
 
 # ------------------------------------------------------------------------------ MLPs
@@ -283,9 +319,14 @@ class MLP(nn.Module):
         self.hook_pre = HookPoint()  # [batch, pos, d_mlp], before the activation
         self.hook_post = HookPoint()  # [batch, pos, d_mlp], after the activation
 
+    post_inputs = ("hook_pre",)  # the hook points post_from reads, in its order
+
+    def post_from(self, pre: torch.Tensor) -> torch.Tensor:
+        return self.act(pre)  # [batch, pos, d_mlp]
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         pre = self.hook_pre(self.W_in(x))  # [batch, pos, d_mlp]
-        return self.W_out(self.hook_post(self.act(pre)))  # [batch, pos, d_model]
+        return self.W_out(self.hook_post(self.post_from(pre)))  # [batch, pos, d_model]
 
 
 class GatedMLP(nn.Module):
@@ -301,10 +342,15 @@ class GatedMLP(nn.Module):
         self.hook_pre_linear = HookPoint()  # [batch, pos, d_mlp], the ungated up-projection
         self.hook_post = HookPoint()  # [batch, pos, d_mlp], act(gate) * up
 
+    post_inputs = ("hook_pre", "hook_pre_linear")  # the hook points post_from reads, in order
+
+    def post_from(self, gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
+        return self.act(gate) * up  # [batch, pos, d_mlp]
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         gate = self.hook_pre(self.W_gate(x))  # [batch, pos, d_mlp]
         up = self.hook_pre_linear(self.W_in(x))  # [batch, pos, d_mlp]
-        return self.W_out(self.hook_post(self.act(gate) * up))  # [batch, pos, d_model]
+        return self.W_out(self.hook_post(self.post_from(gate, up)))  # [batch, pos, d_model]
 
 
 def make_mlp(cfg: TransformerConfig) -> nn.Module | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import threading
+from collections.abc import Callable
 
 import torch
 
@@ -17,6 +18,54 @@ from .hooks import caching_hook, hooks, hooks_active
 from .tokenizer import Encoding, special_by_id
 from .trace import EncoderDecoderTrace, Trace, TraceCache
 from .transformer import HookedTransformer
+
+
+def lazy_recipes(model: torch.nn.Module, names: list[str],
+                 masks: dict[str, torch.Tensor]) -> dict[str, tuple]:
+    """name -> (function, names of its inputs) for the kept hook points a Trace can recompute
+    from other kept ones with the very function the forward pass used (layers.py:
+    Attention.qk_from and scores_from, the MLPs' post_from). `masks`: the additive mask each
+    attention module got, by module path; the scores of a module not in it are kept."""
+    wanted = set(names)
+    recipes = {}
+    for name in names:
+        path, _, hook = name.rpartition(".")
+        if hook == "hook_qk":
+            attn = model.get_submodule(path)
+            if attn.qk_inputs() is not None:
+                q, k = (f"{path}.{source}" for source in attn.qk_inputs())
+                recipes[name] = (lambda q, k, attn=attn: attn.qk_from(q, attn.kv_per_head(k)),
+                                 (q, k))
+        elif hook == "hook_scores" and path in masks:
+            attn = model.get_submodule(path)
+            recipes[name] = (lambda qk, attn=attn, mask=masks[path]: attn.scores_from(qk, mask),
+                             (path + ".hook_qk",))
+        elif hook == "hook_post" and hasattr(model.get_submodule(path), "post_from"):  # MLPs
+            mlp = model.get_submodule(path)
+            recipes[name] = (mlp.post_from, tuple(f"{path}.{n}" for n in mlp.post_inputs))
+    # usable when it is wanted and every input is kept or itself recomputed
+    return {name: recipe for name, recipe in recipes.items()
+            if name in wanted and all(source in wanted for source in recipe[1])}
+
+
+def record(model: torch.nn.Module, names: list[str], forward: Callable[[], object],
+           masks: Callable[[], dict[str, torch.Tensor]]):
+    """forward() under no_grad, keeping the tensors of the hook points in `names`: (its
+    output, hook name -> tensor). On the CPU, with no outside hook able to edit a tensor on its
+    way, what lazy_recipes can recompute bit for bit is recomputed on first read instead of
+    kept (q·k; the scores, given masks(): the mask of each attention module by path; the MLP's
+    activation): fresh memory written per layer is most of what a full trace costs beyond the
+    arithmetic (BENCHMARKS.md, "Forward pass")."""
+    cache: dict[str, torch.Tensor] = {}
+    store = caching_hook(cache)
+    # no_grad, not inference_mode: a Trace's tensors are handed to users, and inference
+    # tensors refuse in-place edits and any later use next to a parameter (x @ W_O).
+    with torch.no_grad():
+        on_cpu = next(model.parameters()).device.type == "cpu"
+        recipes = lazy_recipes(model, names, masks()) if on_cpu and not hooks_active() else {}
+        with hooks(model.hook_names, [(n, store) for n in names if n not in recipes]):
+            out = forward()
+    return out, (TraceCache(names, cache, recipes) if recipes else cache)
 
 
 class LoadedModel:
@@ -100,30 +149,15 @@ class LoadedModel:
         return trace
 
     def _forward(self, model: HookedTransformer, enc: Encoding, device, keep):
-        cache: dict[str, torch.Tensor] = {}
         names = [n for n in model.hook_names if keep is None or keep(n)]
-        # hook_scores = mask + scale * hook_qk, elementwise. On the CPU, with no outside hook
-        # able to edit q·k or the scores, it is recomputed bit for bit on first read instead of
-        # kept: one [batch, head, pos, pos] tensor per layer less to allocate (see BENCHMARKS.md).
-        derive = device.type == "cpu" and not hooks_active()
-        lazy = {n for n in names if derive and n.endswith(".attn.hook_scores")
-                and n[: -len("hook_scores")] + "hook_qk" in names
-                and model.get_submodule(n[: -len(".hook_scores")]).softcap is None}
-        store = caching_hook(cache)
-        # no_grad, not inference_mode: a Trace's tensors are handed to users, and inference
-        # tensors refuse in-place edits and any later use next to a parameter (x @ W_O).
-        with torch.no_grad(), hooks(model.hook_names,
-                                    [(n, store) for n in names if n not in lazy]):
-            out = model(
-                enc.input_ids.to(device), enc.attention_mask.to(device),
-                enc.token_type_ids.to(device),
-            )
-        if lazy:
-            masks = model.layer_masks(enc.attention_mask.to(device), out.final.dtype)
-            derived = {n: (n[: -len("hook_scores")] + "hook_qk", masks[int(n.split(".")[1])],
-                           model.get_submodule(n.rsplit(".", 1)[0]).scale) for n in lazy}
-            cache = TraceCache(names, cache, derived)
-        return out, cache
+        ids, mask = enc.input_ids.to(device), enc.attention_mask.to(device)
+
+        def masks():  # as run_blocks makes them
+            layers = model.layer_masks(mask, model.embed.W_E.weight.dtype)
+            return {f"blocks.{i}.attn": m for i, m in enumerate(layers)}
+
+        return record(model, names, lambda: model(ids, mask, enc.token_type_ids.to(device)),
+                      masks)
 
     def _cpu_model(self) -> HookedTransformer:
         with self._lock:
@@ -164,11 +198,12 @@ class EncoderDecoderModel(LoadedModel):
         with torch.no_grad():
             out = model.greedy(src, mask, start, eos, self._max_len(src.shape[1]))  # [batch, 1+out]
         dec_in = out[:, :-1] if out.shape[1] > 1 else out  # [batch, out_pos]
-        cache: dict[str, torch.Tensor] = {}
         names = [n for n in model.hook_names if keep is None or keep(n)]
-        with torch.no_grad(), hooks(model.hook_names, [(n, caching_hook(cache)) for n in names]):
-            result = model(src, mask, decoder_input_ids=dec_in)
-        cache = {k: v.float().cpu() for k, v in cache.items()}
+        result, cache = record(
+            model, names, lambda: model(src, mask, decoder_input_ids=dec_in),
+            lambda: model.attention_masks(mask, dec_in, model.embed.W_E.weight.dtype))
+        if dev.type != "cpu":
+            cache = {k: v.float().cpu() for k, v in cache.items()}
         written = [tok.tokens(r) for r in out[:, 1:].tolist()]
         texts = [self._text(r, eos) for r in out[:, 1:].tolist()]
         return EncoderDecoderTrace(

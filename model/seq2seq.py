@@ -105,10 +105,14 @@ class Decoder(nn.Module):
     def forward(self, ids, memory, memory_mask) -> torch.Tensor:
         # ids: [batch, out_pos]; memory: [batch, src_pos, d_model]; memory_mask: [batch, 1, 1, src]
         x = self.embed(ids, torch.zeros_like(ids))  # [batch, out_pos, d_model]
-        mask = attention_mask_bias(torch.ones_like(ids), True, x.dtype)  # [1, 1, out, out]
+        mask = self.self_mask(ids, x.dtype)  # [1, 1, out, out]
         for block in self.blocks:
             x = block(x, mask, memory, memory_mask)  # [batch, out_pos, d_model]
         return self.hook_logits(self.unembed(self.ln_final(x)))  # [batch, out_pos, vocab]
+
+    def self_mask(self, ids: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+        """The additive mask of every self-attention layer: causal, [1, 1, out_pos, out_pos]."""
+        return attention_mask_bias(torch.ones_like(ids), True, dtype)
 
 
 class EncoderDecoder(nn.Module):
@@ -134,14 +138,31 @@ class EncoderDecoder(nn.Module):
                      attention_mask: torch.Tensor) -> ModelOutput:
         """The encoder from block `layer` on, given that block's input [batch, src_pos, d_model]
         (as HookedTransformer.forward_from; the encoder has no logits and no pooler)."""
-        mask = attention_mask_bias(attention_mask.to(resid.device), False, resid.dtype)
+        mask = self.encoder_mask(attention_mask.to(resid.device), resid.dtype)
         x = resid  # [batch, src_pos, d_model]
         for block in self.blocks[layer:]:
             x = block(x, mask)
         return ModelOutput(residual=x, final=self.ln_final(x), logits=None, pooled=None)
 
+    def encoder_mask(self, src_mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+        """The additive mask of every encoder layer, from src_mask [batch, src_pos]."""
+        return attention_mask_bias(src_mask, False, dtype)  # [batch, 1, 1, src_pos]
+
     def memory_mask(self, src_mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
         return attention_mask_bias(src_mask, False, dtype)[:, :, :1]  # [batch, 1, 1, src_pos]
+
+    def attention_masks(self, src_mask: torch.Tensor, decoder_ids: torch.Tensor,
+                        dtype: torch.dtype) -> dict[str, torch.Tensor]:
+        """The additive mask each attention module gets in forward(src, src_mask,
+        decoder_input_ids=decoder_ids), by module path (runner.record recomputes the scores
+        from them)."""
+        enc, dec = self.encoder_mask(src_mask, dtype), self.decoder.self_mask(decoder_ids, dtype)
+        memory = self.memory_mask(src_mask, dtype)
+        masks = {f"blocks.{i}.attn": enc for i in range(len(self.blocks))}
+        for i in range(len(self.decoder.blocks)):
+            masks[f"decoder.blocks.{i}.attn"] = dec
+            masks[f"decoder.blocks.{i}.cross_attn"] = memory
+        return masks
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 token_type_ids: torch.Tensor | None = None,

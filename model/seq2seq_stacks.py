@@ -138,9 +138,7 @@ class Seq2SeqDecoder(nn.Module):
     def forward(self, ids, memory, memory_mask) -> torch.Tensor:
         # ids: [batch, out_pos]; memory: [batch, src_pos, d_model]; memory_mask: [batch, 1, 1, src]
         x = self.embed(ids)  # [batch, out_pos, d_model]
-        mask = attention_mask_bias(torch.ones_like(ids), True, x.dtype)  # [1, 1, out, out]
-        if self.rel_bias is not None:
-            mask = self.rel_bias(ids.shape[1], ids.shape[1], ids.device) + mask  # [1, head, o, o]
+        mask = self.self_mask(ids, x.dtype)  # [1, 1 or head, out_pos, out_pos]
         for block in self.blocks:
             x = block(x, mask, memory, memory_mask)  # [batch, out_pos, d_model]
         if self.ln_final is not None:
@@ -149,6 +147,13 @@ class Seq2SeqDecoder(nn.Module):
             x = x * self.spec.out_scale  # T5 with a tied head
         logits = self.unembed(x)  # [batch, out_pos, vocab]
         return self.hook_logits(logits + self.b_U if self.b_U is not None else logits)
+
+    def self_mask(self, ids: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+        """The additive mask of every self-attention layer: causal, plus T5's relative bias."""
+        mask = attention_mask_bias(torch.ones_like(ids), True, dtype)  # [1, 1, out, out]
+        if self.rel_bias is not None:
+            mask = self.rel_bias(ids.shape[1], ids.shape[1], ids.device) + mask  # [1, head, o, o]
+        return mask
 
 
 class Seq2SeqTransformer(EncoderDecoder):
@@ -174,12 +179,18 @@ class Seq2SeqTransformer(EncoderDecoder):
 
     def forward_from(self, layer: int, resid: torch.Tensor,
                      attention_mask: torch.Tensor) -> ModelOutput:
-        mask = attention_mask_bias(attention_mask.to(resid.device), False, resid.dtype)
-        if self.rel_bias is not None:  # [batch, head, q_pos, k_pos]
-            mask = self.rel_bias(resid.shape[1], resid.shape[1], resid.device) + mask
+        mask = self.encoder_mask(attention_mask.to(resid.device), resid.dtype)
         x = resid  # [batch, src_pos, d_model]
         for block in self.blocks[layer:]:
             x = block(x, mask)
         final = self.ln_final(x) if self.ln_final is not None else x
         return ModelOutput(residual=x, final=final, logits=None, pooled=None)
+
+    def encoder_mask(self, src_mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+        """The additive mask of every encoder layer: padding, plus T5's relative bias."""
+        mask = attention_mask_bias(src_mask, False, dtype)  # [batch, 1, 1, src_pos]
+        if self.rel_bias is not None:  # [batch, head, q_pos, k_pos]
+            n = src_mask.shape[1]
+            mask = self.rel_bias(n, n, src_mask.device) + mask
+        return mask
 

@@ -14,14 +14,16 @@ from .config import TransformerConfig
 
 
 class TraceCache(Mapping):
-    """Hook name -> tensor, where some entries (the attention scores) are computed on first
-    access from the kept ones, with the forward pass's own op: torch.add(mask, qk, alpha=scale)."""
+    """Hook name -> tensor, where some entries are computed on first access from other
+    entries, with the forward pass's own function (runner.lazy_recipes: q·k from q and k, the
+    scores from q·k, the MLP's activation from its input), so they equal bit for bit what the
+    forward pass computed but are not held in memory until something reads them."""
 
     def __init__(self, names, tensors, derived) -> None:
         self._names = list(names)  # hook order
         self._tensors = tensors
-        self._derived = derived  # name -> (qk name, additive mask, scale)
-        self._lock = threading.Lock()
+        self._derived = derived  # name -> (function, names of the entries it is applied to)
+        self._lock = threading.RLock()  # a recipe may read another derived entry
 
     def __getitem__(self, name: str) -> torch.Tensor:
         tensor = self._tensors.get(name)
@@ -31,8 +33,9 @@ class TraceCache(Mapping):
             raise KeyError(name)
         with self._lock:
             if name not in self._tensors:
-                qk_name, mask, scale = self._derived[name]
-                self._tensors[name] = torch.add(mask, self._tensors[qk_name], alpha=scale)
+                fn, sources = self._derived[name]
+                with torch.no_grad():
+                    self._tensors[name] = fn(*(self[source] for source in sources))
             return self._tensors[name]
 
     def __iter__(self):

@@ -200,24 +200,53 @@ def test_a_run_with_hooks_leaves_the_shared_model_untouched(tiny_models_loaded):
     assert not model.training
 
 
-@pytest.mark.parametrize("family", ["bert", "gpt2", "llama"])
-def test_scores_read_back_from_a_trace_equal_the_ones_the_forward_pass_saw(
-        tiny_models_loaded, family):
-    # A plain run keeps hook_scores lazily (recomputed from hook_qk on first read). Inside a
-    # hooks() block it is stored as the forward pass produced it. Both must be bit-identical.
-    lm = tiny_models_loaded[family]
-    plain = lm.run([ONE, OTHER])
+RECOMPUTED = ("attn.hook_qk", "attn.hook_scores", "mlp.hook_post")  # runner.lazy_recipes
+
+
+def _assert_recomputed_entries_equal_the_forward_pass(lm, texts) -> None:
+    # A plain run recomputes q·k, the scores and the MLP's activation on first read
+    # (runner.lazy_recipes). Inside a hooks() block every tensor is stored as the forward pass
+    # produced it. Both must be bit-identical.
+    plain = lm.run(texts)
+    lazy = set(getattr(plain.cache, "_derived", ()))
     seen: dict[str, torch.Tensor] = {}
-    with hooks(lm.hook_names, [(lambda n: n.endswith("hook_scores"), caching_hook(seen))]):
-        stored = lm.run([ONE, OTHER])
-    names = [n for n in lm.hook_names if n.endswith("hook_scores")]
+    with hooks(lm.hook_names, [(lambda n: n.endswith(RECOMPUTED), caching_hook(seen))]):
+        stored = lm.run(texts)
+    names = [n for n in lm.hook_names if n.endswith(RECOMPUTED)]
     assert names and all(n in plain.cache for n in names)
+    assert lazy == set(names), "each of these is recomputed, not kept, in a plain run"
     assert sorted(plain.cache) == sorted(stored.cache)
     for name in names:
-        assert torch.equal(plain.cache[name], seen[name])
-        assert torch.equal(plain.cache[name], stored.cache[name])
+        assert torch.equal(plain.cache[name], seen[name]), name
+        assert torch.equal(plain.cache[name], stored.cache[name]), name
     with pytest.raises(KeyError):
         plain.cache["blocks.0.attn.hook_nothing"]
+
+
+@pytest.mark.parametrize("family", ["bert", "gpt2", "llama"])
+def test_recomputed_entries_of_a_trace_equal_the_ones_the_forward_pass_saw(
+        tiny_models_loaded, family):
+    _assert_recomputed_entries_equal_the_forward_pass(tiny_models_loaded[family], [ONE, OTHER])
+
+
+@pytest.mark.parametrize("family", ["bart", "t5_gated"])
+def test_recomputed_entries_of_an_encoder_decoder_trace(family):
+    # both stacks and the cross-attention; T5's scores carry its relative position bias
+    from tiny_seq2seq import loaded
+
+    lm = loaded(family)[0]
+    _assert_recomputed_entries_equal_the_forward_pass(lm, [ONE, OTHER])
+    assert any(n.startswith("decoder.") and "cross_attn" in n
+               for n in lm.run(ONE).cache._derived)
+
+
+@pytest.mark.parametrize("family", ["mistral", "gemma2", "qwen3"])
+def test_recomputed_entries_with_grouped_heads_windows_caps_and_qk_norms(family):
+    # Mistral: grouped-query attention and a sliding window; Gemma 2: soft-capped scores and a
+    # gated MLP; Qwen3: q and k normalised per head before the rotation
+    from tiny_decoders import loaded
+
+    _assert_recomputed_entries_equal_the_forward_pass(loaded(family)[0], [ONE, OTHER])
 
 
 def test_keeping_only_scores_still_works(tiny_models_loaded):

@@ -84,3 +84,17 @@ def test_a_bfloat16_checkpoint_loads_exactly_with_its_ties_and_progress(tmp_path
     size = (folder / "model.safetensors").stat().st_size  # reading: bytes, up to the file's end
     assert [d for d, _ in read] == sorted(d for d, _ in read) and read[-1] == (size, size)
     assert loaded.run("The cat sat on the mat.").logits.isfinite().all()
+
+
+def test_attention_weights_keep_the_linear_layout_through_loading(tiny_models_loaded):
+    # layers.py stores W_Q, W_K, W_V and W_O as nn.Linear's [out, in] matrix seen per head, so
+    # the forward pass multiplies by the stored matrix with no copy; fill() must keep that
+    # layout when it puts the checkpoint's (contiguous) tensors in.
+    for family in ("bert", "llama"):
+        attn = tiny_models_loaded[family].model.blocks[0].attn
+        for w in (attn.W_Q, attn.W_K, attn.W_V):
+            n_heads, d_model, d_head = w.shape
+            rows = w.transpose(1, 2).reshape(n_heads * d_head, d_model)
+            assert not w.is_contiguous() and rows.data_ptr() == w.data_ptr()  # a view
+        w_o = attn.W_O.reshape(-1, attn.W_O.shape[-1]).T  # [d_model, head*d_head]
+        assert w_o.is_contiguous() and w_o.data_ptr() == attn.W_O.data_ptr()
