@@ -16,6 +16,7 @@ from .style import (COLORBAR_MARGIN, DIVERGING, MASKED_GREY, ROWS_ARE_QUERIES, T
 TICK_LABEL_LIMIT = 150
 ZOOM_ABOVE = 40  # a map of more tokens opens zoomed on the changed positions...
 ZOOM_CONTEXT = 15  # ...and this many tokens either side of them
+WORD_MAX = 20  # a character model's change is named by its whole word when no longer than this
 
 
 def changed_runs(tokens_a, tokens_b) -> list[tuple[int, int]]:
@@ -37,7 +38,9 @@ def _joined(tokens) -> str:
 
 
 def _whole_word(tokens_a, tokens_b, run: tuple[int, int]) -> tuple[int, int]:
-    """A run of changed characters widened to the letters around it in both texts."""
+    """A run of changed characters widened to the letters around it in both texts; the run
+    itself when that "word" is longer than WORD_MAX (a text without spaces, "abcabc…", would
+    otherwise be named whole)."""
     def letter(i: int) -> bool:
         return tokens_a[i].isalnum() and tokens_b[i].isalnum()
     first, last = run
@@ -45,7 +48,7 @@ def _whole_word(tokens_a, tokens_b, run: tuple[int, int]) -> tuple[int, int]:
         first -= 1
     while last < len(tokens_a) - 1 and letter(last + 1):
         last += 1
-    return first, last
+    return (first, last) if last - first + 1 <= WORD_MAX else run
 
 
 def describe_changes(tokens_a, tokens_b, limit: int = 3) -> str:

@@ -27,6 +27,16 @@ def test_the_swap_is_named_from_the_tokens():
     assert describe_changes(a, a) == ""
 
 
+def test_a_change_in_text_without_spaces_is_named_by_its_characters():
+    """A character model's text with no spaces is one long "word": naming it whole said
+    "tokens 0–47: “abcabc…” → “bbcabc…”" for one changed letter."""
+    text = "abc" * 16
+    changed = "b" + text[1:]
+    assert describe_changes(list(text), list(changed)) == "token 0: “a” → “b”"
+    middle = text[:20] + "zz" + text[22:]
+    assert describe_changes(list(text), list(middle)) == "tokens 20–21: “ca” → “zz”"
+
+
 def test_a_long_difference_map_opens_zoomed_on_the_change():
     n = 200
     tokens_a = [f"t{i}" for i in range(n)]
