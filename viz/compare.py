@@ -8,7 +8,7 @@ import html
 import numpy as np
 import plotly.graph_objects as go
 
-from .attention import masked_cells
+from .attention import masked_cells, window_ticks
 from .labels import SEPARATOR, looks_byte_level, token_label
 from .style import (COLORBAR_MARGIN, DIVERGING, MASKED_GREY, ROWS_ARE_QUERIES, TEMPLATE,
                     check_tokens, heatmap_size, label_margins, subtitle_block, to_numpy)
@@ -142,4 +142,20 @@ def difference_heatmap(matrix_a, matrix_b, tokens_a, tokens_b, title: str = "B â
         first, last = window[0] - 0.5, window[1] + 0.5
         fig.update_layout(xaxis=dict(range=[first, last], autorange=False),
                           yaxis=dict(range=[last, first], autorange=False))
+    if not long:
+        _label_changes(fig, labels, window or (0, n - 1), margin, tokens_a, tokens_b)
     return fig
+
+
+def _label_changes(fig: go.Figure, labels, shown: tuple[int, int], margin: dict, tokens_a,
+                   tokens_b) -> None:
+    """Label the `shown` positions as a zoomed attention map does (`window_ticks`): all when
+    they fit, else every step-th, always with the changed positions, so a thinning (plotly's
+    own, or projector mode's) never drops the change."""
+    changed = [i for first, last in changed_runs(tokens_a, tokens_b)
+               for i in range(first, last + 1)]
+    plot_px = min(fig.layout.width - margin["l"] - margin["r"],
+                  fig.layout.height - margin["t"] - margin["b"])
+    for axis, angle in (("xaxis", 60), ("yaxis", 90)):
+        ticks = [labels[i] for i in window_ticks(shown, plot_px, changed, angle, len(labels))]
+        fig.update_layout({axis: dict(tickmode="array", tickvals=ticks, ticktext=ticks)})
