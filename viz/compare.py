@@ -124,11 +124,12 @@ def difference_heatmap(matrix_a, matrix_b, tokens_a, tokens_b, title: str = "B â
     if window:
         note += (f"; zoomed on tokens {window[0]}â€“{window[1]}, around the change "
                  f"(double-click to see all {n})")
+    sized = labels if not window else labels[window[0]:window[1] + 1]  # sized by its window
     margin = dict(r=COLORBAR_MARGIN, t=0, pad=0,
-                  **label_margins(labels, labels, 60, not long, not long))
-    size = heatmap_size(n, n, margin, max_width)  # its width does not depend on the top margin
+                  **label_margins(sized, sized, 60, not long, not long))
+    size = heatmap_size(len(sized), len(sized), margin, max_width)  # not by the top margin
     subtitle, margin["t"] = subtitle_block(note, figure_px=size["width"])
-    size = heatmap_size(n, n, margin, max_width)
+    size = heatmap_size(len(sized), len(sized), margin, max_width)
     fig.update_layout(
         template=TEMPLATE, plot_bgcolor=MASKED_GREY, margin=margin,
         title=dict(text=html.escape(title, quote=False), subtitle=dict(text=subtitle)),
