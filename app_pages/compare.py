@@ -9,10 +9,11 @@ import streamlit as st
 import torch
 
 from analysis.head_stats import STATISTICS, head_statistics, unknown_token
-from ui import settings
+from ui import projector, settings
 from ui.alphabet import read_text, show_unknown_note_read
 from ui.cache import get_trace
 from ui.charts import chart_config
+from ui.column_width import column_width
 from ui.callbacks import copy_state, pick_head
 from ui.patching_inputs import (FALLBACKS, MAX_TRIES, SWAPS, WORD, default_corruption,
                                first_words, follow_default, token_count)
@@ -23,7 +24,7 @@ from ui.widgets import index_slider
 from viz.attention import attention_heatmap
 from viz.compare import changed_runs, describe_changes, difference_heatmap, zoom_window
 from viz.heads import head_grid
-from viz.style import HALF_PAGE_PX
+from viz.style import HALF_PAGE_PX, ROOM_PAGE_PX, ROOM_SCALE
 
 VIEW = page_view("compare")  # this page's settings (teaching/pages.py declares them)
 PICKED = (VIEW.spec.key("layer"), VIEW.spec.key("head"))  # where a click in a head grid goes
@@ -74,6 +75,18 @@ def _default_b(loaded, text_a: str) -> str:
     return swapped + text_a[end:] if swapped else text_a
 
 
+def fitting_width(column_px: int | None, fallback: int | None, room: bool) -> int | None:
+    """The widest a map may be drawn in a column the browser measured `column_px` wide, so
+    Streamlit never narrows it into a tall strip (None: not measured yet, `fallback`). In
+    projector mode a map wider than HALF_PAGE_PX is grown to ROOM_PAGE_PX: in a narrower
+    column it stays at most half a page, which grows by ROOM_SCALE at most."""
+    if column_px is None:
+        return fallback
+    if room and column_px < ROOM_PAGE_PX:
+        return int(min(HALF_PAGE_PX, column_px / ROOM_SCALE))
+    return int(column_px)
+
+
 def _describe_b(note, trace_a, trace_b, swapped: bool, same_text: bool) -> None:
     """One line under text B: which tokens B changed (from the two runs), or, when the model
     reads the same tokens in both, that there is nothing to compare; then the page stops."""
@@ -111,6 +124,7 @@ def _difference(trace_a, trace_b, per_head, layer: int, head: int) -> None:
     """The difference map and which heads changed most (texts of one length only)."""
     cfg, tokens_a, tokens_b = trace_a.cfg, trace_a.tokens, trace_b.tokens
     st.subheader("Difference map")
+    width = fitting_width(column_width("cmp_page_width"), None, projector.on())
     if len(tokens_a) != len(tokens_b):
         st.info(
             f"No difference map: A has {len(tokens_a)} tokens and B has {len(tokens_b)}. A "
@@ -128,7 +142,8 @@ def _difference(trace_a, trace_b, per_head, layer: int, head: int) -> None:
         st.plotly_chart(
             difference_heatmap(trace_a.attentions[layer, head].numpy(),
                                trace_b.attentions[layer, head].numpy(), tokens_a, tokens_b,
-                               title=f"B − A, layer {layer}, head {head}", causal=cfg.causal),
+                               title=f"B − A, layer {layer}, head {head}", causal=cfg.causal,
+                               max_width=width),
             key="cmp_diff", config=chart_config("compare_difference"), width="content")
         grid = head_grid(per_head, title="Which heads changed most",
                          value_name="mean |B − A| per row", fmt=".2f", marked=[(layer, head)],
@@ -217,6 +232,12 @@ def render() -> None:
 
     with st.container(key="wide_cmp_pair"):  # side by side; one under the other when narrow
         cols = st.columns(2)
+    measured = []  # each column's width in the browser: both the same, side by side or not
+    for col, name in zip(cols, "ab"):
+        with col:
+            measured.append(column_width(f"cmp_{name}_width"))
+    half = fitting_width(min(measured) if None not in measured else None, HALF_PAGE_PX,
+                         projector.on())
     shared_max = max(float(t.attentions[layer, head].max()) for t in (trace_a, trace_b))
     aligned = len(tokens_a) == len(tokens_b)
     window = zoom_window(tokens_a, tokens_b) if aligned else None  # a long text: on the change
@@ -226,7 +247,7 @@ def render() -> None:
                                      (cols[1], trace_b, "B", tokens_b)):
         fig = attention_heatmap(trace.attentions[layer, head].numpy(), tokens, tokens,
                                 title=f"{name}: layer {layer}, head {head} ({len(tokens)} tokens)",
-                                causal=cfg.causal, max_width=HALF_PAGE_PX,  # one scale for both
+                                causal=cfg.causal, max_width=half,  # one scale for both
                                 zmax=shared_max if aligned else None, window=window,
                                 changed=changed)
         col.plotly_chart(fig, key=f"cmp_{name.lower()}", config=chart_config("compare", fig),

@@ -11,7 +11,7 @@ import streamlit as st
 from analysis.head_stats import (STATISTICS, StatTotals, pooled_statistics, special_tokens_in,
                                  trace_totals, unknown_token)
 from analysis.induction import repeat_scores
-from ui import settings
+from ui import projector, settings
 from ui.cache import get_model, shared
 from ui.charts import chart_config
 from ui.callbacks import open_chosen_head, pick_head
@@ -60,7 +60,8 @@ def _text_totals(model_name: str, text: str) -> StatTotals:
 
 def _pick_and_define(cfg, names: list) -> None:
     """Open any head; what every statistic means."""
-    box, button = st.columns([3, 1], vertical_alignment="bottom")
+    # the button's label on one line: in projector mode its 22 px text needs half the page
+    box, button = st.columns([1, 1] if projector.on() else [3, 1], vertical_alignment="bottom")
     heads = [(lay, h) for lay in range(cfg.n_layers) for h in range(cfg.n_heads)]
     box.selectbox("Or pick a head", heads, key="hs_open_head",
                   format_func=lambda lh: f"layer {lh[0]}, head {lh[1]}")

@@ -6,20 +6,34 @@ import pandas as pd
 import streamlit as st
 
 from analysis.logit_lens import Lens, logit_lens
+from ui import projector
 from ui.alphabet import read_text, show_unknown_note_read
 from ui.cache import get_model, shared
 from ui.charts import chart_config
+from ui.column_width import column_width
 from ui.examples import LEARNED_FROM, known_sentence
 from ui.sidebar import require_trace, use_known_sentence
 from ui.switch import needs_lm_head, offer_decoder
 from ui.text import md_escape
 from ui.view_state import page_view
 from viz.labels import SEPARATOR, axis_labels, looks_byte_level, visible_text, plain_text
-from viz.lens import CELL_TEXT_LIMIT, detail_columns, labelled_width, lens_table
+from viz.lens import (CELL_TEXT_LIMIT, LENS_SIDES_PX, NARROW_PLOT_PX, detail_columns,
+                      labelled_width, lens_table)
+from viz.style import ROOM_SCALE
 
 VIEW = page_view("logit-lens")  # this page's settings (teaching/pages.py declares them)
 TOP_K = 5
 DEFAULT_WIDTH = 12  # positions shown at first
+
+
+def lens_plot_px(column_px: int | None, room: bool) -> float:
+    """How wide the lens table's plot is in a column the browser measured `column_px` wide
+    (None: not yet, the narrowest page), in px at the normal font: projector mode draws its
+    labels, cell text and margins ROOM_SCALE times larger, as on a page that much narrower."""
+    if column_px is None:
+        return NARROW_PLOT_PX
+    scale = ROOM_SCALE if room else 1.0
+    return max(NARROW_PLOT_PX, (column_px - LENS_SIDES_PX * scale) / scale)
 
 
 def _keep_residual(name: str) -> bool:
@@ -125,10 +139,12 @@ def render() -> None:
         "the model's own final norm and unembedding, then a softmax over the vocabulary.")
 
     show_unknown_note_read(selection, read_text(selection.text, trace))  # what it read
+    plot_px = lens_plot_px(column_width("lens_column_width"), projector.on())
     window = st.session_state.get("lens_window")
-    if not (isinstance(window, tuple) and 0 <= window[0] <= window[1] < n):
-        width = labelled_width(tokens, 0, DEFAULT_WIDTH)  # every label readable
-        st.session_state["lens_window"] = (0, width - 1)  # where the text starts
+    if not (isinstance(window, tuple) and 0 <= window[0] <= window[1] < n) \
+            or window == st.session_state.get("_lens_auto"):  # not moved: follows the screen
+        width = labelled_width(tokens, 0, DEFAULT_WIDTH, plot_px)  # every label readable
+        st.session_state["lens_window"] = st.session_state["_lens_auto"] = (0, width - 1)
     cols = st.columns([4, 2])
     if n > 1:
         start, end = cols[0].slider("Positions", 0, n - 1, key="lens_window",
@@ -152,7 +168,7 @@ def render() -> None:
                      lens.next_rank[:, start:end + 1],
                      lens.next_prob[:, start:end + 1], colour=colour,
                      title=f"Top token after each layer, positions {start}–{end}",
-                     first_position=start)
+                     first_position=start, plot_px=plot_px)
     st.plotly_chart(fig, key="lens_table",
                     config=chart_config("logit-lens", fig, positions=f"{start}-{end}"))
     _thinned_note(fig, len(span))

@@ -12,6 +12,7 @@ the browser keeps a reader's last click on the control in its local storage, whi
 from __future__ import annotations
 
 import functools
+import math
 
 import plotly.graph_objects as go
 import streamlit as st
@@ -73,7 +74,10 @@ def enlarged(fig: go.Figure) -> go.Figure:
 def _thin_heatmap_ticks(fig: go.Figure, base: float, size: float) -> None:
     """One heatmap on category axes labelled by plotly: its labels as large as its cells allow
     (from `base` up to `size`), every step-th when even `base` does not fit (viz/style.py
-    room_ticks), so no label overlaps its neighbour. Hover still names every cell."""
+    room_ticks), so no label overlaps its neighbour. Only the cells shown count (a map zoomed
+    by its axis range). An axis whose figure chose its own labels (tickvals: a zoom's changed
+    positions, the attention page's thinning) keeps every one of them, its font as large as
+    their closest spacing allows. Hover still names every cell."""
     heatmaps = [t for t in fig.data if t.type == "heatmap"]
     if len(heatmaps) != 1 or len(fig.data) != 1 or heatmaps[0].x is None \
             or heatmaps[0].y is None:
@@ -84,16 +88,32 @@ def _thin_heatmap_ticks(fig: go.Figure, base: float, size: float) -> None:
             "y": layout.height - margin.t - margin.b}
     for axis_name, labels in (("x", list(trace.x)), ("y", list(trace.y))):
         axis = layout[f"{axis_name}axis"]
-        if axis.tickvals is not None or axis.showticklabels is False \
-                or not all(isinstance(v, str) for v in labels):
+        if axis.showticklabels is False or not all(isinstance(v, str) for v in labels):
             continue
         # the labels' angle from their axis: y labels are written across it; x labels
         # slanted by their tickangle, or along the axis when it has none
         angle = 90 if axis_name == "y" else abs(axis.tickangle or 0)
-        font, step = room_ticks(len(labels), plot[axis_name], size, base, angle,
+        first, last = _shown(axis.range, len(labels))
+        if axis.tickvals is not None:  # the figure's own labels: all kept
+            where = sorted(labels.index(v) for v in axis.tickvals if v in labels)
+            gap = min((b - a for a, b in zip(where, where[1:])), default=last - first + 1)
+            font, _ = room_ticks(max(1, (last - first + 1) // max(gap, 1)), plot[axis_name],
+                                 size, base, angle, max(map(label_px, labels), default=0))
+            axis.update(tickfont_size=font)
+            continue
+        font, step = room_ticks(last - first + 1, plot[axis_name], size, base, angle,
                                 max(map(label_px, labels), default=0))
-        shown = labels[::step]
+        shown = labels[first:last + 1:step]
         axis.update(tickmode="array", tickvals=shown, ticktext=shown, tickfont_size=font)
+
+
+def _shown(axis_range, n: int) -> tuple[int, int]:
+    """The first and last category positions an axis shows: its range (either way round,
+    cells centred on whole numbers), else all n."""
+    if axis_range is None or len(axis_range) != 2:
+        return 0, n - 1
+    low, high = sorted(float(v) for v in axis_range)
+    return max(0, math.ceil(low)), min(n - 1, math.floor(high))
 
 
 def _enlarge_textfont(trace) -> None:

@@ -61,7 +61,8 @@ def attention_heatmap(matrix, q_tokens, k_tokens, title: str = "Attention",
 
     Sized to the matrix (`heatmap_size`): square cells, a plot of at least 420 px for short
     inputs, the colour bar right beside it. Show it with `st.plotly_chart(..., width="content")`.
-    `max_width` caps the figure's width (e.g. for half a page).
+    `max_width` caps the figure's width (e.g. for half a page). A map with a `window` is
+    sized by the window (its cells as large as for a text of that many tokens).
 
     z is float32 (plotly sends it as a binary array). Above TICK_LABEL_LIMIT tokens the tick
     labels are hidden but hover still names both tokens. `window` (first, last) opens the map
@@ -97,13 +98,16 @@ def attention_heatmap(matrix, q_tokens, k_tokens, title: str = "Attention",
                       for n in z.shape)
     subtitle, top = subtitle_block(_subtitle(hidden.any(), causal, top if low == 0 else None, zmax,
                                              window, len(q_labels)))
+    # a zoomed map is sized by its window: its cells and margins fit the labels it shows
+    sized_q, sized_k = ((q_labels, k_labels) if not window else
+                        (q_labels[window[0]:window[1] + 1], k_labels[window[0]:window[1] + 1]))
     margin = dict(r=COLORBAR_MARGIN, t=top, pad=0,  # pad: no grey frame round the cells
-                  **(label_margins(q_labels, k_labels, 60, not long_q, not long_k)
+                  **(label_margins(sized_q, sized_k, 60, not long_q, not long_k)
                      if tick_every is None else tick_margins(q_labels, k_labels)))
     fig.update_layout(
         template=TEMPLATE, plot_bgcolor=MASKED_GREY, margin=margin,
         title=dict(text=html.escape(title, quote=False), subtitle=dict(text=subtitle)),
-        **heatmap_size(len(q_labels), len(k_labels), margin, max_width),
+        **heatmap_size(len(sized_q), len(sized_k), margin, max_width),
         xaxis=dict(title=dict(text="key (attended to)" + (", hover for tokens" if long_k else "")),
                    showticklabels=not long_k, tickangle=-60, type="category"),
         yaxis=dict(title=dict(text="query (attending)" + (", hover for tokens" if long_q else "")),

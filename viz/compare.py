@@ -8,7 +8,7 @@ import html
 import numpy as np
 import plotly.graph_objects as go
 
-from .attention import masked_cells
+from .attention import masked_cells, window_ticks
 from .labels import SEPARATOR, looks_byte_level, token_label
 from .style import (COLORBAR_MARGIN, DIVERGING, MASKED_GREY, ROWS_ARE_QUERIES, TEMPLATE,
                     check_tokens, heatmap_size, label_margins, subtitle_block, to_numpy)
@@ -16,6 +16,7 @@ from .style import (COLORBAR_MARGIN, DIVERGING, MASKED_GREY, ROWS_ARE_QUERIES, T
 TICK_LABEL_LIMIT = 150
 ZOOM_ABOVE = 40  # a map of more tokens opens zoomed on the changed positions...
 ZOOM_CONTEXT = 15  # ...and this many tokens either side of them
+WORD_MAX = 20  # a character model's change is named by its whole word when no longer than this
 
 
 def changed_runs(tokens_a, tokens_b) -> list[tuple[int, int]]:
@@ -37,7 +38,9 @@ def _joined(tokens) -> str:
 
 
 def _whole_word(tokens_a, tokens_b, run: tuple[int, int]) -> tuple[int, int]:
-    """A run of changed characters widened to the letters around it in both texts."""
+    """A run of changed characters widened to the letters around it in both texts; the run
+    itself when that "word" is longer than WORD_MAX (a text without spaces, "abcabcâ€¦", would
+    otherwise be named whole)."""
     def letter(i: int) -> bool:
         return tokens_a[i].isalnum() and tokens_b[i].isalnum()
     first, last = run
@@ -45,7 +48,7 @@ def _whole_word(tokens_a, tokens_b, run: tuple[int, int]) -> tuple[int, int]:
         first -= 1
     while last < len(tokens_a) - 1 and letter(last + 1):
         last += 1
-    return first, last
+    return (first, last) if last - first + 1 <= WORD_MAX else run
 
 
 def describe_changes(tokens_a, tokens_b, limit: int = 3) -> str:
@@ -121,11 +124,12 @@ def difference_heatmap(matrix_a, matrix_b, tokens_a, tokens_b, title: str = "B â
     if window:
         note += (f"; zoomed on tokens {window[0]}â€“{window[1]}, around the change "
                  f"(double-click to see all {n})")
+    sized = labels if not window else labels[window[0]:window[1] + 1]  # sized by its window
     margin = dict(r=COLORBAR_MARGIN, t=0, pad=0,
-                  **label_margins(labels, labels, 60, not long, not long))
-    size = heatmap_size(n, n, margin, max_width)  # its width does not depend on the top margin
+                  **label_margins(sized, sized, 60, not long, not long))
+    size = heatmap_size(len(sized), len(sized), margin, max_width)  # not by the top margin
     subtitle, margin["t"] = subtitle_block(note, figure_px=size["width"])
-    size = heatmap_size(n, n, margin, max_width)
+    size = heatmap_size(len(sized), len(sized), margin, max_width)
     fig.update_layout(
         template=TEMPLATE, plot_bgcolor=MASKED_GREY, margin=margin,
         title=dict(text=html.escape(title, quote=False), subtitle=dict(text=subtitle)),
@@ -139,4 +143,20 @@ def difference_heatmap(matrix_a, matrix_b, tokens_a, tokens_b, title: str = "B â
         first, last = window[0] - 0.5, window[1] + 0.5
         fig.update_layout(xaxis=dict(range=[first, last], autorange=False),
                           yaxis=dict(range=[last, first], autorange=False))
+    if not long:
+        _label_changes(fig, labels, window or (0, n - 1), margin, tokens_a, tokens_b)
     return fig
+
+
+def _label_changes(fig: go.Figure, labels, shown: tuple[int, int], margin: dict, tokens_a,
+                   tokens_b) -> None:
+    """Label the `shown` positions as a zoomed attention map does (`window_ticks`): all when
+    they fit, else every step-th, always with the changed positions, so a thinning (plotly's
+    own, or projector mode's) never drops the change."""
+    changed = [i for first, last in changed_runs(tokens_a, tokens_b)
+               for i in range(first, last + 1)]
+    plot_px = min(fig.layout.width - margin["l"] - margin["r"],
+                  fig.layout.height - margin["t"] - margin["b"])
+    for axis, angle in (("xaxis", 60), ("yaxis", 90)):
+        ticks = [labels[i] for i in window_ticks(shown, plot_px, changed, angle, len(labels))]
+        fig.update_layout({axis: dict(tickmode="array", tickvals=ticks, ticktext=ticks)})

@@ -18,7 +18,8 @@ CELL_TEXT_LIMIT = 40  # with more positions than this, cells carry colour only (
 # sidebar on an 800 px screen: FULL_PAGE_PX less the row names and the colour bar), at most
 # CELL_FONT_MAX px. Below CELL_FONT_MIN px no size is set and plotly fits the text to each cell
 # itself (so small cells get small text, never text that spills over its neighbours).
-NARROW_PLOT_PX = FULL_PAGE_PX - 110 - 70
+LENS_SIDES_PX = 110 + 70  # the row names' margin and the colour bar beside the plot
+NARROW_PLOT_PX = FULL_PAGE_PX - LENS_SIDES_PX
 CELL_FONT_MIN, CELL_FONT_MAX = 14, 18
 # Column labels (13 px text, two lines: "18·a" over "→ m") on the narrowest plot: horizontal
 # labels need their width, slanted ones their two lines' height, plus TICK_GAP_PX between
@@ -63,12 +64,13 @@ def detail_columns(row_names, top_tokens, top_probs, next_rank=None,
     return out
 
 
-def cell_font_size(labels, n_pos: int) -> int | None:
+def cell_font_size(labels, n_pos: int, plot_px: float = NARROW_PLOT_PX) -> int | None:
     """The in-cell font size for a lens table with `n_pos` columns whose longest cell text is
     in `labels` (HTML-escaped strings): the largest size up to CELL_FONT_MAX at which it fits
-    a cell on the narrowest plot, or None (plotly's own fit) when that is below CELL_FONT_MIN."""
+    a cell on a plot `plot_px` wide (default: the narrowest), or None (plotly's own fit) when
+    that is below CELL_FONT_MIN."""
     longest = max((len(html.unescape(str(t))) for t in labels), default=1) or 1
-    fit = int(fitted_font_px(NARROW_PLOT_PX / max(n_pos, 1), longest))
+    fit = int(fitted_font_px(plot_px / max(n_pos, 1), longest))
     size = min(CELL_FONT_MAX, fit)
     return size if size >= CELL_FONT_MIN else None
 
@@ -98,9 +100,10 @@ def _tick_texts(columns, next_tokens, byte_level: bool) -> list[str]:
             for c, t in zip(columns, next_tokens)]
 
 
-def labelled_width(tokens, start: int, limit: int) -> int:
+def labelled_width(tokens, start: int, limit: int, plot_px: float = NARROW_PLOT_PX) -> int:
     """How many positions from `start` (at most `limit`, at least 1) the lens table can show
-    with every column labelled (token and true next token, no two labels touching)."""
+    with every column labelled (token and true next token, no two labels touching) on a plot
+    `plot_px` wide (default: the narrowest)."""
     byte_level = looks_byte_level(list(tokens))
     best = 1
     for width in range(1, min(limit, len(tokens) - start) + 1):
@@ -108,14 +111,14 @@ def labelled_width(tokens, start: int, limit: int) -> int:
         nexts = [tokens[p + 1] if p + 1 < len(tokens) else ""
                  for p in range(start, start + width)]
         labels = _tick_texts(_columns(shown, start, byte_level), nexts, byte_level)
-        if len(tick_layout(labels, width)[1]) == width:
+        if len(tick_layout(labels, width, plot_px / width)[1]) == width:
             best = width
     return best
 
 
 def lens_table(row_names, input_tokens, top_tokens, top_probs, next_tokens, next_rank,
                next_prob, colour: str = "top", title: str = "Logit lens",
-               first_position: int = 0) -> go.Figure:
+               first_position: int = 0, plot_px: float = NARROW_PLOT_PX) -> go.Figure:
     """A heatmap table of the logit lens over a window of positions.
 
     row_names: [row] plain text ("embeddings", "after layer 0", ...).
@@ -125,7 +128,8 @@ def lens_table(row_names, input_tokens, top_tokens, top_probs, next_tokens, next
     next_tokens: [pos] the true next token string ("" where there is none);
     next_rank: [row, pos] (1 = ranked first; 0 = no next token); next_prob: [row, pos].
     colour "top" colours a cell by the top token's probability, "next" by the probability of
-    the true next token. Rows go top-down from the embeddings to the last layer.
+    the true next token. Rows go top-down from the embeddings to the last layer. `plot_px`:
+    how wide the plot is drawn (default: the narrowest page), for the cell text and labels.
     """
     rows = [html.escape(str(r), quote=False) for r in row_names]
     input_tokens = check_tokens(input_tokens, "input_tokens")
@@ -166,13 +170,13 @@ def lens_table(row_names, input_tokens, top_tokens, top_probs, next_tokens, next
         z=z, x=columns, y=rows, text=cell, customdata=hover, colorscale=COLORSCALE, zmin=0,
         zmax=1, xgap=1, ygap=1, hoverongaps=False,
         texttemplate="%{text}" if n_pos <= CELL_TEXT_LIMIT else None,
-        textfont=dict(size=cell_font_size([t for row in cell for t in row], n_pos)),
+        textfont=dict(size=cell_font_size([t for row in cell for t in row], n_pos, plot_px)),
         colorbar=dict(title=dict(text="p(top)" if colour == "top" else "p(true next)"),
                       thickness=14),
         hovertemplate="%{customdata}<extra></extra>",
     ))
     tick_text = _tick_texts(columns, next_tokens, byte_level)
-    angle, ticks = tick_layout(tick_text, n_pos)
+    angle, ticks = tick_layout(tick_text, n_pos, plot_px / max(n_pos, 1))
     sub, top = subtitle_block(  # the figure spans the page
         "cell = the token the lens ranks first; colour = "
         + ("its probability" if colour == "top" else "probability of the true next token")

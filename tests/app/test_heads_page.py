@@ -102,3 +102,19 @@ def test_the_example_head_is_one_the_model_has(tiny_chars):
     assert at.selectbox(key="hs_stat").value == "entropy"
     text = " ".join(m.value for m in at.markdown)
     assert "${H_i = " in text and "$H_i = " not in text.replace("${H_i", "")
+
+
+def _button_column(at):
+    """The column holding "Open on the attention page"."""
+    return next(c for c in at.columns
+                if any(b.key == "hs_open_btn" for b in c.get("button")))
+
+
+def test_open_button_gets_half_the_row_in_projector_mode():
+    """At projector mode's 22 px font the button's label wrapped to two lines in a quarter of
+    the row (sweep: /heads at 1024 × 768); there it gets half the row, a quarter otherwise."""
+    normal = open_page(HEADS, "minilm")
+    room = open_page(HEADS, "minilm", projector=1)
+    assert not normal.exception and not room.exception
+    assert _button_column(normal).weight == 0.25
+    assert _button_column(room).weight == 0.5

@@ -25,9 +25,10 @@ CLASS_PAGES = [("attention", "minilm"), ("lessons?lesson=reading-heatmaps&step=1
 # of neighbouring tick labels on one axis that overlap. Two labels overlap when the strips
 # they are written in (parallel, one font size across) cross, measured between their anchor
 # points, and they are not apart along their own direction either.
-MAIN_HEATMAP = r"""() => {
+MAIN_HEATMAP = r"""title => {
   const gd = [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')]
-      .find(g => g.data && g.data.some(t => t.type === 'heatmap'));
+      .find(g => g.data && g.data.some(t => t.type === 'heatmap')
+            && (!title || String(g.layout.title.text).includes(title)));
   if (!gd) return null;
   const plot = gd.querySelector('.nsewdrag').getBoundingClientRect();
   const overlaps = [], shown = {};
@@ -55,7 +56,8 @@ MAIN_HEATMAP = r"""() => {
   const fonts = [...gd.querySelectorAll('.xtick text, .ytick text')]
       .map(t => parseFloat(getComputedStyle(t).fontSize));
   return {w: plot.width, h: plot.height, n: gd.data[0].x.length, overlaps, shown,
-          font: Math.min(...fonts)};
+          font: Math.min(...fonts),
+          x: [...gd.querySelectorAll('.xtick text')].map(t => t.textContent)};
 }"""
 
 FIGURE_WIDTHS = r"""() => [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')]
@@ -178,3 +180,21 @@ def test_the_start_example_grows_in_projector_mode(server, browser):  # noqa: F8
         context.close()
     assert seen[True]["plot"] >= max(0.6 * 768, seen[False]["plot"] + 50), seen
     assert 0 < seen[True]["lines"] < 1.5, seen  # one line of text on the button
+
+
+def test_compare_fills_the_room_and_keeps_its_changed_labels(server, browser):  # noqa: F811
+    """Compare at 1024 × 768 in projector mode: A (and B) stacked were drawn half-page size
+    (~330 px plot), and the difference map's labels were thinned to every 2nd token, dropping
+    the changed "5·a|o". Now A fills the page and every changed position is labelled."""
+    context = browser.new_context(viewport={"width": 1024, "height": 768})
+    page = context.new_page()
+    _open(page, _link(server, "compare", "tiny-induction", SHORT, projector=True))
+    page.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot')]"
+                           ".some(g => String(g.layout?.title?.text).includes('B − A, layer'))",
+                           timeout=120_000)
+    page.wait_for_timeout(2500)  # the columns measured, the page run again
+    a = page.evaluate(MAIN_HEATMAP, "A: layer")  # titles are wrapped in <b>
+    diff = page.evaluate(MAIN_HEATMAP, "B − A, layer")
+    context.close()
+    assert a["w"] >= 600 and abs(a["w"] - a["h"]) <= 3 and not a["overlaps"], a
+    assert {"4·c|d", "5·a|o", "6·t|g"} <= set(diff["x"]) and not diff["overlaps"], diff

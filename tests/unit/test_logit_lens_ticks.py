@@ -52,3 +52,22 @@ def test_neighbouring_column_labels_do_not_touch_on_the_narrowest_plot(tokens):
 def test_a_few_columns_keep_every_label():
     fig = _table(list("on a"))
     assert len(fig.layout.xaxis.tickvals) == 4 and fig.layout.xaxis.tickangle == 0
+
+
+def test_the_opening_window_uses_the_measured_width_of_a_wide_page():
+    """At 1400 px the lens opened on 9 positions with 85 px cells: the window was chosen for
+    the narrowest page (800 px). Measured, the page's width opens more positions, each still
+    labelled with its token and true next token."""
+    from app_pages.logit_lens import DEFAULT_WIDTH, lens_plot_px
+    from viz.lens import NARROW_PLOT_PX, labelled_width, tick_layout
+
+    tokens = ["[CLS]", "the", "cat", "sat", "on", "the", "mat", "because", "it", "was",
+              "warm", ".", "[SEP]"]
+    narrow = labelled_width(tokens, 0, DEFAULT_WIDTH)
+    assert lens_plot_px(None, False) == NARROW_PLOT_PX  # not measured yet: the narrowest
+    wide_px = lens_plot_px(904, False)  # the main column at 1400 px, sidebar open
+    wide = labelled_width(tokens, 0, DEFAULT_WIDTH, wide_px)
+    assert narrow < wide == DEFAULT_WIDTH
+    assert lens_plot_px(976, True) < lens_plot_px(976, False)  # projector: larger labels
+    labels = [f"{i}·{t}<br>→ {n}" for i, (t, n) in enumerate(zip(tokens, tokens[1:]))]
+    assert len(tick_layout(labels[:wide], wide, wide_px / wide)[1]) == wide  # all labelled

@@ -112,3 +112,36 @@ def test_a_figure_sized_without_its_own_margins_keeps_the_template_ones():
     drawn = TEMPLATE.layout.margin
     assert big.layout.margin.l == int(drawn.l * ROOM_SCALE)
     assert big.layout.margin.b == int(drawn.b * ROOM_SCALE)
+
+
+def test_the_difference_map_keeps_its_changed_position_labelled_in_projector_mode():
+    """Compare's difference map of 43 characters, zoomed on a change at 5: projector mode
+    thinned its x axis to 0, 2, 4, 6 … over all 43 labels and dropped "5·a|o"."""
+    from viz.compare import difference_heatmap
+
+    text = "The cat sat on the mat because it was warm."
+    a, b = list(text), list(text)
+    b[5] = "o"
+    rng = np.random.default_rng(0)
+    fig = difference_heatmap(rng.random((43, 43)), rng.random((43, 43)), a, b, causal=True)
+    big = projector.enlarged(fig)
+    for axis in (fig.layout.xaxis, big.layout.xaxis, big.layout.yaxis):
+        assert "5·a|o" in axis.tickvals
+    shown = [v for v in big.layout.xaxis.tickvals if int(v.split("·")[0]) <= 20]
+    assert len(shown) >= 15  # the window 0–20 is labelled densely, not every other token
+
+
+def test_projector_thinning_counts_only_the_cells_a_zoomed_axis_shows():
+    import plotly.graph_objects as go
+
+    from viz.style import TEMPLATE
+
+    labels = [f"{i}·t" for i in range(100)]
+    fig = go.Figure(go.Heatmap(z=np.zeros((100, 100)), x=labels, y=labels))
+    fig.update_layout(template=TEMPLATE, width=460, height=460,
+                      margin=dict(l=60, r=60, t=80, b=60),
+                      xaxis=dict(type="category", range=[39.5, 59.5], tickangle=-60),
+                      yaxis=dict(type="category", range=[59.5, 39.5]))
+    big = projector.enlarged(fig)
+    for axis in (big.layout.xaxis, big.layout.yaxis):
+        assert axis.tickvals[0] == "40·t" and len(axis.tickvals) == 20  # 20 cells, all named
