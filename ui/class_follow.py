@@ -102,7 +102,10 @@ def after_run(page: str) -> None:
 # ------------------------------------------------------------------------ the student
 def before_run(page_objects: dict, on_screen: str) -> None:
     """app.py, before the jump is taken: a following student's session opens the class's
-    view when it moved on since this session last took it."""
+    view when it moved on since this session last took it. A session in no class yet first
+    takes back the class its browser was in (once per session: class_session.restore)."""
+    if class_session.current() is None and not st.session_state.get(class_session.TRIED_KEY):
+        class_session.restore(class_session.this_browser())
     m = class_session.student()
     if m is None or not m.following or m.ended:
         return
