@@ -76,6 +76,9 @@ def publish(page: str | None = None) -> bool:
     link = view_link(page) if page else None
     if link is None or link == m.published:
         return False
+    if m.rejoined_at and not m.published:  # a teacher's session that came back by itself (a
+        m.published = link  # reconnect, or a new tab): its first page is not pushed to the
+        return False  # class; the teacher's next change is
     from teaching.class_store import ClassError, NotTeacher
 
     try:

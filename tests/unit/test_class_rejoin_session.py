@@ -81,3 +81,18 @@ def test_without_a_browser_id_nothing_is_remembered(store, monkeypatch):
     new_session()
     assert class_session.restore(class_session.this_browser()) is None
     assert store.recall("session-1234") is None
+
+
+def test_a_teacher_back_by_itself_does_not_push_the_page_it_landed_on(store, monkeypatch):
+    from ui import class_follow
+
+    led = class_session.start()
+    store.set_view(led.teacher_key, "/heads?model=minilm")
+    new_session()
+    back = class_session.restore(BROWSER)
+    links = iter(["/start", "/attention?model=minilm"])
+    monkeypatch.setattr(class_follow, "view_link", lambda page: next(links))
+    assert class_follow.publish("start") is False  # a new tab on the start page: kept quiet
+    assert store.view(back.class_id).link == "/heads?model=minilm"
+    assert class_follow.publish("attention") is True  # the teacher's next change is shown
+    assert store.view(back.class_id).link == "/attention?model=minilm"
