@@ -15,6 +15,8 @@ from . import class_follow, class_session
 from .class_follow import ERROR_KEY, STUDENT_POLL_SECONDS, TEACHER_POLL_SECONDS, in_fragment_rerun
 from .text import md_escape
 
+REJOINED_SHOWN_SECONDS = 20.0  # "Back in the class" stays this long after a rejoin
+
 
 def draw() -> None:
     """Draw this session's class bar (nothing when it is in no class)."""
@@ -25,9 +27,6 @@ def draw() -> None:
         _teacher_bar()
     else:
         _student_bar()
-
-
-REJOINED_SHOWN_SECONDS = 20.0  # "Back in the class" stays this long after a rejoin
 
 
 def back(m) -> str:
