@@ -4,6 +4,11 @@ joined it, and the class store they share (teaching/class_store.py).
 A session holds only names and keys (a `Membership` in session state). The class itself (its
 current view, members, answers) lives in the store, so a class spans every session and every
 replica that opens the same store. The teacher key never reaches a student's session.
+
+The store also remembers which class this browser is in (ui/sessions.browser_id, from
+Streamlit's XSRF cookie), so a new session of the same browser (a reload, or a replica that
+died and a reconnect through nginx to another) takes the class back by itself: `restore`,
+called once per session from class_follow.before_run. Leaving or ending forgets it.
 """
 
 from __future__ import annotations
