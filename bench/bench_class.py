@@ -16,8 +16,9 @@ Follow delay: from the teacher's click being sent to a student's app having draw
 Mid-lesson (--kill-at-step): SIGKILL the replica holding the most students (never the
 teacher's); with --restart (one replica), stop it and start it again. Its students reconnect
 as the browser does (same cookie, the page they were on); the bench reports how long until each
-has a running app again, whether it is back in the class by itself, and, if not, how long
-joining again with the code takes.
+has a running app again, whether it is back in the class by itself (its browser's XSRF cookie
+names it to the class store: ui/class_session.restore) and how long until its bar says it
+follows again, and, if not, how long joining again with the code takes.
 """
 
 from __future__ import annotations
@@ -207,6 +208,7 @@ async def come_back(cluster, student: ClassClient, code: str, name: str, lost_at
     again.start_polling()
     if await wait_for(lambda: again.said(FOLLOWING), 3.0):
         out["rejoined_by_itself"] = True
+        out["following_again_s"] = round(time.perf_counter() - lost_at, 3)
         return out | {"client": again}
     _, took = await join(cluster, code, name, timeout_s, student=again)
     if took is not None:
@@ -246,7 +248,10 @@ async def fail_one(cluster, students: list, code: str, restart: bool,
     for i, result in zip(moved, back):
         students[i] = result.pop("client")
     after = replica_load(cluster, [students[i] for i in moved])
-    return {"replica": victim, "restart": restart, "students_on_it": len(where.get(victim, [])),
+    following = [b["following_again_s"] for b in back if b.get("following_again_s")]
+    return {"rejoined_by_itself": len(following), "following_again_s_p50": pct(following, 0.5),
+            "following_again_s_max": max(following, default=None),
+            "replica": victim, "restart": restart, "students_on_it": len(where.get(victim, [])),
             "dropped": len(moved), "now_on": {str(r): len(v) for r, v in after.items()},
             "per_student": back}
 

@@ -248,3 +248,54 @@ class ClassStore(abc.ABC):
 
     def close(self) -> None:
         """Let go of connections (a store can be opened again later)."""
+
+
+# -- rejoin: a browser that comes back (a new session, maybe on another replica) ------------
+MAX_REMEMBERED = MAX_MEMBERS + 20  # browsers remembered per class: its members, its teacher's
+
+
+@dataclass(frozen=True)
+class Remembered:
+    """Where a browser was: a student's member key, or the teacher key for the teacher's
+    own browser (the store keeps no copy of it: it is the class's own)."""
+
+    class_id: str
+    member_key: str = ""
+    teacher_key: str = ""
+
+    @property
+    def teacher(self) -> bool:
+        return bool(self.teacher_key)
+
+
+def browser_hash(browser: object) -> str | None:
+    """How the store names a browser: a hash of its id (None for no id)."""
+    if not isinstance(browser, str) or not 0 < len(browser) <= 200:
+        return None
+    import hashlib
+
+    return hashlib.sha256(("attention-lab-rejoin:" + browser).encode()).hexdigest()
+
+
+class Rejoin(abc.ABC):
+    """Remembering which class a browser is in, so that a new session of the same browser
+    (a reload, a replica that died) comes back to it. One entry per browser (a new one
+    replaces the old); it goes with its class; at most MAX_REMEMBERED per class."""
+
+    @abc.abstractmethod
+    def remember(self, class_id: str, browser: str, member_key: str) -> bool:
+        """This browser is this member of this class; False when the member is unknown, the
+        class is over, or the class has MAX_REMEMBERED browsers already."""
+
+    @abc.abstractmethod
+    def remember_teacher(self, teacher_key: str, browser: str) -> bool:
+        """This browser leads the class of this teacher key (False as for remember)."""
+
+    @abc.abstractmethod
+    def recall(self, browser: str) -> Remembered | None:
+        """Where this browser was, while its class is live and not ended (and a student is
+        still a member); None otherwise."""
+
+    @abc.abstractmethod
+    def forget(self, browser: str) -> None:
+        """This browser left its class: never bring it back."""

@@ -15,6 +15,7 @@ Keys, with `c` = `<prefix>c:<class id>`:
   c:seen            sorted set member key by last seen time
   c:questions       hash question -> 1 when revealed, else 0
   c:a:<question>    hash member key -> choice
+  c:rejoin         set of browsers that come back to it (teaching/class_store_rejoin.py)
   c:rate:...        rate-limit counters;  <prefix>failed:<window>  unknown codes tried
   <prefix>live      sorted set of class ids by expiry time (the cap on live classes)
 """
@@ -30,6 +31,7 @@ import redis
 
 from teaching import class_store_base as cs
 from teaching.class_codes import new_code, new_key, normalise_code
+from teaching.class_store_rejoin import REDIS_SCRIPTS, RedisRejoin
 
 DEFAULT_PREFIX = "attention-lab:class:"
 UNREACHABLE = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)  # -> StoreDown
@@ -230,7 +232,7 @@ def _split_url(url: str) -> tuple[str, str | None]:
     return urlunsplit(parts._replace(query=rest)), prefix
 
 
-class RedisClassStore(cs.ClassStore):
+class RedisClassStore(RedisRejoin, cs.ClassStore):
     def __init__(self, url: str, clock: Callable[[], float] = time.time,
                  hours: float | None = None, prefix: str | None = None):
         super().__init__(clock, hours)
@@ -242,7 +244,7 @@ class RedisClassStore(cs.ClassStore):
                          dict(start=START, join=JOIN, teacher_class=TEACHER_CLASS,
                               set_view=SET_VIEW, view=VIEW, touch=TOUCH, headcount=HEADCOUNT,
                               answer=ANSWER, tally=TALLY, reveal=REVEAL, end=END,
-                              delete=DELETE).items()}
+                              delete=DELETE, **REDIS_SCRIPTS).items()}
 
     def _run(self, name: str, *args, now: float | None = None):
         now = self.clock() if now is None else now
@@ -371,6 +373,7 @@ class RedisClassStore(cs.ClassStore):
         it (a code is free for a new class once the old one's time is up)."""
         main = self.key(f"c:{class_id}")
         code, teacher_key = self.redis.hmget(main, "code", "teacher")
+        self._forget_class(class_id)  # the browsers that would come back to it
         doomed = [main, *self.redis.scan_iter(match=f"{_glob(main)}:*", count=1000)]
         for start in range(0, len(doomed), 500):  # a few hundred keys at a time
             self.redis.unlink(*doomed[start:start + 500])

@@ -22,6 +22,7 @@ from typing import Callable
 
 from teaching import class_store_base as cs
 from teaching.class_codes import new_code, new_key, normalise_code
+from teaching.class_store_rejoin import SQLITE_SCHEMA, SqliteRejoin
 
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS classes (id TEXT PRIMARY KEY, code TEXT UNIQUE NOT NULL,
@@ -40,12 +41,12 @@ SCHEMA = (
     """CREATE TABLE IF NOT EXISTS rates (bucket TEXT PRIMARY KEY, class_id TEXT,
         win INTEGER NOT NULL, n INTEGER NOT NULL)""",
     "CREATE INDEX IF NOT EXISTS rates_class ON rates (class_id)",
-)
-CLASS_TABLES = ("answers", "questions", "members", "rates")  # each has a class_id column
+) + SQLITE_SCHEMA
+CLASS_TABLES = ("answers", "questions", "members", "rates", "rejoin")  # each has a class_id column
 FAILED = "failed-codes"  # the rates row counting unknown codes, all clients together
 
 
-class SqliteClassStore(cs.ClassStore):
+class SqliteClassStore(SqliteRejoin, cs.ClassStore):
     def __init__(self, path: str | os.PathLike, clock: Callable[[], float] = time.time,
                  hours: float | None = None):
         super().__init__(clock, hours)

@@ -63,7 +63,7 @@ def leftovers(store) -> list[str]:
     if type(store).__name__ == "SqliteClassStore":
         db = store._db()
         found = []
-        for table in ("classes", "members", "questions", "answers"):
+        for table in ("classes", "members", "questions", "answers", "rejoin"):
             found += [f"{table}: {row}" for row in db.execute(f"SELECT * FROM {table}")]
         found += [f"rates: {row}" for row in
                   db.execute("SELECT * FROM rates WHERE class_id IS NOT NULL")]

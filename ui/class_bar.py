@@ -7,11 +7,15 @@ once for the teacher) and does no model work (ui/class_follow.py)."""
 
 from __future__ import annotations
 
+import time
+
 import streamlit as st
 
 from . import class_follow, class_session
 from .class_follow import ERROR_KEY, STUDENT_POLL_SECONDS, TEACHER_POLL_SECONDS, in_fragment_rerun
 from .text import md_escape
+
+REJOINED_SHOWN_SECONDS = 20.0  # "Back in the class" stays this long after a rejoin
 
 
 def draw() -> None:
@@ -23,6 +27,12 @@ def draw() -> None:
         _teacher_bar()
     else:
         _student_bar()
+
+
+def back(m) -> str:
+    """ "Back in the class" for a while after this session came back to it by itself."""
+    fresh = m.rejoined_at and time.monotonic() - m.rejoined_at < REJOINED_SHOWN_SECONDS
+    return "**Back in the class** (your screen reconnected). " if fresh else ""
 
 
 def headcount_said(members: int, following: int, looking_around: int) -> str:
@@ -57,7 +67,7 @@ def _teacher_bar() -> None:
         return
     code = class_session.shown_code(m.join_code)
     where = f"Class **{md_escape(code)}** · " if code else "Your class · "
-    st.markdown(":material/co_present: " + where
+    st.markdown(":material/co_present: " + back(m) + where
                 + headcount_said(count.members, count.following, count.looking_around))
 
 
@@ -77,8 +87,8 @@ def _student_bar() -> None:
         return
     words, button = st.columns([4, 1], vertical_alignment="center")
     if m.following:
-        words.markdown(":material/co_present: **Following the teacher**: your screen shows "
-                       "what the teacher shows.")
+        words.markdown(":material/co_present: " + back(m) + "**Following the teacher**: "
+                       "your screen shows what the teacher shows.")
         button.button("Look around", key="class_look", icon=":material/explore:",
                       on_click=class_follow.look_around, width="stretch",
                       help="Explore on your own. Come back to the teacher's screen with "

@@ -76,6 +76,9 @@ def publish(page: str | None = None) -> bool:
     link = view_link(page) if page else None
     if link is None or link == m.published:
         return False
+    if m.rejoined_at and not m.published:  # a teacher's session that came back by itself (a
+        m.published = link  # reconnect, or a new tab): its first page is not pushed to the
+        return False  # class; the teacher's next change is
     from teaching.class_store import ClassError, NotTeacher
 
     try:
@@ -102,7 +105,10 @@ def after_run(page: str) -> None:
 # ------------------------------------------------------------------------ the student
 def before_run(page_objects: dict, on_screen: str) -> None:
     """app.py, before the jump is taken: a following student's session opens the class's
-    view when it moved on since this session last took it."""
+    view when it moved on since this session last took it. A session in no class yet first
+    takes back the class its browser was in (once per session: class_session.restore)."""
+    if class_session.current() is None and not st.session_state.get(class_session.TRIED_KEY):
+        class_session.restore(class_session.this_browser())
     m = class_session.student()
     if m is None or not m.following or m.ended:
         return

@@ -4,11 +4,17 @@ joined it, and the class store they share (teaching/class_store.py).
 A session holds only names and keys (a `Membership` in session state). The class itself (its
 current view, members, answers) lives in the store, so a class spans every session and every
 replica that opens the same store. The teacher key never reaches a student's session.
+
+The store also remembers which class this browser is in (ui/sessions.browser_id, from
+Streamlit's XSRF cookie), so a new session of the same browser (a reload, or a replica that
+died and a reconnect through nginx to another) takes the class back by itself: `restore`,
+called once per session from class_follow.before_run. Leaving or ending forgets it.
 """
 
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
@@ -16,6 +22,7 @@ import streamlit as st
 
 KEY = "_class"  # session state: this session's Membership, if it is in a class
 SEEN_EVERY_SECONDS = 5.0  # a student's heartbeat (the store drops members unseen for 30 s)
+TRIED_KEY = "_class_rejoin_tried"  # session state: this session asked the store once already
 
 
 @dataclass
@@ -37,6 +44,8 @@ class Membership:
     show_teacher_link: bool = False
     seen_at: float = 0.0
     sent: dict = field(default_factory=dict)  # a student: question -> choice sent
+    rejoined_at: float = 0.0  # time.monotonic() when it came back by itself (a reload, a
+    # replica that died); 0 when it joined or started here
 
     @property
     def teacher(self) -> bool:
@@ -78,6 +87,7 @@ def start() -> Membership:
     m = Membership("teacher", new.class_id, join_code=new.join_code,
                    teacher_key=new.teacher_key, show_teacher_link=True)
     st.session_state[KEY] = m
+    _remember(lambda s, browser: s.remember_teacher(new.teacher_key, browser))
     return m
 
 
@@ -90,6 +100,7 @@ def lead(teacher_key: str) -> Membership | None:
     code = s.join_code(teacher_key)  # shown again on this machine's projector
     m = Membership("teacher", class_id, join_code=code or "", teacher_key=teacher_key)
     st.session_state[KEY] = m
+    _remember(lambda s, browser: s.remember_teacher(teacher_key, browser))
     return m
 
 
@@ -101,6 +112,7 @@ def end() -> None:
             store().end_class(m.teacher_key)
         finally:
             st.session_state.pop(KEY, None)
+            _remember(lambda s, browser: s.forget(browser))
 
 
 def join(code: str, name: str = "") -> Membership:
@@ -116,6 +128,7 @@ def join(code: str, name: str = "") -> Membership:
     m = Membership("student", class_id, join_code=shown_code(code),
                    member_key=member.member_key, name=member.name)
     st.session_state[KEY] = m
+    _remember(lambda s, browser: s.remember(class_id, browser, member.member_key))
     return m
 
 
@@ -128,6 +141,55 @@ def leave() -> None:
         except ValueError:  # ClassError: the class may be gone already
             pass
     st.session_state.pop(KEY, None)
+    st.session_state[TRIED_KEY] = True  # a student who left is never pulled back
+    _remember(lambda s, browser: s.forget(browser))
+
+
+# ------------------------------------------------------------------ coming back by itself
+def this_browser() -> str | None:
+    """This browser's id across sessions and replicas (ui/sessions.browser_id: a hash of the
+    token in Streamlit's XSRF cookie); None without that cookie (then nothing is remembered)."""
+    from . import sessions
+
+    found = sessions.browser_id()
+    return found if found.startswith("browser-") else None
+
+
+def _remember(change) -> None:
+    """change(store, browser): keep (or forget) where this browser is. Best effort: a store
+    that cannot be reached now only means no automatic rejoin later."""
+    browser = this_browser()
+    if browser is None:
+        return
+    try:
+        change(store(), browser)
+    except Exception:  # noqa: BLE001 - the class itself works without it
+        pass
+
+
+def restore(browser: str | None) -> Membership | None:
+    """A session in no class yet: the class this browser was in, taken back (once per session,
+    one store call when there is none). A student follows the teacher again."""
+    if current() is not None or st.session_state.get(TRIED_KEY) or not browser:
+        return None
+    st.session_state[TRIED_KEY] = True
+    s = store()
+    try:
+        back = s.recall(browser)
+        if back is None:
+            return None
+        if back.teacher:
+            m = Membership("teacher", back.class_id, join_code=s.join_code(back.teacher_key)
+                           or "", teacher_key=back.teacher_key,
+                           rejoined_at=time.monotonic())
+        else:
+            s.set_following(back.class_id, back.member_key, True)  # and seen: present again
+            m = Membership("student", back.class_id, member_key=back.member_key,
+                           rejoined_at=time.monotonic())
+    except Exception:  # noqa: BLE001 - the store cannot be reached, or the class just ended
+        return None
+    st.session_state[KEY] = m
+    return m
 
 
 def server_address(page: str) -> str:

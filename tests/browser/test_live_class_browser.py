@@ -215,3 +215,30 @@ def test_the_class_pages_fit_a_narrow_window(server, browser):
     _shot(student, "student-looking-around-800px")
     report = {where: problems for where, problems in report.items() if problems}
     assert not report, report
+
+
+def test_a_reload_is_back_in_the_class_until_the_student_leaves(server, browser):
+    """A real browser's reload is a new session: the student and the teacher are back in the
+    class by themselves (their XSRF cookie names the browser); after "Leave the class" a
+    reload stays out; another browser is never taken in."""
+    teacher = browser.new_context().new_page()
+    student_context = browser.new_context()
+    student = student_context.new_page()
+    code = _start_class(teacher, server)
+    _join(student, server, code)
+    student.reload(wait_until="domcontentloaded")
+    student.get_by_text("Back in the class").wait_for(timeout=60_000)
+    student.get_by_text("Following the teacher").first.wait_for(timeout=10_000)
+    teacher.reload(wait_until="domcontentloaded")
+    teacher.get_by_text("Back in the class").wait_for(timeout=60_000)
+    teacher.get_by_text("1 following · 0 looking around · 1 joined").wait_for(timeout=10_000)
+    stranger = browser.new_context().new_page()
+    _open(stranger, f"{server}/join")
+    assert stranger.get_by_role("button", name="Join").count() == 1  # not in anyone's class
+    _open(student, f"{server}/join")
+    student.get_by_role("button", name="Leave the class").first.click()
+    student.get_by_role("button", name="Join").wait_for(timeout=30_000)
+    second_tab = student_context.new_page()  # the same browser, after leaving
+    _open(second_tab, f"{server}/join")
+    assert second_tab.get_by_role("button", name="Join").count() == 1
+    assert second_tab.get_by_text("Back in the class").count() == 0

@@ -4,7 +4,8 @@ dies sends its clients to the other, and a class started through one replica is 
 the other (they share the class store in Redis).
 
 Real processes on 127.0.0.1 (Debian's redis-server and nginx, `streamlit run app.py` twice,
-started in parallel and shared by the whole module); the replica kill comes last.
+started in parallel and shared by the whole module); the replica kill comes last: a student of
+a class on the killed replica comes back into the class through the other one.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import time
 import urllib.request
 from pathlib import Path
 
@@ -129,24 +131,56 @@ def test_a_class_started_through_one_replica_is_joined_through_the_other(cluster
     assert {cluster.replica_at(r) for r in cluster.served(student.cookies[COOKIE])} == {1}
 
 
-def test_killing_a_replica_sends_its_client_to_the_other(cluster):
-    async def scenario():
-        session, result = await open_session(cluster.url)
-        assert result["ok"], result
-        cookie = session.cookies[COOKIE]
-        first = set(cluster.served(cookie, 3))
-        assert len(first) == 1  # the page, health and host config: one replica
-        home = cluster.replica_at(first.pop())
-        cluster.replicas[home].kill()
-        # the browser's websocket drops with its replica ...
-        assert await dropped(session) is not None
-        # ... and it reconnects with the same cookie: nginx passes it to the replica still up
-        again, result = await open_session(cluster.url, session.cookies)
-        await again.close()
-        return cookie, home, again, result
+async def a_class_split_over_both(cluster) -> tuple[ClassClient, ClassClient]:
+    """A teacher on replica 1 and a student who joined with the code through replica 0."""
+    teacher = ClassClient(cluster.url + "/teach", keys=("class_start",))
+    teacher.cookies[COOKIE] = cluster.cookie_for(1, "rejoin-teacher")
+    student = ClassClient(cluster.url + "/join", keys=("class_code", "class_join"))
+    student.cookies[COOKIE] = cluster.cookie_for(0, "rejoin-student")
+    assert (await teacher.open(120))["ok"]
+    assert (await teacher.click("class_start", 60))["ok"]
+    teacher.start_polling()
+    assert (await student.open(120))["ok"]
+    student.widgets["class_code"]["value"] = teacher.said(r"^[A-Z0-9]{3}-[A-Z0-9]{3}$")
+    assert (await student.click("class_join", 60))["ok"]
+    return teacher, student
 
-    cookie, home, again, result = asyncio.run(scenario())
-    assert result["ok"], result
-    assert again.cookies[COOKIE] == cookie  # no new cookie: the same client, moved
-    last = cluster.served(cookie, 6)[-3:]  # page, health, host config of the reconnect
-    assert {cluster.replica_at(r) for r in last} == {1 - home}
+
+async def said_within(client: ClassClient, pattern: str, since: float, within_s: float):
+    for _ in range(int(within_s * 10)):
+        if client.said(pattern, since):
+            return client.said(pattern, since)
+        await asyncio.sleep(0.1)
+    return None
+
+
+def test_a_student_on_a_killed_replica_is_back_in_the_class_through_the_other(cluster):
+    """Replica 0 dies mid-lesson. Its student's browser reconnects with the same cookies (the
+    sticky one, Streamlit's XSRF one); nginx sends it to replica 1, a new session there, which
+    takes the class back by itself: no code typed again, the same member (still 1 joined)."""
+    async def scenario():
+        teacher, student = await a_class_split_over_both(cluster)
+        assert student.said("You are in the class")
+        cookies = dict(student.cookies)
+        assert "_streamlit_xsrf" in cookies  # the browser's id, the same on every replica
+        await student.close()
+        killed = time.perf_counter()
+        cluster.replicas[0].kill()
+        again = ClassClient(cluster.url + "/join", keys=("class_code", "class_join"))
+        again.cookies.update(cookies)
+        reopened = await again.open(120)
+        following = await said_within(again, "Following the teacher", killed, 30)
+        headcount = await said_within(teacher, r"1 following · 0 looking around · 1 joined",
+                                      time.perf_counter(), 10)
+        await again.close()
+        await teacher.close()
+        return cookies, again, reopened, following, headcount
+
+    cookies, again, reopened, following, headcount = asyncio.run(scenario())
+    assert reopened["ok"] and reopened["error_boxes"] == 0, reopened
+    assert again.cookies[COOKIE] == cookies[COOKIE]  # no new sticky cookie: the same client
+    last = cluster.served(cookies[COOKIE], 6)[-3:]  # page, health, host config of the reconnect
+    assert {cluster.replica_at(r) for r in last} == {1}
+    assert following and "Back in the class" in following, again.texts[-5:]
+    assert again.said("You are in the class")  # the join page, without the code typed
+    assert headcount, "the teacher's headcount lost or doubled the student"

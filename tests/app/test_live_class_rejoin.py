@@ -1,0 +1,55 @@
+"""A browser that was in a class, in a new AppTest session (a reload, another replica): it is
+back in the class by itself, until the student leaves; then a new session stays out. AppTest
+sends no cookie, so the browser's id (ui/sessions.browser_id) is given here."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from page_links import APP, page_text, switch  # noqa: E402
+
+pytestmark = pytest.mark.app
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch):
+    url = f"sqlite:///{tmp_path / 'classes.sqlite'}"
+    monkeypatch.setenv("ATTENTION_LAB_CLASS_STORE", url)
+    from teaching.class_store import open_store
+    from ui import sessions
+
+    monkeypatch.setattr(sessions, "browser_id", lambda: "browser-apptest-rejoin")
+    return open_store(url)
+
+
+def on_join_page() -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=300).run()
+    switch(at, "join").run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_back_in_the_class_in_a_new_session_until_the_student_leaves(store):
+    new = store.start_class()
+    first = on_join_page()
+    first.text_input(key="class_code").input(new.join_code)
+    first.button(key="class_join").click().run()
+    joined = first.session_state["_class"]
+
+    again = on_join_page()  # the same browser, a new session: no code typed
+    back = again.session_state["_class"]
+    assert (back.class_id, back.member_key) == (new.class_id, joined.member_key)
+    assert "Back in the class" in page_text(again, ("markdown",))
+    assert "You are in the class" in page_text(again, ("markdown", "success"))
+    again.button(key="class_leave").click().run()
+    assert "_class" not in again.session_state
+
+    after = on_join_page()  # left on purpose: a new session is not pulled back
+    assert "_class" not in after.session_state
+    assert after.button(key="class_join") is not None

@@ -1,0 +1,98 @@
+"""A new session of a browser that was in a class takes the class back by itself
+(ui/class_session.restore, given the browser's id as ui/sessions.browser_id gives it): a
+student follows again, the teacher leads again, a student who left stays out, and a session
+without a browser id (no XSRF cookie) remembers nothing."""
+
+from __future__ import annotations
+
+import pytest
+import streamlit as st
+
+from teaching.class_store import open_store
+from ui import class_session, sessions
+
+BROWSER = sessions.browser_key("2|00000000|0123456789abcdef|1700000000")
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch):
+    url = f"sqlite:///{tmp_path / 'classes.sqlite'}"
+    monkeypatch.setenv("ATTENTION_LAB_CLASS_STORE", url)
+    monkeypatch.setattr(sessions, "browser_id", lambda: BROWSER)
+    st.session_state.clear()
+    yield open_store(url)
+    st.session_state.clear()
+
+
+def new_session() -> None:
+    """The same browser, a new session (a reload, or another replica after one died)."""
+    st.session_state.clear()
+
+
+def test_a_student_comes_back_following_and_present(store):
+    new = store.start_class()
+    joined = class_session.join(new.join_code, "Ada")
+    store.set_following(new.class_id, joined.member_key, False)  # was looking around
+    new_session()
+    back = class_session.restore(class_session.this_browser())
+    assert back is not None and not back.teacher and back.rejoined_at > 0
+    assert (back.class_id, back.member_key) == (new.class_id, joined.member_key)
+    assert back.following and class_session.current() is back
+    count = store.headcount(new.teacher_key)
+    assert (count.members, count.following) == (1, 1)
+    assert class_session.restore(BROWSER) is None  # once per session
+
+
+def test_the_teacher_comes_back_leading_only_in_the_same_browser(store, monkeypatch):
+    led = class_session.start()
+    new_session()
+    back = class_session.restore(BROWSER)
+    assert back.teacher and back.teacher_key == led.teacher_key
+    assert back.join_code == led.join_code
+    new_session()
+    assert class_session.restore(sessions.browser_key("2|00|ff|1")) is None  # another browser
+
+
+def test_a_student_who_left_is_not_pulled_back(store):
+    new = store.start_class()
+    class_session.join(new.join_code)
+    class_session.leave()
+    assert class_session.restore(BROWSER) is None  # not in this session ...
+    new_session()
+    assert class_session.restore(BROWSER) is None  # ... nor in a later one
+
+
+def test_an_ended_class_is_not_taken_back(store):
+    led = class_session.start()
+    new_session()
+    new = store.teacher_class(led.teacher_key)
+    assert new is not None
+    class_session.join(store.join_code(led.teacher_key))
+    store.end_class(led.teacher_key)
+    new_session()
+    assert class_session.restore(BROWSER) is None
+
+
+def test_without_a_browser_id_nothing_is_remembered(store, monkeypatch):
+    monkeypatch.setattr(sessions, "browser_id", lambda: "session-1234")  # no XSRF cookie
+    assert class_session.this_browser() is None
+    new = store.start_class()
+    class_session.join(new.join_code)
+    new_session()
+    assert class_session.restore(class_session.this_browser()) is None
+    assert store.recall("session-1234") is None
+
+
+def test_a_teacher_back_by_itself_does_not_push_the_page_it_landed_on(store, monkeypatch):
+    from ui import class_follow
+
+    led = class_session.start()
+    store.set_view(led.teacher_key, "/heads?model=minilm")
+    new_session()
+    back = class_session.restore(BROWSER)
+    links = iter(["/start", "/attention?model=minilm"])
+    monkeypatch.setattr(class_follow, "view_link", lambda page: next(links))
+    assert class_follow.publish("start") is False  # a new tab on the start page: kept quiet
+    assert store.view(back.class_id).link == "/heads?model=minilm"
+    assert class_follow.publish("attention") is True  # the teacher's next change is shown
+    assert store.view(back.class_id).link == "/attention?model=minilm"
