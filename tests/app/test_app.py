@@ -165,8 +165,10 @@ def test_every_page_figure_saves_the_format_chosen_in_the_sidebar(page):
                for el in at.get("plotly_chart")]
     assert all(f == "svg" for f in formats), (page, formats)
     # training draws once a run starts; the lessons list and the teach page are words and
-    # buttons; the start page draws its one small heatmap with Vega-Lite, not plotly
-    assert formats or page in ("training", "lessons", "teach", "start"), page
+    # buttons; the start page draws its one small heatmap with Vega-Lite, not plotly; joining
+    # a class is a form; the walkthrough opens on the tokens table (its figures come later)
+    assert formats or page in ("training", "lessons", "teach", "start", "join",
+                               "walkthrough"), page
 
 
 def test_encoder_decoder_shows_its_cross_attention():

@@ -45,7 +45,9 @@ def test_every_page_opens_clean_with_the_family(folders, family):
         switch(at, page).run()
         assert not at.exception, (page, [e.value for e in at.exception])
         assert not at.error, (page, [e.value for e in at.error])
-        if page in DRAWN:
+        if page == "walkthrough":  # it opens on the tokens table; its figures come later
+            assert at.main.dataframe, page
+        elif page in DRAWN:
             assert at.get("plotly_chart"), page
         else:
             assert not at.get("plotly_chart") and "encoder" in " ".join(
