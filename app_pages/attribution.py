@@ -10,17 +10,16 @@ import streamlit as st
 from ui.callbacks import open_chosen_head, pick_head
 from ui.charts import chart_config
 from analysis.seq2seq_runs import is_seq2seq
-from ui.decoder_lab import attribution, decoder_reason
+from ui.decoder_lab import attribution, decoder_reason, token_choices
 from ui.seq2seq_attribution import render_seq2seq_attribution
 from ui.sidebar import require_trace
 from ui.switch import offer_decoder
 from ui.view_state import page_view
 from viz.attribution import head_attribution_grid, logit_waterfall
-from viz.numbers import gap, percent, plain
-from viz.labels import axis_labels, looks_byte_level, plain_text, visible_text
+from viz.numbers import gap, plain
+from viz.labels import axis_labels, plain_text
 
 VIEW = page_view("attribution")  # this page's settings (teaching/pages.py declares them)
-N_CHOICES = 10  # the likeliest tokens offered as targets
 SHOWN = 1e-4  # the metrics show 4 decimals: a smaller gap reads "≈ 0"
 MODES = {"one": "One token's logit", "diff": "Difference between two tokens"}
 
@@ -29,20 +28,9 @@ MODES = {"one": "One token's logit", "diff": "Difference between two tokens"}
 def _choices(loaded, trace, pos: int, extra=()) -> tuple[list[int], dict[int, str]]:
     """Token ids offered at `pos`: the likeliest, the true next token, any `extra` (from a
     link); and their labels with probability and rank."""
-    probs = trace.logits[0, pos].double().softmax(-1)  # [vocab]
-    order = probs.argsort(descending=True)
-    ids = order[:N_CHOICES].tolist()
     ids_all = trace.token_ids.reshape(-1).tolist()
     nxt = int(ids_all[pos + 1]) if pos + 1 < trace.n_tokens else None
-    for i in [nxt, *extra]:
-        if i is not None and 0 <= int(i) < probs.numel() and int(i) not in ids:
-            ids.append(int(i))
-    words = loaded.tokenizer.tokens(ids)
-    byte_level = looks_byte_level(words)
-    rank = {i: int((probs > probs[i]).sum()) + 1 for i in ids}
-    names = {i: f"“{visible_text(w, byte_level)}”  {percent(float(probs[i]))}, #{rank[i]}"
-             + ("  (the true next token)" if i == nxt else "") for i, w in zip(ids, words)}
-    return ids, names
+    return token_choices(loaded, trace.logits[0, pos], nxt, "the true next token", extra)
 
 
 def _pickers(loaded, trace, labels):

@@ -15,10 +15,15 @@ from analysis.seq2seq_attribution import Seq2SeqAttribution, attribute_seq2seq
 from analysis.seq2seq_generation import Seq2SeqGeneration, Seq2SeqStart, generate_seq2seq
 from analysis.seq2seq_runs import is_seq2seq
 from model.hook_names import hook_names
+from viz.labels import looks_byte_level, visible_text
+from viz.numbers import percent
 
 from .cache import get_model, shared
 from .switch import needs_lm_head
 from .text import md_escape
+
+N_CHOICES = 10  # tokens offered for a logit: the likeliest, then the true or written next one
+
 
 def decoder_reason(selection, what: str, attribution: bool = False,
                    seq2seq_ok: bool = False) -> str | None:
@@ -76,3 +81,21 @@ def seq2seq_attribution(model_name: str, source_ids: tuple, decoder_ids: tuple, 
     """Direct logit attribution in the decoder reading decoder_ids over the source."""
     return attribute_seq2seq(get_model(model_name), list(source_ids), list(decoder_ids),
                              position, target, baseline)
+
+
+def token_choices(loaded, logits_row, nxt: int | None, nxt_note: str,
+                  extra=()) -> tuple[list[int], dict[int, str]]:
+    """Token ids offered for one position's logit: the N_CHOICES likeliest, the next token
+    `nxt` (marked with `nxt_note`) and any `extra` (from a link); each labelled with its
+    probability and rank."""
+    probs = logits_row.double().softmax(-1)  # [vocab]
+    ids = probs.argsort(descending=True)[:N_CHOICES].tolist()
+    for i in [nxt, *extra]:
+        if i is not None and 0 <= int(i) < probs.numel() and int(i) not in ids:
+            ids.append(int(i))
+    words = loaded.tokenizer.tokens(ids)
+    byte_level = looks_byte_level(words)
+    rank = {i: int((probs > probs[i]).sum()) + 1 for i in ids}
+    names = {i: f"“{visible_text(w, byte_level)}”  {percent(float(probs[i]))}, #{rank[i]}"
+             + (f"  ({nxt_note})" if i == nxt else "") for i, w in zip(ids, words)}
+    return ids, names

@@ -10,13 +10,12 @@ import pandas as pd
 import streamlit as st
 
 from ui.charts import chart_config
-from ui.decoder_lab import seq2seq_attribution
+from ui.decoder_lab import seq2seq_attribution, token_choices
 from ui.text import md_escape
 from viz.attribution import head_attribution_grid, logit_waterfall
 from viz.labels import axis_labels, looks_byte_level, plain_text, visible_text
-from viz.numbers import percent, plain
+from viz.numbers import plain
 
-N_CHOICES = 10
 GRID_PX = 460  # the two head grids side by side on a wide screen, stacked on a narrow one
 MODES = {"one": "One token's logit", "diff": "Difference between two tokens"}
 
@@ -24,20 +23,10 @@ MODES = {"one": "One token's logit", "diff": "Difference between two tokens"}
 def _choices(loaded, trace, pos: int, extra=()) -> tuple[list[int], dict[int, str]]:
     """The likeliest tokens after decoder position `pos`, the token the model wrote there, and
     any from a link; with labels (probability, rank)."""
-    probs = trace.decoder_logits[0, pos].double().softmax(-1)  # [vocab]
-    ids = probs.argsort(descending=True)[:N_CHOICES].tolist()
     dec = trace.decoder_ids[0].tolist()
     wrote = dec[pos + 1] if pos + 1 < len(dec) else None
-    for i in [wrote, *extra]:
-        if i is not None and 0 <= int(i) < probs.numel() and int(i) not in ids:
-            ids.append(int(i))
-    words = loaded.tokenizer.tokens(ids)
-    byte_level = looks_byte_level(words)
-    rank = {i: int((probs > probs[i]).sum()) + 1 for i in ids}
-    names = {i: f"“{visible_text(w, byte_level)}”  {percent(float(probs[i]))}, #{rank[i]}"
-             + ("  (what the model wrote next)" if i == wrote else "")
-             for i, w in zip(ids, words)}
-    return ids, names
+    return token_choices(loaded, trace.decoder_logits[0, pos], wrote,
+                         "what the model wrote next", extra)
 
 
 def _pickers(loaded, trace, view):
