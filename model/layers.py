@@ -196,6 +196,15 @@ def linear_layout_o(n_heads: int, d_head: int, d_model: int) -> torch.Tensor:
     return torch.empty(d_model, n_heads * d_head).T.view(n_heads, d_head, d_model)
 
 
+def normal_in_order(w: torch.Tensor, std: float) -> None:
+    """Fill `w` from N(0, std²) in the order of its own indices ([head, ...] first), whatever
+    its layout in memory: nn.init.normal_ on one of the views above would follow the storage
+    instead, and the same seed would no longer make the same model (the shipped tiny models'
+    training replays from their seed)."""
+    with torch.no_grad():
+        w.copy_(torch.empty(w.shape, dtype=w.dtype).normal_(std=std))
+
+
 class Attention(nn.Module):
     """Multi-head self-attention with per-head weights, so every head can be read on its own.
 
@@ -213,7 +222,7 @@ class Attention(nn.Module):
         self.W_V = nn.Parameter(linear_layout_q(kv, d, dh))  # [kv_head, d_model, d_head]
         self.W_O = nn.Parameter(linear_layout_o(h, dh, d))  # [head, d_head, d_model]
         for w in (self.W_Q, self.W_K, self.W_V, self.W_O):
-            nn.init.normal_(w, std=0.02)
+            normal_in_order(w, std=0.02)
         if cfg.attn_bias:
             self.b_Q = nn.Parameter(torch.zeros(h, dh))
             self.b_K = nn.Parameter(torch.zeros(kv, dh))

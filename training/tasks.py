@@ -23,6 +23,7 @@ from torch import nn
 
 from model.config import TransformerConfig
 from model.hook_names import hook_names
+from model.layers import normal_in_order
 from analysis.induction import pattern_cache, repeat_scores
 from analysis.cross_attention import cross_patterns, reversal_scores
 from model.seq2seq import EncoderDecoder
@@ -202,7 +203,7 @@ def init_attention(model: nn.Module) -> nn.Module:
     (q.k stays near 0), and induction heads took ten times longer to form."""
     for name, p in model.named_parameters():
         if name.rsplit(".", 1)[-1] in ("W_Q", "W_K", "W_V", "W_O"):
-            nn.init.normal_(p, std=p.shape[-1 if name.endswith("W_O") else 1] ** -0.5)
+            normal_in_order(p, std=p.shape[-1 if name.endswith("W_O") else 1] ** -0.5)
     return model
 
 

@@ -19,9 +19,9 @@ WIDTHS = """() => [...document.querySelectorAll('[data-testid="stDataFrame"]')].
   const s = d.querySelector('.dvn-scroller');
   return s ? [s.clientWidth, s.scrollWidth] : null;
 })"""
-# MiniLM: the ids (1), Q, K and V (10), before/after GELU (22), the [CLS] vector and the pooled
+# MiniLM: the tokens table (every position, scrolling down) and the ids (1), Q, K and V (10), before/after GELU (22), the [CLS] vector and the pooled
 # one (27). tiny-chars: the mask with its −∞ (13), the logits named by their tokens (26).
-CASES = [("minilm", 1, 1), ("minilm", 10, 3), ("minilm", 22, 2), ("minilm", 27, 2),
+CASES = [("minilm", 1, 2), ("minilm", 10, 3), ("minilm", 22, 2), ("minilm", 27, 2),
          ("tiny-chars", 13, 2), ("tiny-chars", 26, 1)]
 
 
