@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -33,8 +32,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import torch  # noqa: E402
 
-from bench_forward import machine_info, machine_line, quartiles  # noqa: E402
-from timing import interleaved  # noqa: E402
+from bench_forward import machine_info, machine_line  # noqa: E402
+from timing import against, interleaved  # noqa: E402
 from model.allocator import keep_freed_memory  # noqa: E402
 from model.convert import CONVERTERS  # noqa: E402
 from model.convert_decoders import DECODER_CONVERTERS  # noqa: E402
@@ -125,11 +124,8 @@ def bench(family: str, n_tokens: int, repeats: int, warmup: int) -> dict:
 
     calls = {"hf": run_hf, "ours": lambda: lm.run_ids(ids)}
     times = interleaved(calls, repeats, warmup)
-    ratios = [o / h for o, h in zip(times["ours"], times["hf"])]
     return {"family": family, "n_params": sum(p.numel() for p in hf.parameters()),
-            "verify": check, "hf_ms": 1000 * statistics.median(times["hf"]),
-            "ours_ms": 1000 * statistics.median(times["ours"]),
-            "ratio": statistics.median(ratios), "spread": quartiles(ratios), "raw": times}
+            "verify": check, **against(times), "raw": times}
 
 
 def main(argv=None) -> int:

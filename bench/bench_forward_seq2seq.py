@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -37,8 +36,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import torch  # noqa: E402
 
-from bench_forward import machine_info, machine_line, quartiles  # noqa: E402
-from timing import interleaved  # noqa: E402
+from bench_forward import machine_info, machine_line  # noqa: E402
+from timing import against, interleaved  # noqa: E402
 from model.allocator import keep_freed_memory  # noqa: E402
 from model.runner import record  # noqa: E402
 from model.seq2seq_families import SEQ2SEQ_BUILDERS, SEQ2SEQ_CONVERTERS  # noqa: E402
@@ -115,11 +114,8 @@ def bench(family: str, n_src: int, n_out: int, repeats: int, warmup: int) -> dic
 
     calls = {"hf": run_hf, "ours": lambda: run_ours(model, src, mask, dec)}
     times = interleaved(calls, repeats, warmup)
-    ratios = [o / h for o, h in zip(times["ours"], times["hf"])]
     return {"family": family, "n_params": sum(p.numel() for p in hf.parameters()),
-            "max_pattern_diff": check, "hf_ms": 1000 * statistics.median(times["hf"]),
-            "ours_ms": 1000 * statistics.median(times["ours"]),
-            "ratio": statistics.median(ratios), "spread": quartiles(ratios), "raw": times}
+            "max_pattern_diff": check, **against(times), "raw": times}
 
 
 def main(argv=None) -> int:

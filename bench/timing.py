@@ -1,9 +1,11 @@
 """Timers the benches share: `timed` (one untimed warm-up call, then `repeats` timed calls) and
-`interleaved` (several calls taking turns, so drift on a shared machine hits them all)."""
+`interleaved` (several calls taking turns, so drift on a shared machine hits them all), and
+`against`, one call's times set beside an anchor's, repeat by repeat."""
 
 from __future__ import annotations
 
 import gc
+import statistics
 import time
 
 
@@ -39,3 +41,13 @@ def interleaved(calls: dict, repeats: int, warmup: int = 0) -> dict[str, list[fl
     finally:
         gc.enable()
     return times
+
+
+def against(times: dict[str, list[float]], ours: str = "ours", anchor: str = "hf") -> dict:
+    """One call's times against an anchor's, from the same repeats of `interleaved`: both
+    medians in ms, the median of the per-repeat ratios ours/anchor and their quartiles."""
+    ratios = [o / a for o, a in zip(times[ours], times[anchor])]
+    q = statistics.quantiles(ratios, n=4)
+    return {f"{anchor}_ms": 1000 * statistics.median(times[anchor]),
+            f"{ours}_ms": 1000 * statistics.median(times[ours]),
+            "ratio": statistics.median(ratios), "spread": (q[0], q[2])}
