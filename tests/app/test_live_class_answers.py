@@ -15,25 +15,12 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from page_links import APP, page_text, switch  # noqa: E402
+from test_live_class import _clean, store  # noqa: E402, F401  (store: a fixture)
 
 pytestmark = pytest.mark.app
 
 LESSON = "reading-heatmaps"  # step 2 asks for a cell, step 3 is a choice
 NAME = "Ann <b>*x*</b>"
-
-
-@pytest.fixture
-def store(tmp_path, monkeypatch):
-    url = f"sqlite:///{tmp_path / 'classes.sqlite'}"
-    monkeypatch.setenv("ATTENTION_LAB_CLASS_STORE", url)
-    from teaching.class_store import open_store
-
-    return open_store(url)
-
-
-def _clean(at: AppTest) -> AppTest:
-    assert not at.exception, [e.value for e in at.exception]
-    return at
 
 
 def teacher_on_step(store, step: int):

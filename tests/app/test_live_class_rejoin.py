@@ -13,19 +13,18 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from page_links import APP, page_text, switch  # noqa: E402
+from test_live_class import store as class_store  # noqa: E402, F401  (a fixture)
 
 pytestmark = pytest.mark.app
 
 
 @pytest.fixture
-def store(tmp_path, monkeypatch):
-    url = f"sqlite:///{tmp_path / 'classes.sqlite'}"
-    monkeypatch.setenv("ATTENTION_LAB_CLASS_STORE", url)
-    from teaching.class_store import open_store
+def store(class_store, monkeypatch):
+    """The class test's fresh SQLite store, with this browser's id given."""
     from ui import sessions
 
     monkeypatch.setattr(sessions, "browser_id", lambda: "browser-apptest-rejoin")
-    return open_store(url)
+    return class_store
 
 
 def on_join_page() -> AppTest:
