@@ -10,7 +10,7 @@ import streamlit as st
 from ui.callbacks import open_chosen_head, pick_head
 from ui.charts import chart_config
 from analysis.seq2seq_runs import is_seq2seq
-from ui.decoder_lab import attribution, decoder_reason, token_choices
+from ui.decoder_lab import attribution, decoder_reason, logit_pickers, token_choices
 from ui.seq2seq_attribution import render_seq2seq_attribution
 from ui.sidebar import require_trace
 from ui.switch import offer_decoder
@@ -21,7 +21,6 @@ from viz.labels import axis_labels, plain_text
 
 VIEW = page_view("attribution")  # this page's settings (teaching/pages.py declares them)
 SHOWN = 1e-4  # the metrics show 4 decimals: a smaller gap reads "≈ 0"
-MODES = {"one": "One token's logit", "diff": "Difference between two tokens"}
 
 
 
@@ -35,33 +34,11 @@ def _choices(loaded, trace, pos: int, extra=()) -> tuple[list[int], dict[int, st
 
 def _pickers(loaded, trace, labels):
     """Position, mode, target and baseline. Returns (pos, target, baseline or None, names)."""
-    n = trace.n_tokens
-    VIEW.setdefault("mode")
-    if VIEW.setdefault("pos", n - 1) not in range(n):
-        VIEW["pos"] = n - 1
-    cols = st.columns([3, 2])
-    pos = cols[0].select_slider("Position (the token whose next-token score is explained)",
-                                list(range(n)), key=VIEW.key("pos"),
-                                format_func=lambda i: plain_text(labels[i])) if n > 1 else 0
-    mode = cols[1].radio("Explain", list(MODES), key=VIEW.key("mode"), format_func=MODES.get,
-                         horizontal=True)
-    asked = [v for v in (VIEW.given("target"), VIEW.given("base")) if v is not None]
-    ids, names = _choices(loaded, trace, pos, asked)  # a link's or a lesson's tokens offered too
-    for name, fallback in (("target", ids[0]), ("base", ids[1 % len(ids)])):
-        VIEW[name] = VIEW.given(name) if VIEW.given(name) in ids else fallback
-    cols = st.columns(2)
-    target = cols[0].selectbox("Target token", ids, key=VIEW.key("target"),
-                               format_func=names.get,
-                               help="The likeliest next tokens here (the first is the model's "
-                               "prediction), and the true next token of your text.")
-    base = None
-    if mode == "diff":
-        base = cols[1].selectbox("Minus the logit of", ids, key=VIEW.key("base"),
-                                 format_func=names.get)
-        if base == target:
-            cols[1].warning("Pick two different tokens: their difference is 0.")
-            base = None
-    return pos, target, base, names
+    return logit_pickers(
+        VIEW, labels[:trace.n_tokens], "Position (the token whose next-token score is explained)",
+        lambda pos, asked: _choices(loaded, trace, pos, asked),  # a link's or a lesson's too
+        target_help="The likeliest next tokens here (the first is the model's prediction), "
+                    "and the true next token of your text.")
 
 
 def _parts(a) -> tuple[list[str], list[float]]:

@@ -5,6 +5,8 @@ memory budget, shared by every session; never mutate what they return). Encoder�
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import streamlit as st
 import torch
 
@@ -15,7 +17,7 @@ from analysis.seq2seq_attribution import Seq2SeqAttribution, attribute_seq2seq
 from analysis.seq2seq_generation import Seq2SeqGeneration, Seq2SeqStart, generate_seq2seq
 from analysis.seq2seq_runs import is_seq2seq
 from model.hook_names import hook_names
-from viz.labels import looks_byte_level, visible_text
+from viz.labels import looks_byte_level, plain_text, visible_text
 from viz.numbers import percent
 
 from .cache import get_model, shared
@@ -23,6 +25,7 @@ from .switch import needs_lm_head
 from .text import md_escape
 
 N_CHOICES = 10  # tokens offered for a logit: the likeliest, then the true or written next one
+MODES = {"one": "One token's logit", "diff": "Difference between two tokens"}
 
 
 def decoder_reason(selection, what: str, attribution: bool = False,
@@ -99,3 +102,36 @@ def token_choices(loaded, logits_row, nxt: int | None, nxt_note: str,
     names = {i: f"“{visible_text(w, byte_level)}”  {percent(float(probs[i]))}, #{rank[i]}"
              + (f"  ({nxt_note})" if i == nxt else "") for i, w in zip(ids, words)}
     return ids, names
+
+
+def logit_pickers(view, labels: list[str], position_label: str,
+                  choices: Callable[[int, list], tuple[list[int], dict[int, str]]],
+                  target_help: str | None = None) -> tuple[int, int, int | None, dict]:
+    """The attribution pages' controls: the position, one logit or a difference, the target
+    token and the one subtracted. `choices(pos, asked)` gives the token ids offered at `pos`
+    (with a link's or a lesson's `asked` ones) and their labels. Returns (pos, target,
+    baseline or None, labels of the ids)."""
+    n = len(labels)
+    view.setdefault("mode")
+    if view.setdefault("pos", n - 1) not in range(n):
+        view["pos"] = n - 1
+    cols = st.columns([3, 2])
+    pos = cols[0].select_slider(position_label, list(range(n)), key=view.key("pos"),
+                                format_func=lambda i: plain_text(labels[i])) if n > 1 else 0
+    mode = cols[1].radio("Explain", list(MODES), key=view.key("mode"), format_func=MODES.get,
+                         horizontal=True)
+    asked = [v for v in (view.given("target"), view.given("base")) if v is not None]
+    ids, names = choices(pos, asked)
+    for name, fallback in (("target", ids[0]), ("base", ids[1 % len(ids)])):
+        view[name] = view.given(name) if view.given(name) in ids else fallback
+    cols = st.columns(2)
+    target = cols[0].selectbox("Target token", ids, key=view.key("target"),
+                               format_func=names.get, help=target_help)
+    base = None
+    if mode == "diff":
+        base = cols[1].selectbox("Minus the logit of", ids, key=view.key("base"),
+                                 format_func=names.get)
+        if base == target:
+            cols[1].warning("Pick two different tokens: their difference is 0.")
+            base = None
+    return pos, target, base, names

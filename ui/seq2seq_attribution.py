@@ -10,14 +10,13 @@ import pandas as pd
 import streamlit as st
 
 from ui.charts import chart_config
-from ui.decoder_lab import seq2seq_attribution, token_choices
+from ui.decoder_lab import logit_pickers, seq2seq_attribution, token_choices
 from ui.text import md_escape
 from viz.attribution import head_attribution_grid, logit_waterfall
 from viz.labels import axis_labels, looks_byte_level, plain_text, visible_text
 from viz.numbers import plain
 
 GRID_PX = 460  # the two head grids side by side on a wide screen, stacked on a narrow one
-MODES = {"one": "One token's logit", "diff": "Difference between two tokens"}
 
 
 def _choices(loaded, trace, pos: int, extra=()) -> tuple[list[int], dict[int, str]]:
@@ -30,33 +29,11 @@ def _choices(loaded, trace, pos: int, extra=()) -> tuple[list[int], dict[int, st
 
 
 def _pickers(loaded, trace, view):
-    tokens = trace.decoder_tokens[0]
-    labels = axis_labels(tokens)
-    n = len(tokens)
-    view.setdefault("mode")
-    if view.setdefault("pos", n - 1) not in range(n):
-        view["pos"] = n - 1
-    cols = st.columns([3, 2])
-    pos = cols[0].select_slider("Decoder position (the output token whose next-token score is "
-                                "explained)", list(range(n)), key=view.key("pos"),
-                                format_func=lambda i: plain_text(labels[i])) if n > 1 else 0
-    mode = cols[1].radio("Explain", list(MODES), key=view.key("mode"), format_func=MODES.get,
-                         horizontal=True)
-    asked = [v for v in (view.given("target"), view.given("base")) if v is not None]
-    ids, names = _choices(loaded, trace, pos, asked)
-    for name, fallback in (("target", ids[0]), ("base", ids[1 % len(ids)])):
-        view[name] = view.given(name) if view.given(name) in ids else fallback
-    cols = st.columns(2)
-    target = cols[0].selectbox("Target token", ids, key=view.key("target"),
-                               format_func=names.get)
-    base = None
-    if mode == "diff":
-        base = cols[1].selectbox("Minus the logit of", ids, key=view.key("base"),
-                                 format_func=names.get)
-        if base == target:
-            cols[1].warning("Pick two different tokens: their difference is 0.")
-            base = None
-    return pos, target, base, names, labels
+    labels = axis_labels(trace.decoder_tokens[0])
+    picked = logit_pickers(view, labels, "Decoder position (the output token whose next-token "
+                           "score is explained)",
+                           lambda pos, asked: _choices(loaded, trace, pos, asked))
+    return (*picked, labels)
 
 
 def _parts(a) -> tuple[list[str], list[float]]:
