@@ -186,13 +186,18 @@ def _step_forward(loaded, window: list[int]) -> tuple[torch.Tensor, torch.Tensor
     return out.logits[0, -1].float().cpu(), attention  # [vocab], [layer, head, k_pos]
 
 
+def check_new_tokens(n_new) -> None:
+    """A count of new tokens to write: a whole number from 1 to MAX_NEW_TOKENS."""
+    if not isinstance(n_new, int) or isinstance(n_new, bool) or not 1 <= n_new <= MAX_NEW_TOKENS:
+        raise ValueError(f"the number of new tokens must be between 1 and {MAX_NEW_TOKENS}, "
+                         f"got {n_new!r}")
+
+
 def _check(loaded, n_new: int, n_prompt: int) -> None:
     why = decoder_unavailable(loaded)
     if why:
         raise ValueError(why)
-    if not isinstance(n_new, int) or isinstance(n_new, bool) or not 1 <= n_new <= MAX_NEW_TOKENS:
-        raise ValueError(f"the number of new tokens must be between 1 and {MAX_NEW_TOKENS}, "
-                         f"got {n_new!r}")
+    check_new_tokens(n_new)
     limit = min(MAX_PROMPT_TOKENS, loaded.cfg.n_ctx)
     if n_prompt > limit:
         raise ValueError(f"the prompt is {n_prompt} tokens long; generation takes at most "

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .generation import MAX_NEW_TOKENS, TOP_SHOWN, Generation, Sampling, Step, choose
+from .generation import TOP_SHOWN, Generation, Sampling, Step, check_new_tokens, choose
 from .generation_config import GenerationDefaults
 from .seq2seq_runs import (as_row, decoder_names, decoder_run, encode_source, is_seq2seq,
                            start_ids)
@@ -74,9 +74,7 @@ def _rows(cache: dict, names, n_layers: int, cross: bool) -> torch.Tensor:
 def _check(loaded, n_new: int, n_src: int) -> None:
     if not is_seq2seq(loaded):
         raise ValueError("this generation is for encoder–decoders")
-    if not isinstance(n_new, int) or isinstance(n_new, bool) or not 1 <= n_new <= MAX_NEW_TOKENS:
-        raise ValueError(f"the number of new tokens must be between 1 and {MAX_NEW_TOKENS}, "
-                         f"got {n_new!r}")
+    check_new_tokens(n_new)
     limit = min(MAX_SOURCE_TOKENS, loaded.cfg.n_ctx)
     if n_src > limit:
         raise ValueError(f"the source is {n_src} tokens long; generation takes at most {limit}. "
