@@ -10,6 +10,7 @@ import urllib.parse
 
 import pytest
 
+from tests.browser.figures import wait_for_figure
 from tests.browser.test_narrow import _open, browser, server  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.browser
@@ -189,9 +190,7 @@ def test_compare_fills_the_room_and_keeps_its_changed_labels(server, browser):  
     context = browser.new_context(viewport={"width": 1024, "height": 768})
     page = context.new_page()
     _open(page, _link(server, "compare", "tiny-induction", SHORT, projector=True))
-    page.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot')]"
-                           ".some(g => String(g.layout?.title?.text).includes('B − A, layer'))",
-                           timeout=120_000)
+    wait_for_figure(page, "B − A, layer")  # below the fold: scrolled to, as a reader would
     page.wait_for_timeout(2500)  # the columns measured, the page run again
     a = page.evaluate(MAIN_HEATMAP, "A: layer")  # titles are wrapped in <b>
     diff = page.evaluate(MAIN_HEATMAP, "B − A, layer")
