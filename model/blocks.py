@@ -12,7 +12,27 @@ from .hooks import HookPoint
 from .layers import Attention, make_mlp, make_norm
 
 
+def part_recipes(block: nn.Module, mlp_input: str) -> dict[str, tuple]:
+    """What every block can recompute from other hook points (names under the block, for
+    runner.record): attention's output from its z, and the MLP's pre-activations and output
+    from the hook point that holds the MLP's input (`mlp_input`) and its activation, with the
+    layers the forward pass used, so the numbers are the same bit for bit."""
+    found = {"hook_attn_out": (block.attn.out_from, ("attn.hook_z",))}
+    if block.mlp is not None:
+        for hook, layer in block.mlp.pre_linears.items():
+            found[f"mlp.{hook}"] = (getattr(block.mlp, layer), (mlp_input,))
+        found["hook_mlp_out"] = (block.mlp.W_out, ("mlp.hook_post",))
+    return found
+
+
 class _Block(nn.Module):
+    mlp_input = "ln2.hook_normalized"  # the hook point that holds what the MLP reads
+
+    def recipes(self) -> dict[str, tuple]:
+        """Hook point -> (function, the hook points it reads), names under this block: what
+        runner.record may recompute on first read instead of keeping (part_recipes)."""
+        return part_recipes(self, self.mlp_input)
+
     def __init__(self, cfg: TransformerConfig, layer: int = 0) -> None:
         super().__init__()
         self.ln1 = make_norm(cfg)
@@ -30,6 +50,8 @@ class _Block(nn.Module):
 class PostLNBlock(_Block):
     """x -> LN(x + Attn(x)) -> LN(x + MLP(x)). ln1 follows attention, ln2 follows the MLP."""
 
+    mlp_input = "hook_resid_mid"  # ln1's output (the same tensor as ln1.hook_normalized)
+
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         x = self.hook_resid_pre(x)  # [batch, pos, d_model]
         attn_out = self.hook_attn_out(self.attn(x, mask))
@@ -42,6 +64,10 @@ class PostLNBlock(_Block):
 
 class PreLNBlock(_Block):
     """x -> x + Attn(LN(x)) -> x + MLP(LN(x)). ln1 precedes attention, ln2 precedes the MLP."""
+
+    def recipes(self) -> dict[str, tuple]:
+        return {**super().recipes(),
+                "hook_resid_mid": (torch.add, ("hook_resid_pre", "hook_attn_out"))}
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         x = self.hook_resid_pre(x)  # [batch, pos, d_model]
@@ -77,6 +103,10 @@ class SandwichBlock(_Block):
         super().__init__(cfg, layer)
         self.ln1_post = make_norm(cfg)
         self.ln2_post = make_norm(cfg)
+
+    def recipes(self) -> dict[str, tuple]:
+        return {**super().recipes(),
+                "hook_resid_mid": (torch.add, ("hook_resid_pre", "ln1_post.hook_normalized"))}
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         x = self.hook_resid_pre(x)  # [batch, pos, d_model]

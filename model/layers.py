@@ -309,11 +309,34 @@ class Attention(nn.Module):
         qk = self.hook_qk(self.qk_from(q, k))  # [batch, head, q_pos, k_pos]
         scores = self.hook_scores(self.scores_from(qk, mask))  # [batch, head, q_pos, k_pos]
         pattern = self.hook_pattern(scores.softmax(dim=-1))  # [batch, head, q_pos, k_pos]
-        z = self.hook_z(pattern @ v)  # [batch, head, q_pos, d_head]
+        z = self.hook_z(self.z_from(pattern, v))  # [batch, head, q_pos, d_head]
+        return self.out_from(z)  # [batch, pos, d_model]
+
+    @staticmethod
+    def z_from(pattern: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        """pattern [batch, head, q_pos, k_pos] @ v [batch, head, k_pos, d_head] ->
+        [batch, head, q_pos, d_head]: each query's weighted sum of the values."""
+        return pattern @ v
+
+    def out_from(self, z: torch.Tensor) -> torch.Tensor:
+        """z [batch, head, q_pos, d_head] -> [batch, q_pos, d_model]: the heads joined and
+        projected by W_O, the bias added inside the product."""
         batch, n_heads, n_pos, d_head = z.shape
         z_cat = z.transpose(1, 2).reshape(batch, n_pos, n_heads * d_head)  # [batch, pos, h*d_head]
         w_o = self.W_O.reshape(n_heads * d_head, -1).T  # [d_model, head*d_head]
-        return F.linear(z_cat, w_o, self.b_O)  # [batch, pos, d_model], bias added inside
+        return F.linear(z_cat, w_o, self.b_O)  # [batch, pos, d_model]
+
+    def recipes(self) -> dict[str, tuple]:
+        """Hook point -> (function, the hook points it reads), names under this module: what
+        runner.record may recompute on first read with the forward pass's own function
+        instead of keeping it: q·k from q and k (when they have hook points), z from the
+        pattern and v."""
+        found = {"hook_z": (lambda pattern, v: self.z_from(pattern, self.kv_per_head(v)),
+                            ("hook_pattern", "hook_v"))}
+        if self.qk_inputs() is not None:
+            found["hook_qk"] = (lambda q, k: self.qk_from(q, self.kv_per_head(k)),
+                                self.qk_inputs())
+        return found
 
 
 # ------------------------------------------------------------------------------ MLPs
@@ -329,9 +352,14 @@ class MLP(nn.Module):
         self.hook_post = HookPoint()  # [batch, pos, d_mlp], after the activation
 
     post_inputs = ("hook_pre",)  # the hook points post_from reads, in its order
+    pre_linears = {"hook_pre": "W_in"}  # hook point -> the layer that makes it from the input
 
     def post_from(self, pre: torch.Tensor) -> torch.Tensor:
         return self.act(pre)  # [batch, pos, d_mlp]
+
+    def recipes(self) -> dict[str, tuple]:
+        """The activation, recomputed from its inputs (Attention.recipes says why)."""
+        return {"hook_post": (self.post_from, self.post_inputs)}
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         pre = self.hook_pre(self.W_in(x))  # [batch, pos, d_mlp]
@@ -352,9 +380,12 @@ class GatedMLP(nn.Module):
         self.hook_post = HookPoint()  # [batch, pos, d_mlp], act(gate) * up
 
     post_inputs = ("hook_pre", "hook_pre_linear")  # the hook points post_from reads, in order
+    pre_linears = {"hook_pre": "W_gate", "hook_pre_linear": "W_in"}  # hook -> its layer
 
     def post_from(self, gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
         return self.act(gate) * up  # [batch, pos, d_mlp]
+
+    recipes = MLP.recipes
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         gate = self.hook_pre(self.W_gate(x))  # [batch, pos, d_mlp]

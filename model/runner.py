@@ -7,7 +7,9 @@ the device. It is shared between the users of a hosted app, and nothing in `run`
 from __future__ import annotations
 
 import copy
+import functools
 import threading
+import weakref
 from collections.abc import Callable
 
 import torch
@@ -20,29 +22,45 @@ from .trace import EncoderDecoderTrace, Trace, TraceCache
 from .transformer import HookedTransformer
 
 
+# model -> module_recipes(model). Weak keys: an unloaded model is dropped. The recipes hold
+# the model's sub-modules, never the model itself, so they do not keep it alive.
+_RECIPES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_RECIPES_LOCK = threading.Lock()
+
+
+def module_recipes(model: torch.nn.Module) -> dict[str, tuple]:
+    """name -> (function, names of its inputs), as the model's modules declare them (their
+    `recipes()`: attention's q·k, z and output, the MLP's pre-activations, activation and
+    output, the residual sums between the parts), the module paths put in front. Walked once
+    per model: the walk is ~0.5 ms, the same for every run."""
+    with _RECIPES_LOCK:
+        found = _RECIPES.get(model)
+    if found is not None:
+        return found
+    found = {}
+    for path, module in model.named_modules():
+        recipes = getattr(module, "recipes", None)
+        if recipes is None or not path:  # the root's own would hold the model: none has one
+            continue
+        for hook, (fn, sources) in recipes().items():
+            found[f"{path}.{hook}"] = (fn, tuple(f"{path}.{source}" for source in sources))
+    with _RECIPES_LOCK:
+        _RECIPES[model] = found
+    return found
+
+
 def lazy_recipes(model: torch.nn.Module, names: list[str],
                  masks: dict[str, torch.Tensor]) -> dict[str, tuple]:
     """name -> (function, names of its inputs) for the kept hook points a Trace can recompute
-    from other kept ones with the very function the forward pass used (layers.py:
-    Attention.qk_from and scores_from, the MLPs' post_from). `masks`: the additive mask each
-    attention module got, by module path; the scores of a module not in it are kept."""
+    from other kept ones with the very function the forward pass used (module_recipes, and
+    the scores from q·k with Attention.scores_from). `masks`: the additive mask each attention
+    module got, by module path; the scores of a module not in it are kept."""
+    recipes = dict(module_recipes(model))
+    for path, mask in masks.items():
+        recipes[f"{path}.hook_scores"] = (
+            functools.partial(model.get_submodule(path).scores_from, mask=mask),
+            (f"{path}.hook_qk",))
     wanted = set(names)
-    recipes = {}
-    for name in names:
-        path, _, hook = name.rpartition(".")
-        if hook == "hook_qk":
-            attn = model.get_submodule(path)
-            if attn.qk_inputs() is not None:
-                q, k = (f"{path}.{source}" for source in attn.qk_inputs())
-                recipes[name] = (lambda q, k, attn=attn: attn.qk_from(q, attn.kv_per_head(k)),
-                                 (q, k))
-        elif hook == "hook_scores" and path in masks:
-            attn = model.get_submodule(path)
-            recipes[name] = (lambda qk, attn=attn, mask=masks[path]: attn.scores_from(qk, mask),
-                             (path + ".hook_qk",))
-        elif hook == "hook_post" and hasattr(model.get_submodule(path), "post_from"):  # MLPs
-            mlp = model.get_submodule(path)
-            recipes[name] = (mlp.post_from, tuple(f"{path}.{n}" for n in mlp.post_inputs))
     # usable when it is wanted and every input is kept or itself recomputed
     return {name: recipe for name, recipe in recipes.items()
             if name in wanted and all(source in wanted for source in recipe[1])}

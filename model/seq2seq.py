@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .blocks import make_block
+from .blocks import make_block, part_recipes
 from .config import TransformerConfig
 from .hooks import HookPoint, name_hook_points
 from .layers import Attention, make_embed, make_mlp, make_norm
@@ -83,6 +83,18 @@ class DecoderBlock(nn.Module):
         self.hook_resid_cross = HookPoint()  # [batch, pos, d_model], after cross-attention
         self.hook_mlp_out = HookPoint()  # [batch, pos, d_model]
         self.hook_resid_post = HookPoint()  # [batch, pos, d_model]
+
+    def recipes(self) -> dict[str, tuple]:
+        """Hook point -> (function, the hook points it reads), names under this block: what
+        runner.record may recompute on first read instead of keeping (blocks.part_recipes)."""
+        return {**self.shared_recipes("ln2.hook_normalized"),
+                "hook_resid_mid": (torch.add, ("hook_resid_pre", "hook_attn_out")),
+                "hook_resid_cross": (torch.add, ("hook_resid_mid", "hook_cross_out"))}
+
+    def shared_recipes(self, mlp_input: str) -> dict[str, tuple]:
+        """blocks.part_recipes, and the cross-attention's output from its z."""
+        return {**part_recipes(self, mlp_input),
+                "hook_cross_out": (self.cross_attn.out_from, ("cross_attn.hook_z",))}
 
     def forward(self, x, mask, memory, memory_mask) -> torch.Tensor:
         x = self.hook_resid_pre(x)  # [batch, pos, d_model]

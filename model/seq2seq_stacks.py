@@ -112,6 +112,10 @@ class PostLNDecoderBlock(DecoderBlock):
     """BART and Marian: x -> LN1(x + SelfAttn(x)) -> LN_cross(x + CrossAttn(x, memory))
     -> LN2(x + MLP(x)). The norms follow the parts they are named after."""
 
+    def recipes(self) -> dict[str, tuple]:
+        # the streams between the parts are the norms' outputs: kept, not recomputed
+        return self.shared_recipes("hook_resid_cross")
+
     def forward(self, x, mask, memory, memory_mask) -> torch.Tensor:
         x = self.hook_resid_pre(x)  # [batch, pos, d_model]
         x = self.hook_resid_mid(self.ln1(x + self.hook_attn_out(self.attn(x, mask))))

@@ -200,33 +200,57 @@ def test_a_run_with_hooks_leaves_the_shared_model_untouched(tiny_models_loaded):
     assert not model.training
 
 
-RECOMPUTED = ("attn.hook_qk", "attn.hook_scores", "mlp.hook_post")  # runner.lazy_recipes
+# runner.lazy_recipes: what a plain run recomputes on first read instead of keeping. Every
+# stack: q·k, the scores, z, attention's output (and cross-attention's), the MLP's
+# pre-activations, activation and output. Pre-LN stacks (GPT-2, Llama, the T5 decoder) also
+# the residual sums between the parts; in a post-LN block (BERT, BART) those are the norms'
+# outputs, which stay kept.
+RECOMPUTED = ("attn.hook_qk", "attn.hook_scores", "attn.hook_z", "hook_attn_out",
+              "hook_cross_out", "mlp.hook_pre", "mlp.hook_pre_linear", "mlp.hook_post",
+              "hook_mlp_out")
+PRE_LN_SUMS = ("hook_resid_mid", "hook_resid_cross")
 
 
-def _assert_recomputed_entries_equal_the_forward_pass(lm, texts) -> None:
-    # A plain run recomputes q·k, the scores and the MLP's activation on first read
-    # (runner.lazy_recipes). Inside a hooks() block every tensor is stored as the forward pass
-    # produced it. Both must be bit-identical.
+def _assert_recomputed_entries_equal_the_forward_pass(lm, texts, sums: bool) -> None:
+    # Inside a hooks() block every tensor is stored as the forward pass produced it; a plain
+    # run recomputes the entries above on first read. Every entry must be bit-identical,
+    # also when the patterns were first stacked into trace.attentions (z then reads a view).
     plain = lm.run(texts)
+    plain.attentions  # noqa: B018
     lazy = set(getattr(plain.cache, "_derived", ()))
     seen: dict[str, torch.Tensor] = {}
-    with hooks(lm.hook_names, [(lambda n: n.endswith(RECOMPUTED), caching_hook(seen))]):
+    with hooks(lm.hook_names, [(lambda n: True, caching_hook(seen))]):
         stored = lm.run(texts)
-    names = [n for n in lm.hook_names if n.endswith(RECOMPUTED)]
+    expected = RECOMPUTED + (PRE_LN_SUMS if sums else ())
+    names = [n for n in lm.hook_names if n.endswith(expected)]
     assert names and all(n in plain.cache for n in names)
     assert lazy == set(names), "each of these is recomputed, not kept, in a plain run"
-    assert sorted(plain.cache) == sorted(stored.cache)
-    for name in names:
+    assert sorted(plain.cache) == sorted(stored.cache) == sorted(lm.hook_names)
+    for name in reversed(lm.hook_names):  # the last layer first: a chain of recipes
         assert torch.equal(plain.cache[name], seen[name]), name
         assert torch.equal(plain.cache[name], stored.cache[name]), name
     with pytest.raises(KeyError):
         plain.cache["blocks.0.attn.hook_nothing"]
 
 
+def test_a_recomputed_entry_read_inside_an_editing_hook_block_is_the_runs_own(
+        tiny_models_loaded):
+    # recomputing passes through no hook point, so a hook active while reading changes nothing
+    lm = tiny_models_loaded["gpt2"]
+    plain, again = lm.run(ONE), lm.run(ONE)
+    names = [n for n in lm.hook_names if n in plain.cache._derived]
+    with hooks(lm.hook_names, [(lambda n: True, lambda x, n: x * 2)]):
+        inside = {n: plain.cache[n] for n in reversed(names)}
+    assert "blocks.1.hook_mlp_out" in inside and "blocks.0.hook_resid_mid" in inside
+    for name in names:
+        assert torch.equal(inside[name], again.cache[name]), name
+
+
 @pytest.mark.parametrize("family", ["bert", "gpt2", "llama"])
 def test_recomputed_entries_of_a_trace_equal_the_ones_the_forward_pass_saw(
         tiny_models_loaded, family):
-    _assert_recomputed_entries_equal_the_forward_pass(tiny_models_loaded[family], [ONE, OTHER])
+    _assert_recomputed_entries_equal_the_forward_pass(tiny_models_loaded[family], [ONE, OTHER],
+                                                      sums=family != "bert")
 
 
 @pytest.mark.parametrize("family", ["bart", "t5_gated"])
@@ -235,7 +259,7 @@ def test_recomputed_entries_of_an_encoder_decoder_trace(family):
     from tiny_seq2seq import loaded
 
     lm = loaded(family)[0]
-    _assert_recomputed_entries_equal_the_forward_pass(lm, [ONE, OTHER])
+    _assert_recomputed_entries_equal_the_forward_pass(lm, [ONE, OTHER], sums=family != "bart")
     assert any(n.startswith("decoder.") and "cross_attn" in n
                for n in lm.run(ONE).cache._derived)
 
@@ -246,7 +270,7 @@ def test_recomputed_entries_with_grouped_heads_windows_caps_and_qk_norms(family)
     # gated MLP; Qwen3: q and k normalised per head before the rotation
     from tiny_decoders import loaded
 
-    _assert_recomputed_entries_equal_the_forward_pass(loaded(family)[0], [ONE, OTHER])
+    _assert_recomputed_entries_equal_the_forward_pass(loaded(family)[0], [ONE, OTHER], sums=True)
 
 
 def test_keeping_only_scores_still_works(tiny_models_loaded):
