@@ -264,10 +264,11 @@ def test_recomputed_entries_of_an_encoder_decoder_trace(family):
                for n in lm.run(ONE).cache._derived)
 
 
-@pytest.mark.parametrize("family", ["mistral", "gemma2", "qwen3"])
+@pytest.mark.parametrize("family", ["mistral", "gemma2", "qwen3", "neox"])
 def test_recomputed_entries_with_grouped_heads_windows_caps_and_qk_norms(family):
     # Mistral: grouped-query attention and a sliding window; Gemma 2: soft-capped scores and a
-    # gated MLP; Qwen3: q and k normalised per head before the rotation
+    # gated MLP and a norm after each part; Qwen3: q and k normalised per head before the
+    # rotation; GPT-NeoX: attention and the MLP side by side (no stream between them)
     from tiny_decoders import loaded
 
     _assert_recomputed_entries_equal_the_forward_pass(loaded(family)[0], [ONE, OTHER], sums=True)
