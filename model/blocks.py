@@ -12,12 +12,15 @@ from .hooks import HookPoint
 from .layers import Attention, make_mlp, make_norm
 
 
-def part_recipes(block: nn.Module, mlp_input: str) -> dict[str, tuple]:
+def part_recipes(block: nn.Module, attn_input: str, mlp_input: str) -> dict[str, tuple]:
     """What every block can recompute from other hook points (names under the block, for
-    runner.record): attention's output from its z, and the MLP's pre-activations and output
-    from the hook point that holds the MLP's input (`mlp_input`) and its activation, with the
+    runner.record): attention's q, k and v from the hook point that holds its input
+    (`attn_input`) and its output from its z; the MLP's pre-activations from the hook point
+    that holds its input (`mlp_input`) and its output from its activation. Each with the
     layers the forward pass used, so the numbers are the same bit for bit."""
-    found = {"hook_attn_out": (block.attn.out_from, ("attn.hook_z",))}
+    found = {f"attn.{hook}": recipe
+             for hook, recipe in block.attn.projection_recipes(attn_input).items()}
+    found["hook_attn_out"] = (block.attn.out_from, ("attn.hook_z",))
     if block.mlp is not None:
         for hook, layer in block.mlp.pre_linears.items():
             found[f"mlp.{hook}"] = (getattr(block.mlp, layer), (mlp_input,))
@@ -25,13 +28,28 @@ def part_recipes(block: nn.Module, mlp_input: str) -> dict[str, tuple]:
     return found
 
 
-class _Block(nn.Module):
-    mlp_input = "ln2.hook_normalized"  # the hook point that holds what the MLP reads
+def norm_recipe(norm: nn.Module, source: str, added: str | None = None) -> tuple:
+    """A norm's output recomputed from the hook point it read (`source`), or from the sum of
+    two (`source` + `added`), without passing through its hook point."""
+    if added is None:
+        return norm.normalize, (source,)
+    return (lambda x, y: norm.normalize(x + y)), (source, added)
 
+
+def same(x: torch.Tensor) -> torch.Tensor:
+    """A hook point that holds the very tensor another one holds (post-LN: the stream after
+    a part is the norm's output)."""
+    return x
+
+
+class _Block(nn.Module):
     def recipes(self) -> dict[str, tuple]:
         """Hook point -> (function, the hook points it reads), names under this block: what
-        runner.record may recompute on first read instead of keeping (part_recipes)."""
-        return part_recipes(self, self.mlp_input)
+        runner.record may recompute on first read instead of keeping (part_recipes). Pre-LN
+        blocks: the norms read the stream, the parts read the norms."""
+        found = part_recipes(self, "ln1.hook_normalized", "ln2.hook_normalized")
+        found["ln1.hook_normalized"] = norm_recipe(self.ln1, "hook_resid_pre")
+        return found
 
     def __init__(self, cfg: TransformerConfig, layer: int = 0) -> None:
         super().__init__()
@@ -50,7 +68,11 @@ class _Block(nn.Module):
 class PostLNBlock(_Block):
     """x -> LN(x + Attn(x)) -> LN(x + MLP(x)). ln1 follows attention, ln2 follows the MLP."""
 
-    mlp_input = "hook_resid_mid"  # ln1's output (the same tensor as ln1.hook_normalized)
+    def recipes(self) -> dict[str, tuple]:
+        # ln2's output is the block's output, kept
+        return {**part_recipes(self, "hook_resid_pre", "hook_resid_mid"),
+                "ln1.hook_normalized": norm_recipe(self.ln1, "hook_resid_pre", "hook_attn_out"),
+                "hook_resid_mid": (same, ("ln1.hook_normalized",))}
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         x = self.hook_resid_pre(x)  # [batch, pos, d_model]
@@ -66,8 +88,11 @@ class PreLNBlock(_Block):
     """x -> x + Attn(LN(x)) -> x + MLP(LN(x)). ln1 precedes attention, ln2 precedes the MLP."""
 
     def recipes(self) -> dict[str, tuple]:
-        return {**super().recipes(),
-                "hook_resid_mid": (torch.add, ("hook_resid_pre", "hook_attn_out"))}
+        found = {**super().recipes(),
+                 "hook_resid_mid": (torch.add, ("hook_resid_pre", "hook_attn_out"))}
+        if self.mlp is not None:
+            found["ln2.hook_normalized"] = norm_recipe(self.ln2, "hook_resid_mid")
+        return found
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         x = self.hook_resid_pre(x)  # [batch, pos, d_model]
@@ -86,6 +111,9 @@ class ParallelBlock(_Block):
     def __init__(self, cfg: TransformerConfig, layer: int = 0) -> None:
         super().__init__(cfg, layer)
         del self.hook_resid_mid  # a hook point must always fire, and nothing lies in between
+
+    def recipes(self) -> dict[str, tuple]:
+        return {**super().recipes(), "ln2.hook_normalized": norm_recipe(self.ln2, "hook_resid_pre")}
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         x = self.hook_resid_pre(x)  # [batch, pos, d_model]
@@ -106,7 +134,10 @@ class SandwichBlock(_Block):
 
     def recipes(self) -> dict[str, tuple]:
         return {**super().recipes(),
-                "hook_resid_mid": (torch.add, ("hook_resid_pre", "ln1_post.hook_normalized"))}
+                "ln1_post.hook_normalized": norm_recipe(self.ln1_post, "hook_attn_out"),
+                "hook_resid_mid": (torch.add, ("hook_resid_pre", "ln1_post.hook_normalized")),
+                "ln2.hook_normalized": norm_recipe(self.ln2, "hook_resid_mid"),
+                "ln2_post.hook_normalized": norm_recipe(self.ln2_post, "hook_mlp_out")}
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         x = self.hook_resid_pre(x)  # [batch, pos, d_model]

@@ -1,4 +1,5 @@
-"""The building blocks: norms, embeddings, attention and MLPs, each with its hook points.
+"""The building blocks: norms, embeddings and attention, each with its hook points (the
+MLPs: mlp.py).
 
 Shape vocabulary, used in every comment: batch, pos (= q_pos or k_pos), head, d_head,
 d_model, d_mlp, vocab. Attention rows are queries, columns are keys, softmax is over keys.
@@ -6,23 +7,17 @@ d_model, d_mlp, vocab. Attention rows are queries, columns are keys, softmax is 
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .config import ACTIVATIONS, TransformerConfig
+from .config import TransformerConfig
 from .hooks import HookPoint
+from .mlp import ACTIVATION_FNS, GatedMLP, MLP, make_mlp  # noqa: F401 (their old home)
 from .rotary import Rotary, layer_rotary
-
-# The function of each name in config.ACTIVATIONS (the one list of names), in that order.
-ACTIVATION_FNS = dict(zip(ACTIVATIONS, (
-    F.gelu,  # gelu: exact erf GELU (BERT)
-    lambda x: F.gelu(x, approximate="tanh"),  # gelu_new: GPT-2's tanh approximation
-    F.relu,  # relu
-    F.silu,  # silu: Llama's SwiGLU gate
-), strict=True))
 
 
 # ----------------------------------------------------------------------------- norms
@@ -41,8 +36,10 @@ class LayerNorm(nn.Module):
         return self.weight
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        # x: [batch, pos, d_model]
-        return self.hook_normalized(F.layer_norm(x, x.shape[-1:], self.weight, self.bias, self.eps))
+        return self.hook_normalized(self.normalize(x))
+
+    def normalize(self, x: torch.Tensor) -> torch.Tensor:  # the norm without its hook point
+        return F.layer_norm(x, x.shape[-1:], self.weight, self.bias, self.eps)  # [batch, pos, d]
 
 
 class RMSNorm(nn.Module):
@@ -61,9 +58,12 @@ class RMSNorm(nn.Module):
         return self.weight
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.hook_normalized(self.normalize(x))
+
+    def normalize(self, x: torch.Tensor) -> torch.Tensor:  # the norm without its hook point
         x32 = x.float()  # [batch, pos, d_model]
         scaled = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
-        return self.hook_normalized(self.weight * scaled.to(x.dtype))
+        return self.weight * scaled.to(x.dtype)
 
 
 class GemmaRMSNorm(RMSNorm):
@@ -76,10 +76,10 @@ class GemmaRMSNorm(RMSNorm):
     def gain(self) -> torch.Tensor:
         return 1.0 + self.weight.float()
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def normalize(self, x: torch.Tensor) -> torch.Tensor:
         x32 = x.float()  # [batch, pos, d_model]
         scaled = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
-        return self.hook_normalized((scaled * (1.0 + self.weight.float())).to(x.dtype))
+        return (scaled * (1.0 + self.weight.float())).to(x.dtype)
 
 
 def make_norm(cfg: TransformerConfig, size: int | None = None) -> nn.Module:
@@ -338,62 +338,9 @@ class Attention(nn.Module):
                                 self.qk_inputs())
         return found
 
-
-# ------------------------------------------------------------------------------ MLPs
-class MLP(nn.Module):
-    """Up-projection, activation, down-projection (BERT, GPT-2, the original transformer)."""
-
-    def __init__(self, cfg: TransformerConfig) -> None:
-        super().__init__()
-        self.W_in = nn.Linear(cfg.d_model, cfg.d_mlp, bias=cfg.mlp_bias)
-        self.W_out = nn.Linear(cfg.d_mlp, cfg.d_model, bias=cfg.mlp_bias)
-        self.act = ACTIVATION_FNS[cfg.act]
-        self.hook_pre = HookPoint()  # [batch, pos, d_mlp], before the activation
-        self.hook_post = HookPoint()  # [batch, pos, d_mlp], after the activation
-
-    post_inputs = ("hook_pre",)  # the hook points post_from reads, in its order
-    pre_linears = {"hook_pre": "W_in"}  # hook point -> the layer that makes it from the input
-
-    def post_from(self, pre: torch.Tensor) -> torch.Tensor:
-        return self.act(pre)  # [batch, pos, d_mlp]
-
-    def recipes(self) -> dict[str, tuple]:
-        """The activation, recomputed from its inputs (Attention.recipes says why)."""
-        return {"hook_post": (self.post_from, self.post_inputs)}
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        pre = self.hook_pre(self.W_in(x))  # [batch, pos, d_mlp]
-        return self.W_out(self.hook_post(self.post_from(pre)))  # [batch, pos, d_model]
-
-
-class GatedMLP(nn.Module):
-    """Llama's SwiGLU: act(x W_gate) * (x W_in), then down-projection."""
-
-    def __init__(self, cfg: TransformerConfig) -> None:
-        super().__init__()
-        self.W_gate = nn.Linear(cfg.d_model, cfg.d_mlp, bias=cfg.mlp_bias)
-        self.W_in = nn.Linear(cfg.d_model, cfg.d_mlp, bias=cfg.mlp_bias)
-        self.W_out = nn.Linear(cfg.d_mlp, cfg.d_model, bias=cfg.mlp_bias)
-        self.act = ACTIVATION_FNS[cfg.act]
-        self.hook_pre = HookPoint()  # [batch, pos, d_mlp], gate before the activation
-        self.hook_pre_linear = HookPoint()  # [batch, pos, d_mlp], the ungated up-projection
-        self.hook_post = HookPoint()  # [batch, pos, d_mlp], act(gate) * up
-
-    post_inputs = ("hook_pre", "hook_pre_linear")  # the hook points post_from reads, in order
-    pre_linears = {"hook_pre": "W_gate", "hook_pre_linear": "W_in"}  # hook -> its layer
-
-    def post_from(self, gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
-        return self.act(gate) * up  # [batch, pos, d_mlp]
-
-    recipes = MLP.recipes
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        gate = self.hook_pre(self.W_gate(x))  # [batch, pos, d_mlp]
-        up = self.hook_pre_linear(self.W_in(x))  # [batch, pos, d_mlp]
-        return self.W_out(self.hook_post(self.post_from(gate, up)))  # [batch, pos, d_model]
-
-
-def make_mlp(cfg: TransformerConfig) -> nn.Module | None:
-    if cfg.attn_only:
-        return None
-    return GatedMLP(cfg) if cfg.gated_mlp else MLP(cfg)
+    def projection_recipes(self, x_hook: str) -> dict[str, tuple]:
+        """q, k and v, recomputed from the hook point that holds this module's input (x_hook,
+        a path from here: the block knows it) as recipes() recomputes the rest."""
+        return {f"hook_{n.lower()}": (functools.partial(
+            self._split_heads, w=getattr(self, f"W_{n}"), b=getattr(self, f"b_{n}")), (x_hook,))
+            for n in "QKV"}

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .blocks import make_block, part_recipes
+from .blocks import make_block, norm_recipe, part_recipes
 from .config import TransformerConfig
 from .hooks import HookPoint, name_hook_points
 from .layers import Attention, make_embed, make_mlp, make_norm
@@ -86,14 +86,21 @@ class DecoderBlock(nn.Module):
 
     def recipes(self) -> dict[str, tuple]:
         """Hook point -> (function, the hook points it reads), names under this block: what
-        runner.record may recompute on first read instead of keeping (blocks.part_recipes)."""
-        return {**self.shared_recipes("ln2.hook_normalized"),
+        runner.record may recompute on first read instead of keeping (blocks.part_recipes).
+        Pre-LN: each norm reads the stream, each part reads its norm."""
+        return {**self.shared_recipes("ln1.hook_normalized", "ln_cross.hook_normalized",
+                                      "ln2.hook_normalized"),
+                "ln1.hook_normalized": norm_recipe(self.ln1, "hook_resid_pre"),
                 "hook_resid_mid": (torch.add, ("hook_resid_pre", "hook_attn_out")),
-                "hook_resid_cross": (torch.add, ("hook_resid_mid", "hook_cross_out"))}
+                "ln_cross.hook_normalized": norm_recipe(self.ln_cross, "hook_resid_mid"),
+                "hook_resid_cross": (torch.add, ("hook_resid_mid", "hook_cross_out")),
+                "ln2.hook_normalized": norm_recipe(self.ln2, "hook_resid_cross")}
 
-    def shared_recipes(self, mlp_input: str) -> dict[str, tuple]:
-        """blocks.part_recipes, and the cross-attention's output from its z."""
-        return {**part_recipes(self, mlp_input),
+    def shared_recipes(self, attn_input: str, cross_input: str, mlp_input: str) -> dict:
+        """blocks.part_recipes, and the cross-attention's q (its k and v read the encoder's
+        output) and output."""
+        return {**part_recipes(self, attn_input, mlp_input),
+                "cross_attn.hook_q": self.cross_attn.projection_recipes(cross_input)["hook_q"],
                 "hook_cross_out": (self.cross_attn.out_from, ("cross_attn.hook_z",))}
 
     def forward(self, x, mask, memory, memory_mask) -> torch.Tensor:

@@ -15,7 +15,7 @@ import math
 import torch
 from torch import nn
 
-from .blocks import make_block
+from .blocks import make_block, norm_recipe, same
 from .config import TransformerConfig
 from .hooks import HookPoint, name_hook_points
 from .layers import LayerNorm, make_norm
@@ -113,8 +113,13 @@ class PostLNDecoderBlock(DecoderBlock):
     -> LN2(x + MLP(x)). The norms follow the parts they are named after."""
 
     def recipes(self) -> dict[str, tuple]:
-        # the streams between the parts are the norms' outputs: kept, not recomputed
-        return self.shared_recipes("hook_resid_cross")
+        # the streams between the parts are the norms' outputs; ln2's is the block's output
+        return {**self.shared_recipes("hook_resid_pre", "hook_resid_mid", "hook_resid_cross"),
+                "ln1.hook_normalized": norm_recipe(self.ln1, "hook_resid_pre", "hook_attn_out"),
+                "hook_resid_mid": (same, ("ln1.hook_normalized",)),
+                "ln_cross.hook_normalized": norm_recipe(self.ln_cross, "hook_resid_mid",
+                                                        "hook_cross_out"),
+                "hook_resid_cross": (same, ("ln_cross.hook_normalized",))}
 
     def forward(self, x, mask, memory, memory_mask) -> torch.Tensor:
         x = self.hook_resid_pre(x)  # [batch, pos, d_model]

@@ -201,17 +201,21 @@ def test_a_run_with_hooks_leaves_the_shared_model_untouched(tiny_models_loaded):
 
 
 # runner.lazy_recipes: what a plain run recomputes on first read instead of keeping. Every
-# stack: q·k, the scores, z, attention's output (and cross-attention's), the MLP's
-# pre-activations, activation and output. Pre-LN stacks (GPT-2, Llama, the T5 decoder) also
-# the residual sums between the parts; in a post-LN block (BERT, BART) those are the norms'
-# outputs, which stay kept.
-RECOMPUTED = ("attn.hook_qk", "attn.hook_scores", "attn.hook_z", "hook_attn_out",
-              "hook_cross_out", "mlp.hook_pre", "mlp.hook_pre_linear", "mlp.hook_post",
-              "hook_mlp_out")
-PRE_LN_SUMS = ("hook_resid_mid", "hook_resid_cross")
+# stack: q, k, v, q·k, the scores, z, attention's output (cross-attention's q and output),
+# the norms inside the blocks, the MLP's pre-activations, activation and output. Pre-LN
+# stacks (GPT-2, Llama, the T5 decoder) also the residual sums between the parts; in a
+# post-LN block (BERT, BART) those are the norms' outputs (the same tensors), and the last
+# norm's output is the block's, kept.
+RECOMPUTED = ("attn.hook_q", "attn.hook_k", "attn.hook_v", "attn.hook_qk", "attn.hook_scores",
+              "attn.hook_z", "hook_attn_out", "cross_attn.hook_q", "hook_cross_out",
+              "mlp.hook_pre", "mlp.hook_pre_linear", "mlp.hook_post", "hook_mlp_out",
+              "ln1.hook_normalized", "ln_cross.hook_normalized", "ln1_post.hook_normalized",
+              "ln2_post.hook_normalized", "hook_resid_mid", "hook_resid_cross")
+PRE_LN = ("ln2.hook_normalized",)  # post-LN: the block's output
+KEPT = ("cross_attn.hook_k", "cross_attn.hook_v")  # they read the encoder's output
 
 
-def _assert_recomputed_entries_equal_the_forward_pass(lm, texts, sums: bool) -> None:
+def _assert_recomputed_entries_equal_the_forward_pass(lm, texts, pre_ln: bool) -> None:
     # Inside a hooks() block every tensor is stored as the forward pass produced it; a plain
     # run recomputes the entries above on first read. Every entry must be bit-identical,
     # also when the patterns were first stacked into trace.attentions (z then reads a view).
@@ -221,8 +225,9 @@ def _assert_recomputed_entries_equal_the_forward_pass(lm, texts, sums: bool) -> 
     seen: dict[str, torch.Tensor] = {}
     with hooks(lm.hook_names, [(lambda n: True, caching_hook(seen))]):
         stored = lm.run(texts)
-    expected = RECOMPUTED + (PRE_LN_SUMS if sums else ())
-    names = [n for n in lm.hook_names if n.endswith(expected)]
+    expected = RECOMPUTED + (PRE_LN if pre_ln else ())
+    names = [n for n in lm.hook_names if n.startswith(("blocks.", "decoder.blocks."))
+             and n.endswith(expected) and not n.endswith(KEPT)]
     assert names and all(n in plain.cache for n in names)
     assert lazy == set(names), "each of these is recomputed, not kept, in a plain run"
     assert sorted(plain.cache) == sorted(stored.cache) == sorted(lm.hook_names)
@@ -250,7 +255,7 @@ def test_a_recomputed_entry_read_inside_an_editing_hook_block_is_the_runs_own(
 def test_recomputed_entries_of_a_trace_equal_the_ones_the_forward_pass_saw(
         tiny_models_loaded, family):
     _assert_recomputed_entries_equal_the_forward_pass(tiny_models_loaded[family], [ONE, OTHER],
-                                                      sums=family != "bert")
+                                                      pre_ln=family != "bert")
 
 
 @pytest.mark.parametrize("family", ["bart", "t5_gated"])
@@ -259,7 +264,7 @@ def test_recomputed_entries_of_an_encoder_decoder_trace(family):
     from tiny_seq2seq import loaded
 
     lm = loaded(family)[0]
-    _assert_recomputed_entries_equal_the_forward_pass(lm, [ONE, OTHER], sums=family != "bart")
+    _assert_recomputed_entries_equal_the_forward_pass(lm, [ONE, OTHER], pre_ln=family != "bart")
     assert any(n.startswith("decoder.") and "cross_attn" in n
                for n in lm.run(ONE).cache._derived)
 
@@ -271,7 +276,7 @@ def test_recomputed_entries_with_grouped_heads_windows_caps_and_qk_norms(family)
     # rotation; GPT-NeoX: attention and the MLP side by side (no stream between them)
     from tiny_decoders import loaded
 
-    _assert_recomputed_entries_equal_the_forward_pass(loaded(family)[0], [ONE, OTHER], sums=True)
+    _assert_recomputed_entries_equal_the_forward_pass(loaded(family)[0], [ONE, OTHER], pre_ln=True)
 
 
 def test_keeping_only_scores_still_works(tiny_models_loaded):
