@@ -71,9 +71,12 @@ def record(model: torch.nn.Module, names: list[str], forward: Callable[[], objec
     """forward() under no_grad, keeping the tensors of the hook points in `names`: (its
     output, hook name -> tensor). On the CPU, with no outside hook able to edit a tensor on its
     way, what lazy_recipes can recompute bit for bit is recomputed on first read instead of
-    kept (q·k; the scores, given masks(): the mask of each attention module by path; the MLP's
-    activation): fresh memory written per layer is most of what a full trace costs beyond the
-    arithmetic (BENCHMARKS.md, "Forward pass")."""
+    kept (inside each block everything but the pattern and the block's output, from its input:
+    q, k, v, q·k, the scores given masks() (the mask of each attention module by path), z, the
+    norms, the MLP's parts and the streams between the parts): fresh memory written per layer
+    is most of what a full trace costs beyond the arithmetic (BENCHMARKS.md, "Forward pass").
+    So a full trace keeps about what Hugging Face keeps with output_attentions and
+    output_hidden_states; reading everything back costs about one more forward pass."""
     cache: dict[str, torch.Tensor] = {}
     store = caching_hook(cache)
     # no_grad, not inference_mode: a Trace's tensors are handed to users, and inference

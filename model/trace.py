@@ -15,9 +15,11 @@ from .config import TransformerConfig
 
 class TraceCache(Mapping):
     """Hook name -> tensor, where some entries are computed on first access from other
-    entries, with the forward pass's own function (runner.lazy_recipes: q·k from q and k, the
-    scores from q·k, the MLP's activation from its input), so they equal bit for bit what the
-    forward pass computed but are not held in memory until something reads them."""
+    entries, with the forward pass's own function (runner.lazy_recipes: q, k and v from the
+    attention's input, q·k from q and k, the scores from q·k, z from the pattern and v, a
+    norm's output from its input, ...), so they equal bit for bit what the forward pass
+    computed but are not held in memory until something reads them. An entry may read
+    another recomputed one: reading a block's last part recomputes the block once."""
 
     def __init__(self, names, tensors, derived) -> None:
         self._names = list(names)  # hook order
