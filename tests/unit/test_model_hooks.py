@@ -303,3 +303,22 @@ def test_stacking_attentions_does_not_keep_a_second_copy(tiny_models_loaded):
     assert trace.cache[name].untyped_storage().data_ptr() == stacked.untyped_storage().data_ptr()
     assert trace.nbytes == size_before  # same bytes: one copy of the patterns either way
     assert patterns > 0
+
+
+@pytest.mark.parametrize("family", ["bert", "gpt2"])
+def test_the_recipes_kept_per_model_do_not_keep_an_unloaded_model_alive(tiny_dirs, family):
+    # runner.module_recipes remembers each model's recipes under a weak key; the recipes hold
+    # its sub-modules only, so a model nobody uses any more is freed with its entry
+    import gc
+    import weakref
+
+    from model.loading import load_model
+    from model.runner import _RECIPES
+
+    lm = load_model(str(tiny_dirs[family]), device="cpu")
+    trace = lm.run(ONE)
+    assert lm.model in _RECIPES and trace.cache["blocks.1.hook_mlp_out"].shape[-1] > 0
+    gone = weakref.ref(lm.model)
+    del lm, trace
+    gc.collect()
+    assert gone() is None
