@@ -46,6 +46,7 @@ BASE = dict(vocab_size=2048, hidden_size=512, num_hidden_layers=6, num_attention
 WINDOW = 128  # shorter than the input, so sliding layers really slide
 GQA = dict(num_key_value_heads=2)
 FAMILIES = {
+    "gpt2": ("GPT2Config", "GPT2LMHeadModel", dict(n_inner=2048)),  # the pre-LN reference
     "gpt_neox": ("GPTNeoXConfig", "GPTNeoXForCausalLM", dict(rope_parameters={
         "rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.25})),
     "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", GQA),
