@@ -9,7 +9,8 @@ from torch import nn
 
 from .config import TransformerConfig
 from .hooks import HookPoint
-from .layers import Attention, make_mlp, make_norm
+from .layers import Attention, make_norm
+from .mlp import make_mlp
 
 
 def part_recipes(block: nn.Module, attn_input: str, mlp_input: str) -> dict[str, tuple]:

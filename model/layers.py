@@ -16,7 +16,7 @@ from torch import nn
 
 from .config import TransformerConfig
 from .hooks import HookPoint
-from .mlp import ACTIVATION_FNS, GatedMLP, MLP, make_mlp  # noqa: F401 (their old home)
+from .mlp import ACTIVATION_FNS  # noqa: F401 (its old home: analysis/walkthrough/mlp.py)
 from .rotary import Rotary, layer_rotary
 
 

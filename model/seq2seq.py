@@ -28,7 +28,8 @@ from torch import nn
 from .blocks import make_block, norm_recipe, part_recipes
 from .config import TransformerConfig
 from .hooks import HookPoint, name_hook_points
-from .layers import Attention, make_embed, make_mlp, make_norm
+from .layers import Attention, make_embed, make_norm
+from .mlp import make_mlp
 from .transformer import ModelOutput, attention_mask_bias
 
 
