@@ -129,6 +129,7 @@ async def step_delays(teacher: ClassClient, students: list, number: int, first: 
     live = [s for s in students if not s.ws_closed]
     await wait_for(lambda: all(s.drawn(pattern, sent) for s in live), wait_s, poll_s=0.25)
     delays = [s.drawn(pattern, sent) for s in live]
+    phases = [p for p in (s.phases(pattern, sent) for s in live) if p is not None]
     view = store_view(teacher)
     return {"step": number, "teacher_ok": result["ok"], "teacher_run_s": round(teacher_s, 3),
             "teacher_shows": teacher.said(r"^Step \d+ of \d+$", sent),
@@ -136,7 +137,11 @@ async def step_delays(teacher: ClassClient, students: list, number: int, first: 
             "students_show": sorted({str(s.said(r"^Step \d+ of \d+$")) for s in live}),
             "students": len(live), "missed": sum(d is None for d in delays),
             "missed_who": [students.index(s) for s, d in zip(live, delays) if d is None],
-            "delays_s": [round(d - sent, 3) for d in delays if d is not None]}
+            "delays_s": [round(d - sent, 3) for d in delays if d is not None],
+            # per student: seconds to the start of the run that drew it, to the step's words
+            # arriving, to the run's end (where the follow delay goes: the poll and the queue,
+            # the run before the words, the rest of the run and sending it)
+            "phases_s": [[round(x, 3) for x in p] for p in phases]}
 
 
 def store_view(teacher: ClassClient):

@@ -33,6 +33,7 @@ class ClassClient(WsSession):
         self.texts: list[tuple[float, str, str]] = []  # (when, element kind, text)
         self.auto: dict[str, float] = {}  # fragment id -> rerun every so many seconds
         self.finished: list[tuple[float, str]] = []  # (when, query string) per whole run
+        self.started: list[float] = []  # when each whole run began (its new_session arrived)
         self.pages: dict[str, str] = {}  # url path -> page script hash
         self._poller: asyncio.Task | None = None
 
@@ -49,6 +50,8 @@ class ClassClient(WsSession):
         elif kind == "navigation":  # the app's pages: a page link sends the page's hash
             self.pages.update({p.url_pathname: p.page_script_hash
                                for p in msg.navigation.app_pages})
+        elif kind == "new_session":
+            self.started.append(time.perf_counter())
         elif kind == "stop_auto_rerun":  # fragments no longer drawn
             for fragment in msg.stop_auto_rerun.fragment_ids:
                 self.auto.pop(fragment, None)
@@ -123,6 +126,18 @@ class ClassClient(WsSession):
         if shown is None:
             return None
         return next((when for when, _ in self.finished if when >= shown), None)
+
+    def phases(self, pattern: str, since: float) -> tuple[float, float, float] | None:
+        """Of the run that drew `pattern` after `since`: seconds from `since` to its start
+        (the poll and the wait for the server), to the text arriving, and to its end."""
+        found = re.compile(pattern)
+        shown = next((when for when, _, text in self.texts
+                      if when >= since and found.search(text)), None)
+        done = self.drawn(pattern, since)
+        began = max((t for t in self.started if since <= t <= (shown or 0.0)), default=None)
+        if shown is None or done is None or began is None:
+            return None
+        return began - since, shown - since, done - since
 
     def address(self) -> str:
         """The path and query the browser's address bar shows now."""

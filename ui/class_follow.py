@@ -7,9 +7,12 @@ twice a second: a read of the class's view (version, link, revealed questions) a
 seconds, a heartbeat. When the version moved and the student follows, it reruns the app, and
 `before_run` (at the top of app.py, before the jump is taken) opens that view.
 
-The poll does no model work, so it never waits in the run queue (ui/gate.py): a fragment's
-rerun does not pass app.py's slot, and only a cache miss (ui/cache.turn_to_compute) takes one.
-The run it starts when the view changed does wait its turn there, as any run does.
+The poll does no model work of its own, so it never waits in the run queue (ui/gate.py): a
+fragment's rerun does not pass app.py's slot, and only a cache miss (ui/cache.turn_to_compute)
+takes one. The poll that first sees a new view on this replica warms it once
+(ui/class_warm.py: its page's modules, its runs in the shared cache, through the run queue and
+the memory budget), so the other students' reruns find it ready. The run the poll starts when
+the view changed waits its turn in the queue, as any run does.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import streamlit as st
 
 from teaching.pages import BY_PATH
 
-from . import class_session, view_state
+from . import class_session, class_warm, view_state
 from .class_session import Membership
 
 STUDENT_POLL_SECONDS = 0.5
@@ -92,6 +95,7 @@ def publish(page: str | None = None) -> bool:
         _store_error(UNREACHABLE)
         return False
     m.published = link
+    class_warm.warm(link)  # this replica: the step after a lesson step, before "Next"
     return True
 
 
@@ -207,6 +211,9 @@ def poll(m: Membership) -> bool:
     if view is None or view.ended:
         m.ended = True
         return True
+    class_warm.warm_first_poll()
+    if m.following and view.version != m.version:
+        class_warm.warm(view.link)  # once on this replica, before the students' reruns
     revealed = frozenset(view.revealed)
     if revealed != m.revealed:
         m.revealed = revealed
