@@ -11,9 +11,11 @@ So the first poll on a replica that sees a class view does that work once, befor
 rerun: `warm(link)` imports the modules of the view's page (and, for a lesson step, of the
 lesson's page and of the next step's page) and computes the runs of the view (and of the next
 step, so a "Next" click finds it warm) in the shared cache. The runs go through ui/cache.py as
-any run does: the run queue (a slot, in order, with its place in line), the memory ceiling
-and the memory budget (a run bigger than the budget is not kept; the least recently used
-leave first). Over the memory ceiling nothing is warmed: the student's own run then says so.
+any run does: a slot of the run queue, the memory ceiling and the memory budget (a run bigger
+than the budget is not kept; the least recently used leave first). A poll never waits in the
+queue (a student must see the teacher move on even while heavy work holds every slot): when
+no slot is free at once, the runs are left to the students' own runs, in their turn. Over the
+memory ceiling nothing is computed: the student's own run then says so.
 A link is warmed once per process; at most WARM_RUNS runs per link, each one the model's
 ordinary run of a text the teacher chose, so its cost is the cost of the view itself.
 """
@@ -94,14 +96,30 @@ def warm(link: str | None) -> bool:
     import_pages(pages)
     from . import cache
 
+    queue = cache.run_queue()
+    if cache.memory_ceiling().over():  # the student's own run says so, in its page
+        return True
+    if queue.holds_slot():  # a teacher's whole run, in app.py's slot
+        _compute(runs)
+        return True
+    with queue.slot_if_free(computes=True) as free:
+        if free:  # else the queue is busy: the students' runs compute it in their turn
+            _compute(runs)
+    return True
+
+
+def _compute(runs) -> None:
+    """The runs in the shared cache (ui/cache.cached_run: the memory budget), in the slot
+    this thread holds."""
+    from . import cache
+
     for model, text, pair in runs:
         if cache.memory_ceiling().over():  # the student's own run says so, in its page
-            break
+            return
         try:
             cache.cached_run(model, text, pair)
         except Exception:  # noqa: BLE001 - e.g. a model this server does not offer: the
-            break  # student's own run of the view says what is wrong, on its page
-    return True
+            return  # student's own run of the view says what is wrong, on its page
 
 
 def warm_first_poll() -> None:

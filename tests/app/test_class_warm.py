@@ -128,3 +128,31 @@ def test_over_the_memory_ceiling_nothing_is_computed(fresh, monkeypatch):
     assert not at.exception and at.session_state["warmed"] is True
     assert _run_key(_lesson().steps[2]) not in cache._run_cache()
     assert len(cache.run_queue().holds) == holds
+
+
+def test_with_every_slot_held_the_poll_warms_nothing_and_does_not_wait(fresh):
+    import threading
+
+    from ui import cache
+
+    queue = cache.run_queue()
+    release, held = threading.Event(), threading.Barrier(queue.slots + 1)
+
+    def heavy():
+        with queue.slot():
+            held.wait()
+            release.wait(60)
+
+    workers = [threading.Thread(target=heavy) for _ in range(queue.slots)]
+    for w in workers:
+        w.start()
+    held.wait()
+    link = f"/lessons?lesson={LESSON}&step=4"
+    try:
+        at = AppTest.from_function(_warm_script, args=(link,), default_timeout=30).run()
+        assert at.session_state["warmed"] is True and queue.waiting == 0
+        assert _run_key(_lesson().steps[3]) not in cache._run_cache()  # left to the reruns
+    finally:
+        release.set()
+        for w in workers:
+            w.join()
