@@ -143,6 +143,7 @@ async def step_delays(teacher: ClassClient, students: list, number: int, first: 
             "students_show": sorted({str(s.said(r"^Step \d+ of \d+$")) for s in live}),
             "students": len(live), "missed": sum(d is None for d in delays),
             "missed_who": [students.index(s) for s, d in zip(live, delays) if d is None],
+            "missed_state": [s.state_said(sent) for s, d in zip(live, delays) if d is None],
             "delays_s": [round(d - sent, 3) for d in delays if d is not None],
             # per student: seconds to the start of the run that drew it, to the step's words
             # arriving, to the run's end (where the follow delay goes: the poll and the queue,
@@ -178,7 +179,8 @@ async def answer_all(teacher: ClassClient, students: list, lesson: str, number: 
     # said "Your answer is in" (a text that can scroll out of the kept texts: a lower bound).
     # A Chromium page's answer counts once its page said "Your answer is in".
     sent[question] = {i: p for i, p in enumerate(picks) if p is not None} | in_pages
-    confirmed = sum(1 for i in sent[question] if students[i].said("Your answer is in", start))
+    confirmed = len(in_pages) + sum(1 for i in sent[question] if i < len(students)
+                                    and students[i].said("Your answer is in", start))
     await asyncio.sleep(1.0)
     return {"question": question, "sent": len(sent[question]), "confirmed": confirmed,
             "unanswered": sum(p is None for p in picks), "sent_by_pages": len(in_pages),

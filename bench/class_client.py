@@ -139,6 +139,13 @@ class ClassClient(WsSession):
             return None
         return began - since, shown - since, done - since
 
+    def state_said(self, since: float) -> dict:
+        """Why a member may have missed a step: its last texts, runs and timers since `since`."""
+        return {"texts": [t for when, _, t in self.texts[-3:]],
+                "runs_started": sum(t >= since for t in self.started),
+                "runs_finished": sum(t >= since for t, _ in self.finished),
+                "timers": len(self.auto), "closed": self.ws_closed}
+
     def address(self) -> str:
         """The path and query the browser's address bar shows now."""
         path = next((p for p, h in self.pages.items() if h == self.page_script_hash),
