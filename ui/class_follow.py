@@ -32,6 +32,8 @@ TEACHER_POLL_SECONDS = 0.5  # it also publishes a change made inside a page's fr
 PAGE_KEY = "_class_page"  # the page on screen (for the teacher's poll, which runs alone)
 NOT_FOLLOWED = ("teach", "join")  # the teacher's own pages: students stay where they are
 ERROR_KEY = "_class_error"  # a message from the store, shown once in the bar
+TAKING_KEY = "_class_taking"  # (class view version, runs that began taking it) of a student
+TAKES = 4  # a student's app reruns into a view at most this often until one run finishes
 UNREACHABLE = "The class cannot be reached right now; the app keeps trying."
 
 
@@ -100,10 +102,15 @@ def publish(page: str | None = None) -> bool:
 
 
 def after_run(page: str) -> None:
-    """app.py, at the end of a whole run: the page on screen, published if it is a teacher's."""
+    """app.py, at the end of a whole run: the page on screen, published if it is a teacher's;
+    a student's view taken (its version counts as taken only now, see `before_run`)."""
     if class_session.current() is not None:
         st.session_state[PAGE_KEY] = page
         publish(page)
+        m = class_session.student()
+        taking = st.session_state.pop(TAKING_KEY, None)
+        if m is not None and taking is not None:
+            m.version = max(m.version, taking[0])
 
 
 # ------------------------------------------------------------------------ the student
@@ -132,7 +139,14 @@ def before_run(page_objects: dict, on_screen: str) -> None:
         return
     if view.version == m.version:
         return
-    m.version = view.version
+    # The version counts as taken when this run (or the one a page switch starts) finishes
+    # (`after_run`): a run that never finishes (a new request cut it short) would otherwise
+    # leave the student on the old view with nothing to tell the poll. Bounded by TAKES.
+    version, runs = st.session_state.get(TAKING_KEY, (None, 0))
+    runs = runs + 1 if version == view.version else 1
+    st.session_state[TAKING_KEY] = (view.version, runs)
+    if runs >= TAKES:
+        m.version = view.version
     if view.link:
         take_link(view.link, page_objects, on_screen)
 
