@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+from collections import Counter
 
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.proto.WidgetStates_pb2 import WidgetState
@@ -33,7 +34,8 @@ class ClassClient(WsSession):
         self.texts: list[tuple[float, str, str]] = []  # (when, element kind, text)
         self.auto: dict[str, float] = {}  # fragment id -> rerun every so many seconds
         self.finished: list[tuple[float, str]] = []  # (when, query string) per whole run
-        self.started: list[float] = []  # when each whole run began (its new_session arrived)
+        self.started: list[float] = []  # when each run began (its new_session arrived)
+        self.endings: list[tuple[float, int]] = []  # (when, how) each run ended
         self.pages: dict[str, str] = {}  # url path -> page script hash
         self._poller: asyncio.Task | None = None
 
@@ -56,6 +58,9 @@ class ClassClient(WsSession):
             for fragment in msg.stop_auto_rerun.fragment_ids:
                 self.auto.pop(fragment, None)
         super().handle(msg, size)
+        if kind == "script_finished":
+            self.endings.append((time.perf_counter(), msg.script_finished))
+            del self.endings[:-KEPT_TEXTS]
         if kind == "script_finished" and msg.script_finished == FINISHED:
             self.finished.append((time.perf_counter(), self.query_string))
 
@@ -144,6 +149,8 @@ class ClassClient(WsSession):
         return {"texts": [t for when, _, t in self.texts[-3:]],
                 "runs_started": sum(t >= since for t in self.started),
                 "runs_finished": sum(t >= since for t, _ in self.finished),
+                "endings": dict(Counter(ForwardMsg.ScriptFinishedStatus.Name(how)
+                                        for when, how in self.endings if when >= since)),
                 "timers": len(self.auto), "closed": self.ws_closed}
 
     def address(self) -> str:
