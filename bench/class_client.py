@@ -36,8 +36,15 @@ class ClassClient(WsSession):
         self.finished: list[tuple[float, str]] = []  # (when, query string) per whole run
         self.started: list[float] = []  # when each run began (its new_session arrived)
         self.endings: list[tuple[float, int]] = []  # (when, how) each run ended
+        self.errors: list[tuple[float, str]] = []  # (when, what) the reader could not take
         self.pages: dict[str, str] = {}  # url path -> page script hash
         self._poller: asyncio.Task | None = None
+
+    def _error(self, text: str) -> None:
+        """ws_client's, and kept for the missed-step report (a polling member has no run)."""
+        super()._error(text)
+        self.errors.append((time.perf_counter(), text[:120]))
+        del self.errors[:-KEPT_TEXTS]
 
     async def _read(self) -> None:
         """ws_client's reader; keeps why the connection closed (who closed it, the code)."""
@@ -151,6 +158,7 @@ class ClassClient(WsSession):
                 "runs_finished": sum(t >= since for t, _ in self.finished),
                 "endings": dict(Counter(ForwardMsg.ScriptFinishedStatus.Name(how)
                                         for when, how in self.endings if when >= since)),
+                "errors": [t for when, t in self.errors if when >= since][:3],
                 "timers": len(self.auto), "closed": self.ws_closed}
 
     def address(self) -> str:
