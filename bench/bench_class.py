@@ -38,6 +38,9 @@ from urllib.parse import quote
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
+from class_browsers import (  # noqa: E402
+    Browsers, answer_through_pages, join_browsers, step_shown,
+)
 from class_client import ClassClient  # noqa: E402
 from deploy.launch import COOKIE, running_cluster  # noqa: E402
 
@@ -117,9 +120,11 @@ async def join_all(cluster, code: str, n: int, timeout_s: float, at_once: int = 
 
 
 async def step_delays(teacher: ClassClient, students: list, number: int, first: bool,
-                      lesson: str, timeout_s: float, wait_s: float) -> dict:
-    """The teacher opens step `number`; each student's delay until it has drawn it."""
+                      lesson: str, timeout_s: float, wait_s: float, pages=()) -> dict:
+    """The teacher opens step `number`; each student's delay until it has drawn it (the
+    Chromium pages' measured in the page, reported apart)."""
     sent = time.perf_counter()
+    shown = asyncio.create_task(step_shown(pages, number, sent, wait_s)) if pages else None
     if first:
         result = await teacher.go("lessons", f"lesson={lesson}&step={number}", timeout_s)
     else:
@@ -129,14 +134,21 @@ async def step_delays(teacher: ClassClient, students: list, number: int, first: 
     live = [s for s in students if not s.ws_closed]
     await wait_for(lambda: all(s.drawn(pattern, sent) for s in live), wait_s, poll_s=0.25)
     delays = [s.drawn(pattern, sent) for s in live]
+    phases = [p for p in (s.phases(pattern, sent) for s in live) if p is not None]
     view = store_view(teacher)
-    return {"step": number, "teacher_ok": result["ok"], "teacher_run_s": round(teacher_s, 3),
+    in_pages = (await shown) if shown is not None else {}
+    return in_pages | {"step": number, "teacher_ok": result["ok"], "teacher_run_s": round(teacher_s, 3),
             "teacher_shows": teacher.said(r"^Step \d+ of \d+$", sent),
             "class_view": f"{view.version} {view.link}" if view else None,
             "students_show": sorted({str(s.said(r"^Step \d+ of \d+$")) for s in live}),
             "students": len(live), "missed": sum(d is None for d in delays),
             "missed_who": [students.index(s) for s, d in zip(live, delays) if d is None],
-            "delays_s": [round(d - sent, 3) for d in delays if d is not None]}
+            "missed_state": [s.state_said(sent) for s, d in zip(live, delays) if d is None],
+            "delays_s": [round(d - sent, 3) for d in delays if d is not None],
+            # per student: seconds to the start of the run that drew it, to the step's words
+            # arriving, to the run's end (where the follow delay goes: the poll and the queue,
+            # the run before the words, the rest of the run and sending it)
+            "phases_s": [[round(x, 3) for x in p] for p in phases]}
 
 
 def store_view(teacher: ClassClient):
@@ -152,23 +164,26 @@ def store_view(teacher: ClassClient):
 
 
 async def answer_all(teacher: ClassClient, students: list, lesson: str, number: int,
-                     sent: dict, timeout_s: float) -> dict | None:
+                     sent: dict, timeout_s: float, pages=()) -> dict | None:
     """Every student answers step `number`'s question (if it has one), each its own pick;
     then the teacher's tally in the store must hold every answer. `sent`: student -> choice
     per question, kept across steps (answers sent before a failover are checked again)."""
     start = time.perf_counter()
-    picks = await asyncio.gather(*(s.answer(lesson, number, i, timeout_s)
-                                   for i, s in enumerate(students)))
-    if not any(picks):
+    picks, in_pages = await asyncio.gather(
+        asyncio.gather(*(s.answer(lesson, number, i, timeout_s) for i, s in enumerate(students))),
+        answer_through_pages(list(pages), len(students), timeout_s))
+    if not any(picks) and not in_pages:
         return None
     question = f"{lesson}:{number}"
     # sent: the click on "Check my answer" (with the pick) ran; confirmed: the screen then
-    # said "Your answer is in" (a text that can scroll out of the kept texts: a lower bound)
-    sent[question] = {i: p for i, p in enumerate(picks) if p is not None}
-    confirmed = sum(1 for i in sent[question] if students[i].said("Your answer is in", start))
+    # said "Your answer is in" (a text that can scroll out of the kept texts: a lower bound).
+    # A Chromium page's answer counts once its page said "Your answer is in".
+    sent[question] = {i: p for i, p in enumerate(picks) if p is not None} | in_pages
+    confirmed = len(in_pages) + sum(1 for i in sent[question] if i < len(students)
+                                    and students[i].said("Your answer is in", start))
     await asyncio.sleep(1.0)
     return {"question": question, "sent": len(sent[question]), "confirmed": confirmed,
-            "unanswered": sum(p is None for p in picks),
+            "unanswered": sum(p is None for p in picks), "sent_by_pages": len(in_pages),
             "students_see": sorted({str(s.said("answer is in|Check my answer")) for s in students}),
             **tally_check(teacher, question, sent)}
 
@@ -256,11 +271,16 @@ async def fail_one(cluster, students: list, code: str, restart: bool,
             "per_student": back}
 
 
-async def lesson_run(cluster, args) -> dict:
+async def lesson_run(cluster, args, browsers: Browsers | None = None) -> dict:
+    """The class: protocol students, and --browsers of them Chromium pages (the last ones)."""
     teacher, code, teacher_link = await start_teacher(cluster, args.timeout)
-    students, join_s = await join_all(cluster, code, args.students, args.timeout)
+    n_pages = min(args.browsers, args.students) if browsers is not None else 0
+    students, join_s = await join_all(cluster, code, args.students - n_pages, args.timeout)
+    pages, page_join_s = await join_browsers(browsers, cluster.url, code, n_pages,
+                                             len(students), args.timeout)
     report = {"joined": len(join_s), "join_s_p50": pct(join_s, 0.5),
-              "join_s_p95": pct(join_s, 0.95), "steps": [], "failover": None, "answers": []}
+              "join_s_p95": pct(join_s, 0.95), "steps": [], "failover": None, "answers": [],
+              "pages_joined": len(page_join_s), "page_join_s": [round(t, 2) for t in page_join_s]}
     sent: dict = {}
     for number in range(1, args.steps + 1):
         if number == args.kill_at_step:
@@ -279,8 +299,9 @@ async def lesson_run(cluster, args) -> dict:
             report.setdefault("teacher_reconnects", []).append((number, teacher.ws_closed))
             teacher = await lead_again(cluster, teacher, teacher_link, args.timeout)
         report["steps"].append(await step_delays(teacher, students, number, number == 1,
-                                                 args.lesson, args.timeout, args.wait))
-        answered = await answer_all(teacher, students, args.lesson, number, sent, args.timeout)
+                                                 args.lesson, args.timeout, args.wait, pages))
+        answered = await answer_all(teacher, students, args.lesson, number, sent, args.timeout,
+                                    pages)
         if answered:
             report["answers"].append(answered)
         await asyncio.sleep(args.dwell)
@@ -289,6 +310,7 @@ async def lesson_run(cluster, args) -> dict:
                                  **tally_check(teacher, q, sent)} for q in sent]
     said = teacher.said(r"\d+ following")
     report["teacher_bar_at_end"] = said
+    report["page_problems"] = [p.problem for p in pages if p.problem]
     for member in [teacher, *students]:
         await member.close()
     return report
@@ -306,6 +328,13 @@ async def lead_again(cluster, teacher: ClassClient, link: str, timeout_s: float)
     return again
 
 
+async def class_run(cluster, args) -> dict:
+    if args.browsers <= 0:
+        return await lesson_run(cluster, args)
+    async with Browsers() as browsers:
+        return await lesson_run(cluster, args, browsers)
+
+
 def summary(report: dict, kill_at: int) -> dict:
     """Follow delays over every student and step (the failover's step apart)."""
     calm = [d for s in report["steps"] if s["step"] != kill_at for d in s["delays_s"]]
@@ -314,7 +343,19 @@ def summary(report: dict, kill_at: int) -> dict:
             "follow_max_s": max(calm, default=None), "follows": len(calm),
             "missed": sum(s["missed"] for s in report["steps"]),
             "failover_step_p95_s": pct(after, 0.95),
-            "mean_teacher_run_s": statistics.mean(s["teacher_run_s"] for s in report["steps"])}
+            "mean_teacher_run_s": statistics.mean(s["teacher_run_s"] for s in report["steps"]),
+            **pages_summary(report, kill_at)}
+
+
+def pages_summary(report: dict, kill_at: int) -> dict:
+    """The Chromium pages' follow delays (measured in the page), apart from the others."""
+    if not report.get("pages_joined"):
+        return {}
+    calm = [d for s in report["steps"] if s["step"] != kill_at
+            for d in s.get("browser_delays_s", [])]
+    return {"pages_follow_p50_s": pct(calm, 0.5), "pages_follow_p95_s": pct(calm, 0.95),
+            "pages_follow_max_s": max(calm, default=None), "pages_follows": len(calm),
+            "pages_missed": sum(s.get("browser_missed", 0) for s in report["steps"])}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -323,6 +364,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--replicas", type=int, default=3)
     parser.add_argument("--store", default="redis", choices=("redis", "sqlite"))
     parser.add_argument("--lesson", default="minilm-heads")
+    parser.add_argument("--browsers", type=int, default=0,
+                        help="how many of the students are real Chromium pages")
     parser.add_argument("--steps", type=int, default=5, help="steps of the lesson to go through")
     parser.add_argument("--dwell", type=float, default=4.0, help="seconds on each step")
     parser.add_argument("--kill-at-step", type=int, default=3, help="0: no failure")
@@ -338,7 +381,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     with running_cluster(folder, args.replicas, args.store) as cluster:
         up_s = time.perf_counter() - started
-        report = asyncio.run(lesson_run(cluster, args))
+        report = asyncio.run(class_run(cluster, args))
     report = {"args": vars(args), "start_s": round(up_s, 1), "logs": str(folder),
               "load_average_at_end": [round(x, 1) for x in os.getloadavg()],
               "summary": summary(report, args.kill_at_step), **report}
@@ -346,8 +389,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")
     sys.stdout.write(json.dumps({k: report[k] for k in ("summary", "joined", "join_s_p95",
-                                                         "failover", "answers_at_end",
-                                                         "teacher_bar_at_end")},
+                                                         "pages_joined", "failover",
+                                                         "answers_at_end", "teacher_bar_at_end",
+                                                         "page_problems")},
                                 indent=1, default=str) + "\n")
     return 0
 

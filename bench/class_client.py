@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+from collections import Counter
 
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.proto.WidgetStates_pb2 import WidgetState
@@ -33,8 +34,17 @@ class ClassClient(WsSession):
         self.texts: list[tuple[float, str, str]] = []  # (when, element kind, text)
         self.auto: dict[str, float] = {}  # fragment id -> rerun every so many seconds
         self.finished: list[tuple[float, str]] = []  # (when, query string) per whole run
+        self.started: list[float] = []  # when each run began (its new_session arrived)
+        self.endings: list[tuple[float, int]] = []  # (when, how) each run ended
+        self.errors: list[tuple[float, str]] = []  # (when, what) the reader could not take
         self.pages: dict[str, str] = {}  # url path -> page script hash
         self._poller: asyncio.Task | None = None
+
+    def _error(self, text: str) -> None:
+        """ws_client's, and kept for the missed-step report (a polling member has no run)."""
+        super()._error(text)
+        self.errors.append((time.perf_counter(), text[:120]))
+        del self.errors[:-KEPT_TEXTS]
 
     async def _read(self) -> None:
         """ws_client's reader; keeps why the connection closed (who closed it, the code)."""
@@ -49,10 +59,15 @@ class ClassClient(WsSession):
         elif kind == "navigation":  # the app's pages: a page link sends the page's hash
             self.pages.update({p.url_pathname: p.page_script_hash
                                for p in msg.navigation.app_pages})
+        elif kind == "new_session":
+            self.started.append(time.perf_counter())
         elif kind == "stop_auto_rerun":  # fragments no longer drawn
             for fragment in msg.stop_auto_rerun.fragment_ids:
                 self.auto.pop(fragment, None)
         super().handle(msg, size)
+        if kind == "script_finished":
+            self.endings.append((time.perf_counter(), msg.script_finished))
+            del self.endings[:-KEPT_TEXTS]
         if kind == "script_finished" and msg.script_finished == FINISHED:
             self.finished.append((time.perf_counter(), self.query_string))
 
@@ -123,6 +138,28 @@ class ClassClient(WsSession):
         if shown is None:
             return None
         return next((when for when, _ in self.finished if when >= shown), None)
+
+    def phases(self, pattern: str, since: float) -> tuple[float, float, float] | None:
+        """Of the run that drew `pattern` after `since`: seconds from `since` to its start
+        (the poll and the wait for the server), to the text arriving, and to its end."""
+        found = re.compile(pattern)
+        shown = next((when for when, _, text in self.texts
+                      if when >= since and found.search(text)), None)
+        done = self.drawn(pattern, since)
+        began = max((t for t in self.started if since <= t <= (shown or 0.0)), default=None)
+        if shown is None or done is None or began is None:
+            return None
+        return began - since, shown - since, done - since
+
+    def state_said(self, since: float) -> dict:
+        """Why a member may have missed a step: its last texts, runs and timers since `since`."""
+        return {"texts": [t for when, _, t in self.texts[-3:]],
+                "runs_started": sum(t >= since for t in self.started),
+                "runs_finished": sum(t >= since for t, _ in self.finished),
+                "endings": dict(Counter(ForwardMsg.ScriptFinishedStatus.Name(how)
+                                        for when, how in self.endings if when >= since)),
+                "errors": [t for when, t in self.errors if when >= since][:3],
+                "timers": len(self.auto), "closed": self.ws_closed}
 
     def address(self) -> str:
         """The path and query the browser's address bar shows now."""

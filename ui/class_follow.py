@@ -7,9 +7,12 @@ twice a second: a read of the class's view (version, link, revealed questions) a
 seconds, a heartbeat. When the version moved and the student follows, it reruns the app, and
 `before_run` (at the top of app.py, before the jump is taken) opens that view.
 
-The poll does no model work, so it never waits in the run queue (ui/gate.py): a fragment's
-rerun does not pass app.py's slot, and only a cache miss (ui/cache.turn_to_compute) takes one.
-The run it starts when the view changed does wait its turn there, as any run does.
+The poll does no model work of its own, so it never waits in the run queue (ui/gate.py): a
+fragment's rerun does not pass app.py's slot, and only a cache miss (ui/cache.turn_to_compute)
+takes one. The poll that first sees a new view on this replica warms it once
+(ui/class_warm.py: its page's modules, its runs in the shared cache, through the run queue and
+the memory budget), so the other students' reruns find it ready. The run the poll starts when
+the view changed waits its turn in the queue, as any run does.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import streamlit as st
 
 from teaching.pages import BY_PATH
 
-from . import class_session, view_state
+from . import class_session, class_warm, view_state
 from .class_session import Membership
 
 STUDENT_POLL_SECONDS = 0.5
@@ -29,6 +32,8 @@ TEACHER_POLL_SECONDS = 0.5  # it also publishes a change made inside a page's fr
 PAGE_KEY = "_class_page"  # the page on screen (for the teacher's poll, which runs alone)
 NOT_FOLLOWED = ("teach", "join")  # the teacher's own pages: students stay where they are
 ERROR_KEY = "_class_error"  # a message from the store, shown once in the bar
+TAKING_KEY = "_class_taking"  # (class view version, runs that began taking it) of a student
+TAKES = 4  # a student's app reruns into a view at most this often until one run finishes
 UNREACHABLE = "The class cannot be reached right now; the app keeps trying."
 
 
@@ -92,14 +97,20 @@ def publish(page: str | None = None) -> bool:
         _store_error(UNREACHABLE)
         return False
     m.published = link
+    class_warm.warm(link)  # this replica: the step after a lesson step, before "Next"
     return True
 
 
 def after_run(page: str) -> None:
-    """app.py, at the end of a whole run: the page on screen, published if it is a teacher's."""
+    """app.py, at the end of a whole run: the page on screen, published if it is a teacher's;
+    a student's view taken (its version counts as taken only now, see `before_run`)."""
     if class_session.current() is not None:
         st.session_state[PAGE_KEY] = page
         publish(page)
+        m = class_session.student()
+        taking = st.session_state.pop(TAKING_KEY, None)
+        if m is not None and taking is not None:
+            m.version = max(m.version, taking[0])
 
 
 # ------------------------------------------------------------------------ the student
@@ -128,7 +139,14 @@ def before_run(page_objects: dict, on_screen: str) -> None:
         return
     if view.version == m.version:
         return
-    m.version = view.version
+    # The version counts as taken when this run (or the one a page switch starts) finishes
+    # (`after_run`): a run that never finishes (a new request cut it short) would otherwise
+    # leave the student on the old view with nothing to tell the poll. Bounded by TAKES.
+    version, runs = st.session_state.get(TAKING_KEY, (None, 0))
+    runs = runs + 1 if version == view.version else 1
+    st.session_state[TAKING_KEY] = (view.version, runs)
+    if runs >= TAKES:
+        m.version = view.version
     if view.link:
         take_link(view.link, page_objects, on_screen)
 
@@ -207,6 +225,9 @@ def poll(m: Membership) -> bool:
     if view is None or view.ended:
         m.ended = True
         return True
+    class_warm.warm_first_poll()
+    if m.following and view.version != m.version:
+        class_warm.warm(view.link)  # once on this replica, before the students' reruns
     revealed = frozenset(view.revealed)
     if revealed != m.revealed:
         m.revealed = revealed

@@ -163,14 +163,37 @@ class RunQueue:
         try:
             yield
         finally:
-            with self._cond:
-                del self._started[ticket]
-                self._local.ticket = None
-                self.holds.append(self._clock() - start)
-                if ticket in self._computing:
-                    self._computing.discard(ticket)
-                    self.computing_holds.append(self.holds[-1])
-                self._cond.notify_all()
+            self._release(ticket, start)
+
+    @contextlib.contextmanager
+    def slot_if_free(self, computes: bool = False) -> Iterator[bool]:
+        """A slot only if one is free now and nobody waits for one: yields True holding it,
+        else False at once (for work that may be skipped, never queued: ui/class_warm.py)."""
+        with self._cond:
+            free = not self._waiting and self._running < self.slots
+            if free:
+                ticket = next(self._tickets)
+                self._started[ticket] = start = self._clock()
+                self._local.ticket = ticket
+                if computes:
+                    self._computing.add(ticket)
+        if not free:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            self._release(ticket, start)
+
+    def _release(self, ticket: int, start: float) -> None:
+        with self._cond:
+            del self._started[ticket]
+            self._local.ticket = None
+            self.holds.append(self._clock() - start)
+            if ticket in self._computing:
+                self._computing.discard(ticket)
+                self.computing_holds.append(self.holds[-1])
+            self._cond.notify_all()
 
 
 class MemoryCeiling:
