@@ -169,7 +169,8 @@ def _remember(change) -> None:
 
 def restore(browser: str | None) -> Membership | None:
     """A session in no class yet: the class this browser was in, taken back (once per session,
-    one store call when there is none). A student follows the teacher again."""
+    one store call when there is none). A student comes back as they left: following the
+    teacher or looking around, under the name they joined with."""
     if current() is not None or st.session_state.get(TRIED_KEY) or not browser:
         return None
     st.session_state[TRIED_KEY] = True
@@ -183,8 +184,9 @@ def restore(browser: str | None) -> Membership | None:
                            or "", teacher_key=back.teacher_key,
                            rejoined_at=time.monotonic())
         else:
-            s.set_following(back.class_id, back.member_key, True)  # and seen: present again
+            s.seen(back.class_id, back.member_key)  # present again, as it was: following or not
             m = Membership("student", back.class_id, member_key=back.member_key,
+                           name=back.name, following=back.following,
                            rejoined_at=time.monotonic())
     except Exception:  # noqa: BLE001 - the store cannot be reached, or the class just ended
         return None
