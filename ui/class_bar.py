@@ -11,7 +11,7 @@ import time
 
 import streamlit as st
 
-from . import class_follow, class_session
+from . import class_drift, class_follow, class_session
 from .class_follow import ERROR_KEY, STUDENT_POLL_SECONDS, TEACHER_POLL_SECONDS, in_fragment_rerun
 from .text import md_escape
 
@@ -76,8 +76,10 @@ def _student_bar() -> None:
     m = class_session.student()
     if m is None:
         return
-    if in_fragment_rerun() and class_follow.poll(m):
-        st.rerun()  # the whole app: the teacher's view, a reveal, or the class's end
+    if in_fragment_rerun():
+        class_drift.check(m, None)  # a slider moved inside a page's fragment: looking around
+        if class_follow.poll(m):
+            st.rerun()  # the whole app: the teacher's view, a reveal, or the class's end
     problem = st.session_state.pop(ERROR_KEY, None)
     if problem:
         st.error(problem)
@@ -88,15 +90,35 @@ def _student_bar() -> None:
     words, button = st.columns([4, 1], vertical_alignment="center")
     if m.following:
         words.markdown(":material/co_present: " + back(m) + "**Following the teacher**: "
-                       "your screen shows what the teacher shows.")
+                       "your screen shows what the teacher shows. If you change something "
+                       "yourself, you look around on your own.")
         button.button("Look around", key="class_look", icon=":material/explore:",
                       on_click=class_follow.look_around, width="stretch",
                       help="Explore on your own. Come back to the teacher's screen with "
                       "“Follow again”.")
         return
-    words.markdown(":material/explore: **Looking around on your own.** The teacher's screen "
-                   "goes on without you.")
+    why = " You changed the view yourself, so" if m.moved_away else ""
+    words.markdown(":material/explore: " + back(m) + "**Looking around on your own.**" + why
+                   + (" the" if why else " The") + " teacher's screen goes on without you.")
     if button.button("Follow again", key="class_follow", type="primary",
                      icon=":material/co_present:", width="stretch"):
+        m.moved_away = False
         class_follow.follow_again()
         st.rerun()  # the whole app, which opens the teacher's view
+
+
+def following_line(key: str) -> bool:
+    """Where a page has its own way to move on (a lesson's Previous and Next): for a student
+    who follows the teacher, one line saying the teacher moves on, with "Look around", instead.
+    True when the line was drawn (the page then draws no controls of its own)."""
+    m = class_session.student()
+    if m is None or not m.following or m.ended:
+        return False
+    with st.container(horizontal=True, vertical_alignment="center", key=f"class_line_{key}"):
+        st.markdown(":material/co_present: **Following your teacher**: the teacher moves "
+                    "on to the next step.", width="content")
+        st.button("Look around", key=f"class_look_{key}", icon=":material/explore:",
+                  on_click=class_follow.look_around,
+                  help="Move through the lesson on your own. “Follow again” at the top "
+                  "brings you back to the teacher's step.")
+    return True

@@ -21,7 +21,7 @@ import streamlit as st
 
 from teaching.pages import BY_PATH
 
-from . import class_session, view_state
+from . import class_drift, class_session, view_state
 from .class_session import Membership
 
 STUDENT_POLL_SECONDS = 0.5
@@ -100,6 +100,7 @@ def after_run(page: str) -> None:
     if class_session.current() is not None:
         st.session_state[PAGE_KEY] = page
         publish(page)
+        class_drift.remember(class_session.student(), page)
 
 
 # ------------------------------------------------------------------------ the student
@@ -110,8 +111,8 @@ def before_run(page_objects: dict, on_screen: str) -> None:
     if class_session.current() is None and not st.session_state.get(class_session.TRIED_KEY):
         class_session.restore(class_session.this_browser())
     m = class_session.student()
-    if m is None or not m.following or m.ended:
-        return
+    if m is None or not m.following or m.ended or class_drift.check(m, on_screen):
+        return  # (a student who moved on their own now looks around: ui/class_drift.py)
     from teaching.class_store import ClassError
 
     try:

@@ -1,0 +1,79 @@
+"""A following student who changes their own view starts looking around, and says so.
+
+While a student follows the teacher, the lesson's Previous and Next are not shown (the teacher
+moves the steps; ui/class_bar.following_line). Any other control that changes what the
+student's screen shows (another page, the sidebar's model or text, a page's setting such as a
+layer or head slider) makes the student look around on their own: the bar says so and the
+teacher's headcount counts them there, instead of the teacher's next change pulling them back.
+
+How a change is told from the teacher's: at the end of each whole run the session keeps what
+its screen showed (the page, the sidebar's model and texts, every declared page setting, the lesson step in the address) with
+the class view version it had taken. At the top of the next run, or at the class bar's poll
+(a slider inside a page's fragment), a value that differs while the version did not move was
+changed on this screen. A value a page writes itself during a run is already in what was
+kept; a value Streamlit dropped (a widget not drawn) is not counted as a change.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from teaching.pages import PAGE_SPECS
+
+from .view_state import MODEL_KEY, OTHER_KEY, PAIR_KEY, TEXT_KEY
+
+SHOWN_KEY = "_class_shown"  # session state: (version, page, {key: value}) at the last run's end
+SIDEBAR_KEYS = (MODEL_KEY, OTHER_KEY, TEXT_KEY, PAIR_KEY)
+LINK_KEYS = ("lesson", "step")
+SETTING_KEYS = tuple(spec.key(s.name) for spec in PAGE_SPECS for s in spec.settings)
+
+
+def _values() -> dict:
+    state = st.session_state
+    values = {key: state[key] for key in SIDEBAR_KEYS + SETTING_KEYS if key in state}
+    for name in LINK_KEYS:  # a lesson's step lives in the address
+        if name in st.query_params:
+            values["?" + name] = st.query_params[name]
+    return values
+
+
+def remember(m, page: str) -> None:
+    """At the end of a whole run: what a following student's screen shows now."""
+    if m is None or m.teacher or not m.following or m.ended:
+        st.session_state.pop(SHOWN_KEY, None)
+        return
+    st.session_state[SHOWN_KEY] = (m.version, page, _values())
+
+
+def _differs(a, b) -> bool:
+    try:
+        return bool(a != b)
+    except (TypeError, ValueError):  # e.g. arrays: compared by what they print
+        return repr(a) != repr(b)
+
+
+def moved(m, page: str | None) -> bool:
+    """Did this screen change its view by itself since the last whole run? (page None: the
+    page is not known here, as in a fragment's rerun; only values are compared)."""
+    kept = st.session_state.get(SHOWN_KEY)
+    if kept is None or m is None or m.teacher or not m.following or m.ended:
+        return False
+    version, shown_page, values = kept
+    if version != m.version:  # the teacher's view was taken since: not the student's doing
+        return False
+    if page is not None and page != shown_page:
+        return True
+    now = _values()
+    return any(key in now and _differs(now[key], value) for key, value in values.items())
+
+
+def check(m, page: str | None) -> bool:
+    """A following student who moved on their own now looks around (True when so)."""
+    if not moved(m, page):
+        return False
+    from . import class_follow
+
+    st.session_state.pop(SHOWN_KEY, None)
+    class_follow.look_around()
+    m.moved_away = True
+    return True
