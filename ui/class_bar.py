@@ -77,7 +77,8 @@ def _student_bar() -> None:
     if m is None:
         return
     if in_fragment_rerun():
-        class_drift.check(m, None)  # a slider moved inside a page's fragment: looking around
+        # a slider moved inside a page's fragment: this student now looks around
+        class_drift.check(m, None, class_follow.look_around)
         if class_follow.poll(m):
             st.rerun()  # the whole app: the teacher's view, a reveal, or the class's end
     problem = st.session_state.pop(ERROR_KEY, None)

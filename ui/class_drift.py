@@ -7,8 +7,8 @@ layer or head slider) makes the student look around on their own: the bar says s
 teacher's headcount counts them there, instead of the teacher's next change pulling them back.
 
 How a change is told from the teacher's: at the end of each whole run the session keeps what
-its screen showed (the page, the sidebar's model and texts, every declared page setting, the lesson step in the address) with
-the class view version it had taken. At the top of the next run, or at the class bar's poll
+its screen showed (the page, the sidebar's model and texts, every declared page setting, the
+lesson step in the address) with the class view version it had taken. At the top of the next run, or at the class bar's poll
 (a slider inside a page's fragment), a value that differs while the version did not move was
 changed on this screen. A value a page writes itself during a run is already in what was
 kept; a value Streamlit dropped (a widget not drawn) is not counted as a change.
@@ -67,13 +67,12 @@ def moved(m, page: str | None) -> bool:
     return any(key in now and _differs(now[key], value) for key, value in values.items())
 
 
-def check(m, page: str | None) -> bool:
-    """A following student who moved on their own now looks around (True when so)."""
+def check(m, page: str | None, look_around) -> bool:
+    """A following student who moved on their own now looks around (`look_around()`, which
+    tells the store); True when so."""
     if not moved(m, page):
         return False
-    from . import class_follow
-
     st.session_state.pop(SHOWN_KEY, None)
-    class_follow.look_around()
+    look_around()
     m.moved_away = True
     return True

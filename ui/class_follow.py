@@ -47,7 +47,8 @@ def in_fragment_rerun() -> bool:
 # ------------------------------------------------------------------------ the teacher
 def view_link(page: str) -> str | None:
     """The teacher's view of `page` as the class follows it; None for the teacher's own pages.
-    A lesson step is its lesson link (a student gets the step's words and question too),
+    A lesson step is its lesson link (a student gets the step's words and question too), with
+    the settings the teacher changed in the step's figure (lesson_step.changed_settings),
     except an uploaded lesson, which only this browser has: then the page the step opens."""
     if page not in BY_PATH or page in NOT_FOLLOWED:
         return None
@@ -64,7 +65,10 @@ def view_link(page: str) -> str | None:
     uploaded = st.session_state.get(UPLOADS_KEY, {}).get(lesson_id)
     if uploaded is not None and 1 <= number <= len(uploaded.steps):
         return view_state.current(uploaded.steps[number - 1].page).to_link()
-    return f"/lessons?{urlencode({'lesson': lesson_id, 'step': number})}"
+    from .lesson_step import changed_settings  # a setting the teacher moved in the step
+
+    moved = changed_settings(lesson_id, number)
+    return f"/lessons?{urlencode({'lesson': lesson_id, 'step': number, **moved})}"
 
 
 def publish(page: str | None = None) -> bool:
@@ -111,7 +115,7 @@ def before_run(page_objects: dict, on_screen: str) -> None:
     if class_session.current() is None and not st.session_state.get(class_session.TRIED_KEY):
         class_session.restore(class_session.this_browser())
     m = class_session.student()
-    if m is None or not m.following or m.ended or class_drift.check(m, on_screen):
+    if m is None or not m.following or m.ended or class_drift.check(m, on_screen, look_around):
         return  # (a student who moved on their own now looks around: ui/class_drift.py)
     from teaching.class_store import ClassError
 
@@ -144,7 +148,7 @@ def take_link(link: str, page_objects: dict, on_screen: str) -> None:
     if page == "lessons":
         from .lesson_step import AT_KEY
 
-        wanted = {k: v for k, v in params.items() if k in ("lesson", "step")}
+        wanted = params  # the lesson, the step and any setting the teacher changed in it
         if on_screen == "lessons":
             st.session_state.pop(AT_KEY, None)  # the step's state is put in again
             st.query_params.from_dict(wanted)
