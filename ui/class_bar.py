@@ -11,7 +11,7 @@ import time
 
 import streamlit as st
 
-from . import class_drift, class_follow, class_session
+from . import class_drift, class_follow, class_models, class_session
 from .class_follow import ERROR_KEY, STUDENT_POLL_SECONDS, TEACHER_POLL_SECONDS, in_fragment_rerun
 from .text import md_escape
 
@@ -97,6 +97,8 @@ def _student_bar() -> None:
                       on_click=class_follow.look_around, width="stretch",
                       help="Explore on your own. Come back to the teacher's screen with "
                       "“Follow again”.")
+        if m.instead:
+            st.info(class_models.sentence(m.instead), icon=":material/info:")
         return
     why = " You changed the view yourself, so" if m.moved_away else ""
     words.markdown(":material/explore: " + back(m) + "**Looking around on your own.**" + why

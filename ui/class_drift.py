@@ -8,10 +8,11 @@ teacher's headcount counts them there, instead of the teacher's next change pull
 
 How a change is told from the teacher's: at the end of each whole run the session keeps what
 its screen showed (the page, the sidebar's model and texts, every declared page setting, the
-lesson step in the address) with the class view version it had taken. At the top of the next run, or at the class bar's poll
-(a slider inside a page's fragment), a value that differs while the version did not move was
-changed on this screen. A value a page writes itself during a run is already in what was
-kept; a value Streamlit dropped (a widget not drawn) is not counted as a change.
+lesson step in the address) with the class view version it had taken. At the top of the next
+run, or at the class bar's poll (a slider inside a page's fragment), a value that differs while
+the version did not move was changed on this screen. A value a page writes itself during a
+run is already in what was kept; a value Streamlit dropped (a widget not drawn) is not counted
+as a change.
 """
 
 from __future__ import annotations

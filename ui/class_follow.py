@@ -21,7 +21,7 @@ import streamlit as st
 
 from teaching.pages import BY_PATH
 
-from . import class_drift, class_session, view_state
+from . import class_drift, class_models, class_session, view_state
 from .class_session import Membership
 
 STUDENT_POLL_SECONDS = 0.5
@@ -53,7 +53,7 @@ def view_link(page: str) -> str | None:
     if page not in BY_PATH or page in NOT_FOLLOWED:
         return None
     if page != "lessons":
-        return view_state.current(page).to_link()
+        return class_models.shared_link(view_state.current(page))  # a model trained here: said
     from .lesson_step import AT_KEY
 
     at = st.session_state.get(AT_KEY)
@@ -64,7 +64,7 @@ def view_link(page: str) -> str | None:
 
     uploaded = st.session_state.get(UPLOADS_KEY, {}).get(lesson_id)
     if uploaded is not None and 1 <= number <= len(uploaded.steps):
-        return view_state.current(uploaded.steps[number - 1].page).to_link()
+        return class_models.shared_link(view_state.current(uploaded.steps[number - 1].page))
     from .lesson_step import changed_settings  # a setting the teacher moved in the step
 
     moved = changed_settings(lesson_id, number)
@@ -145,6 +145,7 @@ def take_link(link: str, page_objects: dict, on_screen: str) -> None:
     if page not in BY_PATH or page in NOT_FOLLOWED:
         return
     params = dict(parse_qsl(query, keep_blank_values=False))
+    params = class_models.openable(params, class_session.student())  # not the teacher's own
     if page == "lessons":
         from .lesson_step import AT_KEY
 

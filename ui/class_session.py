@@ -44,6 +44,7 @@ class Membership:
     show_teacher_link: bool = False
     seen_at: float = 0.0
     sent: dict = field(default_factory=dict)  # a student: question -> choice sent
+    instead: str = ""  # a student: the model shown instead of one the teacher trained
     moved_away: bool = False  # a student: looking around because they changed their view
     rejoined_at: float = 0.0  # time.monotonic() when it came back by itself (a reload, a
     # replica that died); 0 when it joined or started here
