@@ -72,7 +72,9 @@ def _navigation(lesson: Lesson, number: int, where: str) -> None:
     n = len(lesson.steps)
     if where == "top":
         st.progress(number / n, text=f"Step {number} of {n}")
-    if class_bar.following_line(where):  # in a live class the teacher moves the steps
+    if class_bar.follows_teacher():  # in a live class the teacher moves the steps
+        if where == "top":
+            class_bar.following_line()
         return
     back, forward = st.columns(2)
     back.button("◀ Previous", key=f"lesson_prev_{where}", disabled=number <= 1,

@@ -110,18 +110,19 @@ def _student_bar() -> None:
         st.rerun()  # the whole app, which opens the teacher's view
 
 
-def following_line(key: str) -> bool:
-    """Where a page has its own way to move on (a lesson's Previous and Next): for a student
-    who follows the teacher, one line saying the teacher moves on, with "Look around", instead.
-    True when the line was drawn (the page then draws no controls of its own)."""
+def follows_teacher() -> bool:
+    """Is this session a student who follows the teacher now?"""
     m = class_session.student()
-    if m is None or not m.following or m.ended:
-        return False
-    with st.container(horizontal=True, vertical_alignment="center", key=f"class_line_{key}"):
-        st.markdown(":material/co_present: **Following your teacher**: the teacher moves "
-                    "on to the next step.", width="content")
-        st.button("Look around", key=f"class_look_{key}", icon=":material/explore:",
+    return m is not None and m.following and not m.ended
+
+
+def following_line() -> None:
+    """Where a page has its own way to move on (a lesson's Previous and Next), a student who
+    follows the teacher gets one line saying the teacher moves on, with "Look around"."""
+    with st.container(horizontal=True, vertical_alignment="center", key="class_line"):
+        st.markdown(":material/co_present: **Your teacher moves the class from step to "
+                    "step.**", width="content")
+        st.button("Look around", key="class_look_line", icon=":material/explore:",
                   on_click=class_follow.look_around,
                   help="Move through the lesson on your own. “Follow again” at the top "
                   "brings you back to the teacher's step.")
-    return True

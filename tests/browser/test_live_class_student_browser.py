@@ -1,0 +1,79 @@
+"""A following student in Chromium, beside a teacher (two browsers, one server, a SQLite class
+store): on a lesson step the student has no Previous/Next but one line saying the teacher moves
+the class from step to step; a slider the student moves turns them to looking around, said in their bar and counted in
+the teacher's; a reload keeps them looking around, under their name. Screenshots of the
+student's bar and lesson step at 1400×900 and 800×900 go to $LIVE_CLASS_SHOTS when it is set.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.browser.test_live_class_browser import (  # noqa: F401 - server, browser: fixtures
+    HEATMAP_TITLE, _heatmap_title, _idle, _join, _nav, _shot, _start_class, browser, server,
+)
+
+pytestmark = pytest.mark.browser
+
+WIDE, NARROW = {"width": 1400, "height": 900}, {"width": 800, "height": 900}
+
+
+def _lesson_step(teacher, student) -> None:
+    _nav(teacher, "Lessons")
+    teacher.get_by_role("button", name="Start").first.click()
+    student.get_by_text("Lesson: Reading an attention heatmap").wait_for(timeout=120_000)
+    student.get_by_text("Your teacher moves the class from step to step").wait_for(timeout=60_000)
+    _idle(student)
+
+
+def test_a_following_student_on_a_lesson_step_and_after_moving_a_slider(server, browser):
+    teacher = browser.new_context(viewport=WIDE).new_page()
+    student_context = browser.new_context(viewport=WIDE)
+    student = student_context.new_page()
+    code = _start_class(teacher, server)
+    _join(student, server, code)
+    _lesson_step(teacher, student)
+    assert student.get_by_role("button", name="Next ▶").count() == 0
+    assert teacher.get_by_role("button", name="Next ▶").count() == 2  # the teacher's own
+    _shot(student, "student-lesson-step-following-1400px")
+    student.set_viewport_size(NARROW)
+    _idle(student)
+    _shot(student, "student-lesson-step-following-800px")
+    student.set_viewport_size(WIDE)
+
+    _nav(teacher, "Attention")  # on the lesson step's head: read it from the teacher's title
+    _heatmap_title(teacher, "Layer ", timeout=180_000)
+    _idle(teacher)
+    layer, head = map(int, re.match(r"Layer (\d+), head (\d+)",
+                                    teacher.evaluate(HEATMAP_TITLE)).groups())
+    _heatmap_title(student, f"Layer {layer}, head {head}", timeout=180_000)
+    _idle(student)
+    teacher.get_by_text("1 following · 0 looking around · 1 joined").wait_for(timeout=10_000)
+    student.locator('[data-testid="stSlider"]').nth(1).get_by_role("slider").press("ArrowRight")
+    student.get_by_text("You changed the view yourself").wait_for(timeout=30_000)
+    _heatmap_title(student, f"Layer {layer}, head {head + 1}")
+    teacher.get_by_text("0 following · 1 looking around · 1 joined").wait_for(timeout=10_000)
+    _shot(student, "student-moved-looking-around-1400px")
+    teacher.locator('[data-testid="stSlider"]').nth(0).get_by_role("slider").press("ArrowRight")
+    _heatmap_title(teacher, f"Layer {layer + 1}, head {head}")
+    student.wait_for_timeout(3_000)  # six polls: the student is not pulled back
+    _heatmap_title(student, f"Layer {layer}, head {head + 1}", timeout=1_000)
+
+    student.reload(wait_until="domcontentloaded")  # back by itself, as it left
+    student.get_by_text("Back in the class").wait_for(timeout=60_000)
+    student.get_by_text("Looking around on your own").wait_for(timeout=10_000)
+    assert student.get_by_text("Following the teacher").count() == 0
+    teacher.get_by_text("0 following · 1 looking around · 1 joined").wait_for(timeout=10_000)
+    student.set_viewport_size(NARROW)
+    _idle(student)
+    _shot(student, "student-back-looking-around-800px")
+    student.goto(f"{server}/join", wait_until="domcontentloaded")  # a new session again:
+    student.get_by_text("You are in the class as").wait_for(timeout=60_000)  # the name it
+    assert student.get_by_text("Ann", exact=True).count() == 1  # joined under, shown back
+    student.get_by_text("Looking around on your own").wait_for(timeout=10_000)
+    _idle(student)
+    student.get_by_role("button", name="Follow again").click()
+    _heatmap_title(student, f"Layer {layer + 1}, head {head}", timeout=60_000)
+    teacher.get_by_text("1 following · 0 looking around · 1 joined").wait_for(timeout=10_000)
