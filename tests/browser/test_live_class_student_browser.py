@@ -7,6 +7,7 @@ student's bar and lesson step at 1400×900 and 800×900 go to $LIVE_CLASS_SHOTS 
 
 from __future__ import annotations
 
+import os
 import re
 
 import pytest
@@ -77,3 +78,32 @@ def test_a_following_student_on_a_lesson_step_and_after_moving_a_slider(server, 
     student.get_by_role("button", name="Follow again").click()
     _heatmap_title(student, f"Layer {layer + 1}, head {head}", timeout=60_000)
     teacher.get_by_text("1 following · 0 looking around · 1 joined").wait_for(timeout=10_000)
+
+
+def test_a_model_trained_in_the_teachers_browser_is_said_on_the_students_screen(server, browser):
+    """The class's view names a model trained in the teacher's session (as the teacher's app
+    publishes it: its label and trained=1; the training itself is the AppTest's part): the
+    student sees the same page with the app's own small model of that task, and one sentence."""
+    from urllib.parse import quote_plus
+
+    from teaching.class_store import open_store
+
+    teacher = browser.new_context(viewport=WIDE).new_page()
+    student = browser.new_context(viewport=WIDE).new_page()
+    code = _start_class(teacher, server)
+    shown = teacher.locator('[data-testid="stCode"]').all_inner_texts()
+    teacher_key = next(t.split("class=")[1].strip() for t in shown if "/teach?class=" in t)
+    _join(student, server, code)
+    open_store(os.environ["ATTENTION_LAB_CLASS_STORE"]).set_view(
+        teacher_key, f"/attention?model={quote_plus('trained: induction')}&text="
+        f"{quote_plus('a b c d a b c')}&trained=1")
+    student.get_by_text("this screen cannot open").wait_for(timeout=120_000)
+    _heatmap_title(student, "Layer ", timeout=180_000)
+    _idle(student)
+    said = student.locator('[data-testid="stMain"]').inner_text()
+    assert "tiny-induction, the app's own small model trained on the same task" in said
+    assert "trained: induction" not in said and "Could not load" not in said
+    _shot(student, "student-teachers-trained-model-1400px")
+    student.set_viewport_size(NARROW)
+    _idle(student)
+    _shot(student, "student-teachers-trained-model-800px")
