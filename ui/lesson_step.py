@@ -141,7 +141,7 @@ def changed_settings(lesson_id: str, number: int) -> dict[str, str]:
     kept = st.session_state.get(STEP_VIEW_KEY)
     if not kept or kept[:2] != (lesson_id, number):
         return {}
-    own: ViewState = kept[2]
+    own: ViewState = kept[2].normal()  # checked values, as `current` gives them
     spec = own.spec
     used = st.session_state.get(view_state.USED_KEY, {}).get(own.page, set())
     shown = view_state.current(own.page).settings
