@@ -6,7 +6,7 @@ The teacher's published view says so (`trained=1` in its link). A student's scre
 the same page and settings with a model it can open: the app's own small model trained on the
 same task (tiny-induction for "trained: induction"), else the default model, and its class bar
 says so in one sentence. Never the label as a model to load, never another model shown under
-that name.
+that name (not even one the student trained under the same label).
 """
 
 from __future__ import annotations
@@ -40,13 +40,13 @@ def stand_in(label: str) -> str:
 def openable(params: dict, m) -> dict:
     """A following student's class link parameters, with a model this screen can open. `m`
     (the student's Membership) keeps which model stands in, for the bar's sentence."""
-    own = st.session_state.get(TRAINED_KEY, {})
     model = str(params.get("model", ""))
-    if params.get(FLAG) != "1" or model in own:
+    if params.get(FLAG) != "1":
         if m is not None:
             m.instead = ""
         return params
-    instead = stand_in(model)
+    instead = stand_in(model)  # even if this student trained one of the same label: that is
+    # another model, never shown as the teacher's
     if m is not None:
         m.instead = instead
     return {**params, "model": instead}
