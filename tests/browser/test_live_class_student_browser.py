@@ -107,3 +107,75 @@ def test_a_model_trained_in_the_teachers_browser_is_said_on_the_students_screen(
     student.set_viewport_size(NARROW)
     _idle(student)
     _shot(student, "student-teachers-trained-model-800px")
+
+
+LESSON = """
+id = "layers-class"
+title = "Layers in class"
+model = "minilm"
+text = "The cat sat on the mat because it was warm."
+
+[[steps]]
+title = "Tokens move through the layers"
+page = "embeddings"
+layer = 2
+explain = "Each layer moves the tokens to new places."
+"""
+
+
+@pytest.fixture(scope="module")
+def lesson_server(tmp_path_factory):
+    """A server with an operator's lessons folder: a step that runs a whole page, with its
+    own slider."""
+    from tests.browser.app_server import running_app
+
+    folder = tmp_path_factory.mktemp("class-lessons")
+    (folder / "layers.toml").write_text(LESSON, encoding="utf-8")
+    saved = {k: os.environ.get(k) for k in ("ATTENTION_LAB_CLASS_STORE", "ATTENTION_LAB_LESSONS")}
+    os.environ["ATTENTION_LAB_CLASS_STORE"] = f"sqlite:///{folder / 'classes.sqlite'}"
+    os.environ["ATTENTION_LAB_LESSONS"] = str(folder)
+    try:
+        with running_app(folder / "server.log") as url:
+            yield url
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+LAYER_SLIDER = ".st-key-emb_layer"  # the Embeddings page's layer slider (its widget key)
+
+
+def _layer(page) -> str:
+    return page.locator(LAYER_SLIDER).get_by_test_id("stSliderThumbValue").inner_text(
+        timeout=60_000).strip()
+
+
+def test_the_teachers_slider_in_a_lesson_step_reaches_the_students_step(lesson_server,
+                                                                         browser):
+    teacher = browser.new_context(viewport=WIDE).new_page()
+    student = browser.new_context(viewport=WIDE).new_page()
+    code = _start_class(teacher, lesson_server)
+    _join(student, lesson_server, code)
+    _nav(teacher, "Lessons")
+    teacher.locator(".st-key-lesson_start_layers-class button").click()  # its Start
+    student.get_by_text("Tokens move through the layers").first.wait_for(timeout=120_000)
+    _idle(teacher)
+    _idle(student)
+    assert _layer(teacher) == "2" and _layer(student) == "2"
+    teacher.locator(LAYER_SLIDER).get_by_role("slider").press("ArrowRight")
+    student.wait_for_function(
+        "() => { const s = document.querySelector('.st-key-emb_layer "
+        "[data-testid=\"stSliderThumbValue\"]'); return s && s.innerText.trim() === '3'; }",
+        timeout=60_000)
+    _idle(student)
+    student.locator(LAYER_SLIDER).scroll_into_view_if_needed()
+    assert "Your teacher moves the class from step to step" in student.locator(
+        '[data-testid="stMain"]').inner_text()
+    _shot(student, "student-step-with-teachers-slider-1400px")
+    student.set_viewport_size(NARROW)
+    _idle(student)
+    student.locator(LAYER_SLIDER).scroll_into_view_if_needed()
+    _shot(student, "student-step-with-teachers-slider-800px")
