@@ -12,7 +12,9 @@ lesson step in the address) with the class view version it had taken. At the top
 run, or at the class bar's poll (a slider inside a page's fragment), a value that differs while
 the version did not move was changed on this screen. A value a page writes itself during a
 run is already in what was kept; a value Streamlit dropped (a widget not drawn) is not counted
-as a change.
+as a change. A change made while the run that opens the teacher's newest view is still going
+(before its end) is not told apart: that student keeps following, and the teacher's next
+change brings their screen back, as before.
 """
 
 from __future__ import annotations
