@@ -7,8 +7,10 @@ layer or head slider) makes the student look around on their own: the bar says s
 teacher's headcount counts them there, instead of the teacher's next change pulling them back.
 
 How a change is told from the teacher's: at the end of each whole run the session keeps what
-its screen showed (the page, the sidebar's model and texts, every declared page setting, the
-lesson step in the address) with the class view version it had taken. At the top of the next
+its screen showed (the page, the sidebar's model and texts, every declared page setting) with
+the class view version it had taken. (Not the lesson step in the address: a rerun the browser
+asked for before it saw the teacher's newest step still names the old one; a following
+student has no Previous/Next anyway.) At the top of the next
 run, or at the class bar's poll (a slider inside a page's fragment), a value that differs while
 the version did not move was changed on this screen. A value a page writes itself during a
 run is already in what was kept; a value Streamlit dropped (a widget not drawn) is not counted
@@ -27,17 +29,12 @@ from .view_state import MODEL_KEY, OTHER_KEY, PAIR_KEY, TEXT_KEY
 
 SHOWN_KEY = "_class_shown"  # session state: (version, page, {key: value}) at the last run's end
 SIDEBAR_KEYS = (MODEL_KEY, OTHER_KEY, TEXT_KEY, PAIR_KEY)
-LINK_KEYS = ("lesson", "step")
 SETTING_KEYS = tuple(spec.key(s.name) for spec in PAGE_SPECS for s in spec.settings)
 
 
 def _values() -> dict:
     state = st.session_state
-    values = {key: state[key] for key in SIDEBAR_KEYS + SETTING_KEYS if key in state}
-    for name in LINK_KEYS:  # a lesson's step lives in the address
-        if name in st.query_params:
-            values["?" + name] = st.query_params[name]
-    return values
+    return {key: state[key] for key in SIDEBAR_KEYS + SETTING_KEYS if key in state}
 
 
 def remember(m, page: str) -> None:
