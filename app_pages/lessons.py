@@ -16,6 +16,7 @@ import streamlit as st
 from teaching.facts import FactError
 from teaching.format import Lesson, LessonError
 from teaching.render import safe_markdown
+from ui import class_bar
 from ui.lesson_library import catalogue
 from ui.lesson_progress import (
     done_title, first_answer, progress, progress_words, right_first_time, step_done,
@@ -71,6 +72,10 @@ def _navigation(lesson: Lesson, number: int, where: str) -> None:
     n = len(lesson.steps)
     if where == "top":
         st.progress(number / n, text=f"Step {number} of {n}")
+    if class_bar.follows_teacher():  # in a live class the teacher moves the steps
+        if where == "top":
+            class_bar.following_line()
+        return
     back, forward = st.columns(2)
     back.button("◀ Previous", key=f"lesson_prev_{where}", disabled=number <= 1,
                 on_click=partial(go_to, lesson.id, number - 1), width="stretch")

@@ -256,12 +256,15 @@ MAX_REMEMBERED = MAX_MEMBERS + 20  # browsers remembered per class: its members,
 
 @dataclass(frozen=True)
 class Remembered:
-    """Where a browser was: a student's member key, or the teacher key for the teacher's
-    own browser (the store keeps no copy of it: it is the class's own)."""
+    """Where a browser was: a student's member key (with the name it joined under and whether
+    it was following the teacher or looking around), or the teacher key for the teacher's own
+    browser (the store keeps no copy of it: it is the class's own)."""
 
     class_id: str
     member_key: str = ""
     teacher_key: str = ""
+    name: str = ""
+    following: bool = True
 
     @property
     def teacher(self) -> bool:

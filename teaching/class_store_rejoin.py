@@ -2,7 +2,8 @@
 browser is in, so that a new session of the same browser, on any replica, comes back to it.
 
 A browser is kept only as a hash of its id (class_store_base.browser_hash). A student's entry
-holds the member key it already had; a teacher's entry holds no key at all: recall reads the
+holds the member key it already had (recall adds the member's name and whether it was following,
+both read from the member itself); a teacher's entry holds no key at all: recall reads the
 teacher key from the class itself, and only for the browser that was remembered as the
 teacher's. Entries go with their class (SQLite: the class's rows; Redis: the class's time to
 live, and expire()).
@@ -68,10 +69,12 @@ class SqliteRejoin(cs.Rejoin):
             class_id, member_key, teacher, teacher_key = row
             if teacher:
                 return cs.Remembered(class_id, teacher_key=teacher_key)
-            if not db.execute("SELECT 1 FROM members WHERE member_key = ? AND class_id = ?",
-                              (member_key, class_id)).fetchone():
+            member = db.execute("SELECT name, following FROM members WHERE member_key = ? "
+                                "AND class_id = ?", (member_key, class_id)).fetchone()
+            if member is None:
                 return None
-            return cs.Remembered(class_id, member_key=member_key)
+            return cs.Remembered(class_id, member_key=member_key, name=member[0],
+                                 following=bool(member[1]))
         return self._tx(work, write=False)
 
     def forget(self, browser: str) -> None:
@@ -115,8 +118,9 @@ local role, id, member = string.match(entry, '^(%a)|([^|]+)|(.*)$')
 local c = live(id)
 if not c or redis.call('HGET', c, 'ended') ~= '0' then return false end
 if role == 't' then return {id, '', redis.call('HGET', c, 'teacher')} end
-if redis.call('HEXISTS', c .. ':members', member) == 0 then return false end
-return {id, member, ''}
+local name = redis.call('HGET', c .. ':members', member)
+if not name then return false end
+return {id, member, '', name, redis.call('HGET', c .. ':following', member) or '1'}
 """
 
 FORGET = """
@@ -151,8 +155,12 @@ class RedisRejoin(cs.Rejoin):
         found = hashed is not None and self._run("recall", hashed)
         if not found:
             return None
-        class_id, member_key, teacher_key = found
-        return cs.Remembered(class_id, member_key=member_key, teacher_key=teacher_key)
+        class_id, member_key, teacher_key = found[:3]
+        if teacher_key:
+            return cs.Remembered(class_id, teacher_key=teacher_key)
+        name, following = found[3:5]
+        return cs.Remembered(class_id, member_key=member_key, name=name,
+                             following=following != "0")
 
     def forget(self, browser: str) -> None:
         hashed = cs.browser_hash(browser)

@@ -75,12 +75,15 @@ def page_text(at: AppTest, kinds=("markdown", "caption", "info", "warning"),
     return said.replace("\\", "") if unescape else said
 
 
-def open_lesson(lesson_id: str | None = None, step: int = 1) -> AppTest:
-    """The lessons page: the list, or one lesson at one step as a class link opens it."""
+def open_lesson(lesson_id: str | None = None, step: int = 1, **params) -> AppTest:
+    """The lessons page: the list, or one lesson at one step as a class link opens it (with
+    any other link parameters given, such as a setting of the step's page)."""
     at = AppTest.from_file(APP, default_timeout=600)
     if lesson_id is not None:
         at.query_params["lesson"] = lesson_id
         at.query_params["step"] = str(step)
+    for key, value in params.items():
+        at.query_params[key] = str(value)
     switch(at, "lessons")
     return at.run()
 

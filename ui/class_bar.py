@@ -11,7 +11,7 @@ import time
 
 import streamlit as st
 
-from . import class_follow, class_session
+from . import class_drift, class_follow, class_models, class_session
 from .class_follow import ERROR_KEY, STUDENT_POLL_SECONDS, TEACHER_POLL_SECONDS, in_fragment_rerun
 from .text import md_escape
 
@@ -76,8 +76,11 @@ def _student_bar() -> None:
     m = class_session.student()
     if m is None:
         return
-    if in_fragment_rerun() and class_follow.poll(m):
-        st.rerun()  # the whole app: the teacher's view, a reveal, or the class's end
+    if in_fragment_rerun():
+        # a slider moved inside a page's fragment: this student now looks around
+        class_drift.check(m, None, class_follow.look_around)
+        if class_follow.poll(m):
+            st.rerun()  # the whole app: the teacher's view, a reveal, or the class's end
     problem = st.session_state.pop(ERROR_KEY, None)
     if problem:
         st.error(problem)
@@ -88,15 +91,38 @@ def _student_bar() -> None:
     words, button = st.columns([4, 1], vertical_alignment="center")
     if m.following:
         words.markdown(":material/co_present: " + back(m) + "**Following the teacher**: "
-                       "your screen shows what the teacher shows.")
+                       "your screen shows what the teacher shows. If you change something "
+                       "yourself, you look around on your own.")
         button.button("Look around", key="class_look", icon=":material/explore:",
                       on_click=class_follow.look_around, width="stretch",
                       help="Explore on your own. Come back to the teacher's screen with "
                       "“Follow again”.")
+        if m.instead:
+            st.info(class_models.sentence(m.instead), icon=":material/info:")
         return
-    words.markdown(":material/explore: **Looking around on your own.** The teacher's screen "
-                   "goes on without you.")
+    why = " You changed the view yourself, so" if m.moved_away else ""
+    words.markdown(":material/explore: " + back(m) + "**Looking around on your own.**" + why
+                   + (" the" if why else " The") + " teacher's screen goes on without you.")
     if button.button("Follow again", key="class_follow", type="primary",
                      icon=":material/co_present:", width="stretch"):
+        m.moved_away = False
         class_follow.follow_again()
         st.rerun()  # the whole app, which opens the teacher's view
+
+
+def follows_teacher() -> bool:
+    """Is this session a student who follows the teacher now?"""
+    m = class_session.student()
+    return m is not None and m.following and not m.ended
+
+
+def following_line() -> None:
+    """Where a page has its own way to move on (a lesson's Previous and Next), a student who
+    follows the teacher gets one line saying the teacher moves on, with "Look around"."""
+    with st.container(horizontal=True, vertical_alignment="center", key="class_line"):
+        st.markdown(":material/co_present: **Your teacher moves the class from step to "
+                    "step.**", width="content")
+        st.button("Look around", key="class_look_line", icon=":material/explore:",
+                  on_click=class_follow.look_around,
+                  help="Move through the lesson on your own. “Follow again” at the top "
+                  "brings you back to the teacher's step.")

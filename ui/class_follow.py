@@ -24,7 +24,7 @@ import streamlit as st
 
 from teaching.pages import BY_PATH
 
-from . import class_session, class_warm, view_state
+from . import class_drift, class_models, class_session, class_warm, view_state
 from .class_session import Membership
 
 STUDENT_POLL_SECONDS = 0.5
@@ -32,7 +32,7 @@ TEACHER_POLL_SECONDS = 0.5  # it also publishes a change made inside a page's fr
 PAGE_KEY = "_class_page"  # the page on screen (for the teacher's poll, which runs alone)
 NOT_FOLLOWED = ("teach", "join")  # the teacher's own pages: students stay where they are
 ERROR_KEY = "_class_error"  # a message from the store, shown once in the bar
-TAKING_KEY = "_class_taking"  # (class view version, runs that began taking it) of a student
+TAKING_KEY = class_drift.TAKING_KEY  # (class view version, runs that began taking it)
 TAKES = 4  # a student's app reruns into a view at most this often until one run finishes
 UNREACHABLE = "The class cannot be reached right now; the app keeps trying."
 
@@ -52,12 +52,13 @@ def in_fragment_rerun() -> bool:
 # ------------------------------------------------------------------------ the teacher
 def view_link(page: str) -> str | None:
     """The teacher's view of `page` as the class follows it; None for the teacher's own pages.
-    A lesson step is its lesson link (a student gets the step's words and question too),
+    A lesson step is its lesson link (a student gets the step's words and question too), with
+    the settings the teacher changed in the step's figure (lesson_step.changed_settings),
     except an uploaded lesson, which only this browser has: then the page the step opens."""
     if page not in BY_PATH or page in NOT_FOLLOWED:
         return None
     if page != "lessons":
-        return view_state.current(page).to_link()
+        return class_models.shared_link(view_state.current(page))  # a model trained here: said
     from .lesson_step import AT_KEY
 
     at = st.session_state.get(AT_KEY)
@@ -68,8 +69,11 @@ def view_link(page: str) -> str | None:
 
     uploaded = st.session_state.get(UPLOADS_KEY, {}).get(lesson_id)
     if uploaded is not None and 1 <= number <= len(uploaded.steps):
-        return view_state.current(uploaded.steps[number - 1].page).to_link()
-    return f"/lessons?{urlencode({'lesson': lesson_id, 'step': number})}"
+        return class_models.shared_link(view_state.current(uploaded.steps[number - 1].page))
+    from .lesson_step import changed_settings  # a setting the teacher moved in the step
+
+    moved = changed_settings(lesson_id, number)
+    return f"/lessons?{urlencode({'lesson': lesson_id, 'step': number, **moved})}"
 
 
 def publish(page: str | None = None) -> bool:
@@ -111,6 +115,7 @@ def after_run(page: str) -> None:
         taking = st.session_state.pop(TAKING_KEY, None)
         if m is not None and taking is not None:
             m.version = max(m.version, taking[0])
+        class_drift.remember(m, page)
 
 
 # ------------------------------------------------------------------------ the student
@@ -121,8 +126,8 @@ def before_run(page_objects: dict, on_screen: str) -> None:
     if class_session.current() is None and not st.session_state.get(class_session.TRIED_KEY):
         class_session.restore(class_session.this_browser())
     m = class_session.student()
-    if m is None or not m.following or m.ended:
-        return
+    if m is None or not m.following or m.ended or class_drift.check(m, on_screen, look_around):
+        return  # (a student who moved on their own now looks around: ui/class_drift.py)
     from teaching.class_store import ClassError
 
     try:
@@ -158,10 +163,11 @@ def take_link(link: str, page_objects: dict, on_screen: str) -> None:
     if page not in BY_PATH or page in NOT_FOLLOWED:
         return
     params = dict(parse_qsl(query, keep_blank_values=False))
+    params = class_models.openable(params, class_session.student())  # not the teacher's own
     if page == "lessons":
         from .lesson_step import AT_KEY
 
-        wanted = {k: v for k, v in params.items() if k in ("lesson", "step")}
+        wanted = params  # the lesson, the step and any setting the teacher changed in it
         if on_screen == "lessons":
             st.session_state.pop(AT_KEY, None)  # the step's state is put in again
             st.query_params.from_dict(wanted)

@@ -44,6 +44,8 @@ class Membership:
     show_teacher_link: bool = False
     seen_at: float = 0.0
     sent: dict = field(default_factory=dict)  # a student: question -> choice sent
+    instead: str = ""  # a student: the model shown instead of one the teacher trained
+    moved_away: bool = False  # a student: looking around because they changed their view
     rejoined_at: float = 0.0  # time.monotonic() when it came back by itself (a reload, a
     # replica that died); 0 when it joined or started here
 
@@ -169,7 +171,8 @@ def _remember(change) -> None:
 
 def restore(browser: str | None) -> Membership | None:
     """A session in no class yet: the class this browser was in, taken back (once per session,
-    one store call when there is none). A student follows the teacher again."""
+    one store call when there is none). A student comes back as they left: following the
+    teacher or looking around, under the name they joined with."""
     if current() is not None or st.session_state.get(TRIED_KEY) or not browser:
         return None
     st.session_state[TRIED_KEY] = True
@@ -183,8 +186,9 @@ def restore(browser: str | None) -> Membership | None:
                            or "", teacher_key=back.teacher_key,
                            rejoined_at=time.monotonic())
         else:
-            s.set_following(back.class_id, back.member_key, True)  # and seen: present again
+            s.seen(back.class_id, back.member_key)  # present again, as it was: following or not
             m = Membership("student", back.class_id, member_key=back.member_key,
+                           name=back.name, following=back.following,
                            rejoined_at=time.monotonic())
     except Exception:  # noqa: BLE001 - the store cannot be reached, or the class just ended
         return None

@@ -30,6 +30,8 @@ from .view_state import ViewState
 
 AT_KEY = "_lesson_at"  # (lesson id, step number) the session's state was last set for
 DRAWN_KEY = "_lesson_drawn"  # (lesson id, step number) whose page was last drawn
+STEP_VIEW_KEY = "_lesson_step_view"  # (lesson id, number, the step's own view) last drawn
+GIVEN_KEY = "_lesson_given"  # (lesson id, number, {setting: value}) the step's link changed
 
 
 @shared("induction-run")
@@ -70,6 +72,7 @@ def apply_step(lesson: Lesson, number: int) -> None:
     page to show, never raised."""
     step = lesson.steps[number - 1]
     st.session_state[AT_KEY] = (lesson.id, number)
+    st.session_state[GIVEN_KEY] = (lesson.id, number, link_settings(step))
     st.session_state.pop(DRAWN_KEY, None)
     st.session_state.pop("_lesson_problem", None)
     view_state.apply(ViewState(step.page, step.model, step.text, step.pair))
@@ -95,8 +98,11 @@ def keep_settings(lesson_id: str, number: int, step: Step, settings_: dict) -> N
     value the learner changed is kept (a missing one is put back)."""
     spec = view_state.page_view(step.page).spec
     first = st.session_state.get(DRAWN_KEY) != (lesson_id, number)
+    st.session_state[STEP_VIEW_KEY] = (lesson_id, number, step_view(step, settings_))
     if first:
-        view = step_view(step, settings_)
+        given = st.session_state.get(GIVEN_KEY) or ("", 0, {})
+        changed = given[2] if given[:2] == (lesson_id, number) else {}
+        view = step_view(step, {**settings_, **changed})
         for setting in spec.settings:  # the step's values; the others back to the defaults
             if setting.name in view.settings:
                 st.session_state[spec.key(setting.name)] = view.settings[setting.name]
@@ -106,6 +112,47 @@ def keep_settings(lesson_id: str, number: int, step: Step, settings_: dict) -> N
         for name, value in settings_.items():
             st.session_state.setdefault(spec.key(name), value)
     st.session_state[DRAWN_KEY] = (lesson_id, number)
+
+
+# A step's link may change some of its settings (/lessons?lesson=<id>&step=<n>&head=3, as a
+# live class's teacher publishes it when they moved a slider in the step): the keys are the
+# step page's own link keys (teaching/pages.py), except the two the lesson's link itself uses
+# (the walkthrough's "step" setting is not carried).
+LESSON_LINK_KEYS = ("lesson", "step")
+
+
+def link_settings(step: Step) -> dict:
+    """The settings of the step's page that the address gives, checked (bad ones left out)."""
+    spec = view_state.page_view(step.page).spec
+    found = {}
+    for setting in spec.settings:
+        if setting.url in LESSON_LINK_KEYS:
+            continue
+        raw = st.query_params.get(setting.url)
+        value = None if raw is None else setting.from_url(str(raw))
+        if value is not None:
+            found[setting.name] = value
+    return found
+
+
+def changed_settings(lesson_id: str, number: int) -> dict[str, str]:
+    """The settings this session's step shows that differ from the step's own, as link
+    parameters (only settings its page used on its last run); {} when the step was not drawn."""
+    kept = st.session_state.get(STEP_VIEW_KEY)
+    if not kept or kept[:2] != (lesson_id, number):
+        return {}
+    own: ViewState = kept[2].normal()  # checked values, as `current` gives them
+    spec = own.spec
+    used = st.session_state.get(view_state.USED_KEY, {}).get(own.page, set())
+    shown = view_state.current(own.page).settings
+    out = {}
+    for setting in spec.settings:
+        if setting.name not in used or setting.url in LESSON_LINK_KEYS:
+            continue
+        value = shown.get(setting.name, setting.default)
+        if value is not None and value != own.settings.get(setting.name, setting.default):
+            out[setting.url] = setting.to_url(value)
+    return out
 
 
 def lesson_from_url() -> tuple[str | None, int | None]:

@@ -57,9 +57,11 @@ def join(code: str, name: str = "") -> AppTest:
 
 
 def poll(student: AppTest) -> AppTest:
-    """The student's poll found a new view and reran the app. A browser's address then names
-    the page it switched to, and its next runs stay there; an AppTest reruns the page it was
-    last pointed at, so it is pointed at the page the run ended on."""
+    """The student's poll found a new view and reran the app. A browser's address names the
+    page its last run ended on (the page a switch opened), and its next runs stay there; an
+    AppTest reruns the page it was last pointed at, so it is pointed at that page before and
+    after the run."""
+    switch(student, student.session_state.get("_class_page", "join"))
     _clean(student.run())
     return switch(student, student.session_state["_class_page"])
 

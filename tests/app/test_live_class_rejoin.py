@@ -52,3 +52,22 @@ def test_back_in_the_class_in_a_new_session_until_the_student_leaves(store):
     after = on_join_page()  # left on purpose: a new session is not pulled back
     assert "_class" not in after.session_state
     assert after.button(key="class_join") is not None
+
+
+def test_a_student_looking_around_comes_back_looking_around_under_their_name(store):
+    new = store.start_class()
+    first = on_join_page()
+    first.text_input(key="class_code").input(new.join_code)
+    first.text_input(key="class_name").input("Ann <b>B</b>")
+    first.button(key="class_join").click().run()
+    first.button(key="class_look").click().run()
+    assert "Looking around on your own" in page_text(first, ("markdown",))
+
+    again = on_join_page()  # the same browser, a new session
+    back = again.session_state["_class"]
+    assert not back.following
+    assert "Looking around on your own" in page_text(again, ("markdown",))
+    assert "Following the teacher" not in page_text(again, ("markdown",))
+    assert [t.value for t in again.text] == ["Ann <b>B</b>"]  # plain text, as at the join
+    count = store.headcount(new.teacher_key)
+    assert (count.following, count.looking_around) == (0, 1)

@@ -1,7 +1,8 @@
 """A new session of a browser that was in a class takes the class back by itself
 (ui/class_session.restore, given the browser's id as ui/sessions.browser_id gives it): a
-student follows again, the teacher leads again, a student who left stays out, and a session
-without a browser id (no XSRF cookie) remembers nothing."""
+student comes back following or looking around, as they left, under their own name; the
+teacher leads again; a student who left stays out; and a session without a browser id (no
+XSRF cookie) remembers nothing."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ def new_session() -> None:
     st.session_state.clear()
 
 
-def test_a_student_comes_back_following_and_present(store):
+def test_a_student_comes_back_as_they_left_looking_around_with_their_name(store):
     new = store.start_class()
     joined = class_session.join(new.join_code, "Ada")
     store.set_following(new.class_id, joined.member_key, False)  # was looking around
@@ -37,10 +38,21 @@ def test_a_student_comes_back_following_and_present(store):
     back = class_session.restore(class_session.this_browser())
     assert back is not None and not back.teacher and back.rejoined_at > 0
     assert (back.class_id, back.member_key) == (new.class_id, joined.member_key)
-    assert back.following and class_session.current() is back
+    assert not back.following and back.name == "Ada" and class_session.current() is back
+    count = store.headcount(new.teacher_key)
+    assert (count.members, count.following, count.looking_around) == (1, 0, 1)
+    assert class_session.restore(BROWSER) is None  # once per session
+
+
+def test_a_following_student_comes_back_following_under_the_name_the_store_gave(store):
+    new = store.start_class()
+    joined = class_session.join(new.join_code)  # no name: the store gives one
+    assert joined.name.startswith("Student")
+    new_session()
+    back = class_session.restore(BROWSER)
+    assert back.following and back.name == joined.name
     count = store.headcount(new.teacher_key)
     assert (count.members, count.following) == (1, 1)
-    assert class_session.restore(BROWSER) is None  # once per session
 
 
 def test_the_teacher_comes_back_leading_only_in_the_same_browser(store, monkeypatch):

@@ -15,8 +15,12 @@ def test_a_student_browser_is_recalled_into_its_class_until_it_leaves(store):
     assert store.recall(BROWSER) is None
     assert store.remember(new.class_id, BROWSER, ada.member_key)
     back = store.recall(BROWSER)
-    assert back == cs.Remembered(new.class_id, member_key=ada.member_key)
+    assert back == cs.Remembered(new.class_id, member_key=ada.member_key, name="Ada",
+                                 following=True)
     assert not back.teacher
+    store.set_following(new.class_id, ada.member_key, False)  # looking around: said so
+    assert store.recall(BROWSER) == cs.Remembered(new.class_id, member_key=ada.member_key,
+                                                  name="Ada", following=False)
     assert store.recall("browser-someone-else") is None
     store.forget(BROWSER)
     assert store.recall(BROWSER) is None
@@ -96,6 +100,7 @@ def test_a_sqlite_class_is_recalled_after_a_restart(tmp_path, clock, request):
     first.close()
     again = make_backend("sqlite", tmp_path, clock, request)
     try:
-        assert again.recall(BROWSER) == cs.Remembered(new.class_id, member_key=ada.member_key)
+        assert again.recall(BROWSER) == cs.Remembered(new.class_id, member_key=ada.member_key,
+                                                      name=ada.name)
     finally:
         again.close()

@@ -1,0 +1,73 @@
+"""A following student who changes their own view, in AppTest sessions sharing a real SQLite
+store: on a lesson step the teacher moves the steps (no Previous/Next, one line with "Look
+around" instead); anywhere else a change the student makes (a slider, another page) turns them
+to looking around, said in their bar and counted in the teacher's, and the teacher's next
+change leaves them where they are. Following again takes the teacher's view back."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+
+from page_links import switch  # noqa: E402
+from test_live_class import _clean, bar, join, poll, start_class, store  # noqa: E402, F401
+from test_live_class_answers import LESSON, student_in, teacher_on_step  # noqa: E402
+
+pytestmark = pytest.mark.app
+
+
+def count(teacher) -> str:
+    return bar(_clean(teacher.run()))
+
+
+def test_on_a_lesson_step_the_teacher_moves_the_steps(store):
+    teacher, new = teacher_on_step(store, 1)
+    student = student_in(new)
+    keys = {b.key for b in student.button}
+    assert not keys & {"lesson_prev_top", "lesson_next_top", "lesson_next_bottom"}
+    assert bar(student).count("Your teacher moves the class from step to step") == 1  # once
+    assert "class_look_line" in keys
+    _clean(student.button(key="class_look_line").click().run())
+    assert "Looking around on your own" in bar(student)
+    assert "0 following · 1 looking around · 1 joined" in count(teacher)
+    _clean(student.button(key="lesson_next_top").click().run())  # their own pace now
+    assert student.query_params["step"] == "2"
+    teacher.button(key="lesson_next_top")  # the teacher keeps their own buttons
+    assert "Your teacher moves the class" not in bar(teacher)
+
+
+def test_a_slider_moved_while_following_turns_the_student_to_looking_around(store):
+    teacher, m = start_class()
+    student = join(m.join_code)
+    switch(teacher, "attention").run()
+    poll(student)
+    assert "Following the teacher" in bar(student)
+    _clean(student.run())  # a run that changes nothing keeps them following
+    assert student.session_state["_class"].following
+    head = student.session_state["attn_head"]
+    _clean(student.slider(key="attn_head").set_value((head + 1) % 12).run())
+    assert "You changed the view yourself" in bar(student)
+    assert "0 following · 1 looking around · 1 joined" in count(teacher)
+    teacher.slider(key="attn_layer").set_value(4).run()  # the teacher moves on
+    poll(student)
+    assert student.session_state["attn_head"] == (head + 1) % 12  # not pulled back
+    assert student.session_state["attn_layer"] != 4
+    _clean(student.button(key="class_follow").click().run())
+    poll(student)
+    assert "Following the teacher" in bar(student)
+    assert student.session_state["attn_layer"] == 4
+    assert "1 following · 0 looking around · 1 joined" in count(teacher)
+
+
+def test_another_page_opened_while_following_is_looking_around(store):
+    teacher, m = start_class()
+    student = join(m.join_code)
+    switch(teacher, "attention").run()
+    poll(student)
+    _clean(switch(student, "heads").run())
+    assert "Looking around on your own" in bar(student)
+    assert not student.session_state["_class"].following
+    assert "0 following · 1 looking around" in count(teacher)
