@@ -11,7 +11,8 @@ the model's answer beside the class's.
 
 from __future__ import annotations
 
-import pandas as pd
+from typing import TYPE_CHECKING
+
 import streamlit as st
 
 from teaching.facts import find_row, plain
@@ -23,6 +24,9 @@ from . import class_session
 from .charts import chart_config
 from .class_session import Membership
 from .text import md_escape
+
+if TYPE_CHECKING:  # pandas is imported where a table is made
+    import pandas as pd
 
 TALLY_SECONDS = 1.0  # the teacher's live count redraws this often
 NAMES_KEY = "class_show_names"
@@ -190,7 +194,7 @@ def _live_tally(teacher_key: str, question: str, shape: dict) -> None:
         st.dataframe(_names_table(tally.names, shape), hide_index=True, width="stretch")
 
 
-def _names_table(names: dict, shape: dict) -> pd.DataFrame:
+def _names_table(names: dict, shape: dict) -> "pd.DataFrame":
     """Who chose what, as plain text in a table (never Markdown)."""
     rows = []
     for choice, who in names.items():
@@ -200,4 +204,6 @@ def _names_table(names: dict, shape: dict) -> pd.DataFrame:
             shown = shape["tokens"][int(col)] if col.isdecimal() and \
                 int(col) < len(shape["tokens"]) else choice
         rows.append({"answer": shown, "names": ", ".join(who)})
+    import pandas as pd  # here: the lessons page imports this module, most runs need no table
+
     return pd.DataFrame(rows, columns=["answer", "names"])

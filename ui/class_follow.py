@@ -207,8 +207,6 @@ def heartbeat(m: Membership, now: float | None = None) -> None:
     if now - m.seen_at < class_session.SEEN_EVERY_SECONDS:
         return
     m.seen_at = now
-    from teaching.class_store import ClassError
-
     try:
         class_session.store().seen(m.class_id, m.member_key)
     except Exception:  # noqa: BLE001 - a gone class or store: the view read says which

@@ -46,6 +46,17 @@ def test_another_page_is_a_move_and_a_taken_view_is_not(m):
     assert not class_drift.moved(m, "heads")
 
 
+def test_a_run_opening_the_teachers_new_view_cut_short_is_not_a_move(m):
+    """The view's version counts as taken only when a run that opened it finishes
+    (ui/class_follow.after_run): a run cut short by a rerun leaves the old version and a new
+    page, which is the teacher's doing while the take is pending."""
+    st.session_state[class_drift.TAKING_KEY] = (8, 1)
+    st.session_state["attn_head"] = 9
+    assert not class_drift.moved(m, "heads")
+    del st.session_state[class_drift.TAKING_KEY]
+    assert class_drift.moved(m, "heads")
+
+
 def test_a_dropped_value_or_a_student_looking_around_is_not_a_move(m):
     del st.session_state["attn_head"]  # Streamlit forgot a widget the run did not draw
     assert not class_drift.moved(m, "attention")
