@@ -31,6 +31,7 @@ from .view_state import MODEL_KEY, OTHER_KEY, PAIR_KEY, TEXT_KEY
 # newest view; until one of them finishes (ui/class_follow.after_run) a change is the teacher's
 TAKING_KEY = "_class_taking"
 SHOWN_KEY = "_class_shown"  # session state: (version, page, {key: value}) at the last run's end
+UNFOLLOWED = ("teach", "join")  # pages a class never shows (ui/class_follow.NOT_FOLLOWED)
 SIDEBAR_KEYS = (MODEL_KEY, OTHER_KEY, TEXT_KEY, PAIR_KEY)
 SETTING_KEYS = tuple(spec.key(s.name) for spec in PAGE_SPECS for s in spec.settings)
 
@@ -66,8 +67,12 @@ def moved(m, page: str | None) -> bool:
         return False
     if version != m.version:  # the teacher's view was taken since: not the student's doing
         return False
+    if shown_page in UNFOLLOWED or page in UNFOLLOWED:  # the join page: the class's next
+        return False  # page is no move, and a rerun that names the join page leaves nothing
     if page is not None and page != shown_page:
         return True
+    if shown_page == "lessons":  # a lesson step sets its own texts and settings, and a browser
+        return False  # may send one back stale: there only leaving the page is a move
     now = _values()
     return any(key in now and _differs(now[key], value) for key, value in values.items())
 

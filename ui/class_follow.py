@@ -30,7 +30,7 @@ from .class_session import Membership
 STUDENT_POLL_SECONDS = 0.5
 TEACHER_POLL_SECONDS = 0.5  # it also publishes a change made inside a page's fragment
 PAGE_KEY = "_class_page"  # the page on screen (for the teacher's poll, which runs alone)
-NOT_FOLLOWED = ("teach", "join")  # the teacher's own pages: students stay where they are
+NOT_FOLLOWED = class_drift.UNFOLLOWED  # the teacher's own pages: students stay where they are
 ERROR_KEY = "_class_error"  # a message from the store, shown once in the bar
 TAKING_KEY = class_drift.TAKING_KEY  # (class view version, runs that began taking it)
 TAKES = 4  # a student's app reruns into a view at most this often until one run finishes

@@ -57,6 +57,24 @@ def test_a_run_opening_the_teachers_new_view_cut_short_is_not_a_move(m):
     assert class_drift.moved(m, "heads")
 
 
+def test_leaving_the_join_page_is_not_a_move(m):
+    class_drift.remember(m, "join")
+    st.session_state["attn_head"] = 9
+    assert not class_drift.moved(m, "lessons") and not class_drift.moved(m, None)
+    class_drift.remember(m, "attention")
+    assert not class_drift.moved(m, "join")  # a rerun naming the join page: nothing to leave
+
+
+def test_on_a_lesson_step_only_leaving_the_page_is_a_move(m):
+    """A lesson step sets its own text and settings, and a browser may send an old value back
+    after the step changed it: that is not the student's doing. Another page is."""
+    class_drift.remember(m, "lessons")
+    st.session_state["sb_text"] = "The text of the step before."
+    st.session_state["attn_head"] = 9
+    assert not class_drift.moved(m, "lessons") and not class_drift.moved(m, None)
+    assert class_drift.moved(m, "attention")
+
+
 def test_a_dropped_value_or_a_student_looking_around_is_not_a_move(m):
     del st.session_state["attn_head"]  # Streamlit forgot a widget the run did not draw
     assert not class_drift.moved(m, "attention")
