@@ -13,6 +13,7 @@ import pytest
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 
+from class_lessons import LESSON_ID, write_lesson  # noqa: E402
 from page_links import open_lesson  # noqa: E402
 from test_live_class import _clean, store  # noqa: E402, F401  (store: a fixture)
 from test_live_class_answers import student_in_page, teacher_on_step  # noqa: E402
@@ -20,27 +21,13 @@ import test_live_class_answers  # noqa: E402
 
 pytestmark = pytest.mark.app
 
-LESSON = """
-id = "layers-class"
-title = "Layers in class"
-model = "minilm"
-text = "The cat sat on the mat because it was warm."
-
-[[steps]]
-title = "Tokens move through the layers"
-page = "embeddings"
-layer = 2
-explain = "Each layer moves the tokens to new places."
-"""
-
-
 @pytest.fixture
 def lesson_folder(tmp_path, monkeypatch):
     folder = tmp_path / "lessons"
     folder.mkdir()
-    (folder / "layers.toml").write_text(LESSON, encoding="utf-8")
+    write_lesson(folder)
     monkeypatch.setenv("ATTENTION_LAB_LESSONS", str(folder))
-    monkeypatch.setattr(test_live_class_answers, "LESSON", "layers-class")
+    monkeypatch.setattr(test_live_class_answers, "LESSON", LESSON_ID)
     return folder
 
 

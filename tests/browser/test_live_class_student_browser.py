@@ -15,6 +15,7 @@ import pytest
 from tests.browser.test_live_class_browser import (  # noqa: F401 - server, browser: fixtures
     HEATMAP_TITLE, _heatmap_title, _idle, _join, _nav, _shot, _start_class, browser, server,
 )
+from tests.class_lessons import write_lesson
 
 pytestmark = pytest.mark.browser
 
@@ -111,20 +112,6 @@ def test_a_model_trained_in_the_teachers_browser_is_said_on_the_students_screen(
     _shot(student, "student-teachers-trained-model-800px")
 
 
-LESSON = """
-id = "layers-class"
-title = "Layers in class"
-model = "minilm"
-text = "The cat sat on the mat because it was warm."
-
-[[steps]]
-title = "Tokens move through the layers"
-page = "embeddings"
-layer = 2
-explain = "Each layer moves the tokens to new places."
-"""
-
-
 @pytest.fixture(scope="module")
 def lesson_server(tmp_path_factory):
     """A server with an operator's lessons folder: a step that runs a whole page, with its
@@ -132,7 +119,7 @@ def lesson_server(tmp_path_factory):
     from tests.browser.app_server import running_app
 
     folder = tmp_path_factory.mktemp("class-lessons")
-    (folder / "layers.toml").write_text(LESSON, encoding="utf-8")
+    write_lesson(folder)
     saved = {k: os.environ.get(k) for k in ("ATTENTION_LAB_CLASS_STORE", "ATTENTION_LAB_LESSONS")}
     os.environ["ATTENTION_LAB_CLASS_STORE"] = f"sqlite:///{folder / 'classes.sqlite'}"
     os.environ["ATTENTION_LAB_LESSONS"] = str(folder)
