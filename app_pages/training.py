@@ -249,8 +249,8 @@ def _finished(run) -> None:
     c2.download_button("Weights only (safetensors)", lambda: saving.weights_file(run.save_dir),
                        file_name=f"tiny-{task.key}.safetensors",
                        mime="application/octet-stream", key="train_safetensors")
-    label = f"trained: {task.key}"
-    st.session_state.setdefault("trained_models", {})[label] = str(run.save_dir)
+    label = view_state.trained_label(task.key)
+    st.session_state.setdefault(view_state.TRAINED_KEY, {})[label] = str(run.save_dir)
     c3.button("Open it in the other pages", key="train_use", on_click=_use_in_other_pages,
               args=(label,))
     st.caption("Saved for this browser session: deleted on Reset, when you start another run, "

@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from .view_state import DEFAULT_MODEL, TRAINED_KEY, ViewState
+from .view_state import DEFAULT_MODEL, TRAINED_KEY, ViewState, trained_task
 
 FLAG = "trained"  # in a class link: the teacher's model was trained in the teacher's session
-TASK_SEPARATOR = ": "  # a trained model's label: "trained: <task>" (app_pages/training.py)
 
 
 def shared_link(view: ViewState) -> str:
@@ -33,7 +32,7 @@ def stand_in(label: str) -> str:
     same task when there is one, else the default model."""
     from model import BUNDLED
 
-    task = label.partition(TASK_SEPARATOR)[2].strip()
+    task = trained_task(label)
     return f"tiny-{task}" if f"tiny-{task}" in BUNDLED else DEFAULT_MODEL
 
 

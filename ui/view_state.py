@@ -26,9 +26,20 @@ MODEL_KEY, OTHER_KEY = "sb_model_choice", "sb_model_other"  # the sidebar's mode
 TEXT_KEY, PAIR_KEY, EXAMPLE_KEY = "sb_text", "sb_pair", "sb_example"
 OTHER = "Other: local directory or hub id"  # the picker's last option (ui/sidebar.py)
 TRAINED_KEY = "trained_models"  # label -> directory of a model trained in this session
+TRAINED_PREFIX = "trained: "  # a trained model's label: "trained: induction"
 USED_KEY = "_view_used"  # page path -> names of the settings the page read on its last run
 JUMP_KEY = "_view_jump"  # the page a jump asked for, switched to at the top of the next run
 DEFAULT_MODEL = "minilm"  # the picker's first option
+
+
+def trained_label(task: str) -> str:
+    """The label a model trained on `task` goes by in this session's model picker."""
+    return TRAINED_PREFIX + task
+
+
+def trained_task(label: str) -> str:
+    """The task of a trained model's label ("" for any other label)."""
+    return label[len(TRAINED_PREFIX):].strip() if label.startswith(TRAINED_PREFIX) else ""
 
 
 @dataclass(frozen=True)
