@@ -291,6 +291,29 @@ def render() -> None:
 
 
 
+# Shared, not copied: every session showing this view (a class following its teacher) draws
+# the one figure, built once per server; it is never mutated (ui/cache.shared).
+@shared("attention_step_heatmap")
+def _step_heatmap(_trace, key: tuple, layer: int, head: int, mode, average: bool,
+                  hide_special: bool):
+    """(the heatmap of a lesson step's head, or of its mode, and its title)"""
+    labels = axis_labels(_trace.tokens)
+    if mode == "Attention rollout":
+        matrix, title = _rollout(_trace, key)[layer], f"Rollout through layer {layer}"
+    elif average:
+        matrix = head_average(_trace.attentions, layer)
+        title = f"Layer {layer}, average of {_trace.cfg.n_heads} heads"
+    else:
+        matrix, title = _trace.attentions[layer, head].numpy(), f"Layer {layer}, head {head}"
+    if hide_special and bool(_trace.special_mask[0].any()):
+        keep = ~_trace.special_mask[0].bool().numpy()
+        matrix, shown = drop_special(matrix, keep)
+        labels, title = [labels[i] for i in shown], f"{title}, special tokens hidden"
+    fig = attention_heatmap(matrix, labels, labels, title=title,
+                            causal=_trace.cfg.causal and mode != "Attention rollout")
+    return fig, title
+
+
 def figure(name: str) -> None:
     """A lesson step's one figure (teaching/figures.py), in the step's view: the heatmap of its
     head (or of its mode: average, rollout), or the decoder's cross-attention; no controls."""
@@ -304,22 +327,9 @@ def figure(name: str) -> None:
             trace.tokens, title=f"Cross-attention, decoder layer {layer}, head {head}"),
             key="attn_cross", config=chart_config("cross-attention", layer=layer, head=head))
         return
-    layer, head = VIEW.setdefault("layer", 0), VIEW.setdefault("head", 0)
-    mode, average = VIEW.setdefault("mode"), VIEW.setdefault("average")
-    labels = axis_labels(trace.tokens)
-    if mode == "Attention rollout":
-        matrix, title = _rollout(trace, (selection.model_name, selection.text,
-                                         selection.pair))[layer], f"Rollout through layer {layer}"
-    elif average:
-        matrix = head_average(trace.attentions, layer)
-        title = f"Layer {layer}, average of {trace.cfg.n_heads} heads"
-    else:
-        matrix, title = trace.attentions[layer, head].numpy(), f"Layer {layer}, head {head}"
-    if VIEW.setdefault("hide_special") and bool(trace.special_mask[0].any()):
-        keep = ~trace.special_mask[0].bool().numpy()
-        matrix, shown = drop_special(matrix, keep)
-        labels, title = [labels[i] for i in shown], f"{title}, special tokens hidden"
-    fig = attention_heatmap(matrix, labels, labels, title=title,
-                            causal=trace.cfg.causal and mode != "Attention rollout")
+    view = (VIEW.setdefault("layer", 0), VIEW.setdefault("head", 0), VIEW.setdefault("mode"),
+            bool(VIEW.setdefault("average")), bool(VIEW.setdefault("hide_special")))
+    fig, title = _step_heatmap(trace, (selection.model_name, selection.text, selection.pair),
+                               *view)
     st.plotly_chart(fig, key="attn_heatmap", config=chart_config("attention", fig, title),
                     width="content")

@@ -210,17 +210,23 @@ def render() -> None:
     _pick_and_define(cfg, names)
 
 
+# Shared, not copied: every session showing this view (a class following its teacher) draws
+# the one figure, built once per server; it is never mutated (ui/cache.shared).
+@shared("head_grid_figure")
+def _grid_figure(_trace, key: tuple, stat: str):
+    stats = pooled_statistics([_main_totals(_trace, key)])
+    label = STATISTICS[stat][0]
+    return head_grid(stats[stat], title=f"{label}, every head", value_name=label,
+                     fmt=FORMATS.get(stat, ".2f"), subtitle="rows = layers, columns = heads; "
+                     "click a head to open it on the attention page")
+
+
 def figure(name: str) -> None:
     """A lesson step's one figure (teaching/figures.py): the step's statistic for every head,
     on the step's text; a click opens that head."""
     selection = st.session_state["selection"]
     trace = require_trace(selection)
-    stats = pooled_statistics([_main_totals(trace, (selection.model_name, selection.text,
-                                                    selection.pair))])
-    stat = VIEW.setdefault("stat")
-    label = STATISTICS[stat][0]
-    st.plotly_chart(head_grid(stats[stat], title=f"{label}, every head", value_name=label,
-                              fmt=FORMATS.get(stat, ".2f"), subtitle="rows = layers, columns = "
-                              "heads; click a head to open it on the attention page"),
+    key = (selection.model_name, selection.text, selection.pair)
+    st.plotly_chart(_grid_figure(trace, key, VIEW.setdefault("stat")),
                     key="hs_grid", on_select=pick_head("hs_grid", trace.cfg.n_heads),
                     selection_mode="points", config=chart_config("head-statistics"))

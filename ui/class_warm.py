@@ -3,9 +3,9 @@
 When the teacher moves on, every following student's app reruns into the new view at about the
 same moment (their polls are half a second apart at most), and on a replica that has not drawn
 that view yet they all wait for the same first-time work: the page's modules imported (the
-lessons page brings pandas: half a second on a quiet 2-core machine, and the import lock makes
-every other run wait) and the model's run of the view's text. Measured on a replica of the class
-bench, that was the whole of a lesson's slow first step.
+head statistics page brings pandas: a third of a second on a quiet 2-core machine, and the
+import lock makes every other run wait) and the model's run of the view's text. Measured on a
+replica of the class bench, that was most of a lesson's slow first step.
 
 So the first poll on a replica that sees a class view does that work once, before its own
 rerun: `warm(link)` imports the modules of the view's page (and, for a lesson step, of the
@@ -29,9 +29,10 @@ from urllib.parse import parse_qsl
 
 from teaching.pages import BY_PATH
 
+from .class_drift import UNFOLLOWED  # pages a class never shows
+
 WARM_RUNS = 2  # the view's run and the next lesson step's
 REMEMBERED = 256  # links warmed in this process (oldest forgotten first: warmed again)
-PAGE_MODULES = ("lessons",)  # the page a class is taken to most: imported at the first poll
 
 _LOCK = threading.Lock()
 _WARMED: OrderedDict[str, bool] = OrderedDict()
@@ -123,6 +124,9 @@ def _compute(runs) -> None:
 
 
 def warm_first_poll() -> None:
-    """The first class poll in this process: the pages a class is most often taken to."""
+    """The first class poll in this process imports every page a class can be taken to (about
+    half a second on a quiet 2-core machine, once, while the class is still joining): a page's
+    first run in a process would otherwise import it while its students' runs wait on the
+    import lock (the head statistics page brings pandas: a third of a second)."""
     if _first_time(""):
-        import_pages(PAGE_MODULES)
+        import_pages(page for page in BY_PATH if page not in UNFOLLOWED)
