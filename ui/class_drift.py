@@ -10,27 +10,34 @@ next change pulling them back.
 How a change is told from the teacher's: at the end of each whole run the session keeps what
 its screen showed (the page, the sidebar's model and texts, every declared page setting) with
 the class view version it had taken. At the top of the next run, or at the class bar's poll
-(a slider inside a page's fragment), a value that differs while the version did not move was
-changed on this screen, unless it is one of these, which are not the student's doing:
-- a value the app itself wrote over on this screen since the teacher's view was last taken
-  (the view before it, a value a run replaced): a browser that had not yet drawn the new value
-  sends the old one back, as it did under load right after a lesson step changed;
-- on a lesson step, the step's own value as the step wrote it (its settings, with those the
-  teacher moved in it, ui/lesson_step.py);
+(a slider inside a page's fragment), another page, or a value that differs while the version
+did not move, was changed on this screen; except these, which are not the student's doing:
+- a value the app itself wrote over on this screen while the teacher's current view or the
+  one before it was taken (what the view before showed, a value a run began with and then
+  replaced): a browser that had not drawn the new value yet sends the old one back, as it did
+  under load right after a lesson step changed;
+- on a lesson step, the step's own value as the step wrote it when it was drawn (its settings
+  with those the teacher moved in it, ui/lesson_step.py); a step sets its own texts and
+  settings, so on a lesson step a value is compared as on any page, with these allowed;
 - a value Streamlit dropped (a widget not drawn), and anything on or after the join page;
 - the lesson step in the address (a rerun the browser asked for before it saw the teacher's
   newest step still names the old one; a following student has no Previous/Next anyway).
 
 While a run that opens the teacher's newest view is pending (TAKING_KEY: it began and has not
-finished, e.g. cut short by a new request), the session also knows what that view sets
-(`taking`, from its link): a page that is neither the one last shown nor the teacher's is the
-student's, and so is a value the teacher's view sets (the sidebar's model and texts, the
-settings its link names; on a lesson step, once the step was drawn, its own values) that is
-none of the last shown value, the teacher's value and a value replaced before. Not told apart
-while pending: a setting the teacher's view leaves to its page (at its default, so not in the
-link), and a lesson step's values before the step was first drawn; that student keeps
-following and the teacher's next change brings their screen back. Also not counted: a student
-who sets a value back to one the app replaced since the last take (the old step's, say).
+finished, e.g. cut short by a new request), the session knows what that view sets (`taking`,
+called with its link; with the views of earlier cut-short runs): a page that is neither the
+one last shown nor the teacher's is the student's, and so is a value the teacher's view sets
+(the sidebar's model and texts, the settings its link names; on a lesson step, once the step
+was drawn, its own values) that is none of the last shown one, the teacher's, one replaced as
+above and one a cut-short run began with.
+
+Not told apart (that student keeps following; the teacher's next change brings their screen
+back): while a take is pending, a setting the teacher's view leaves to its page (at its
+default, so not in its link) and a lesson step's values before the step was first drawn; a
+setting changed back to a value the app wrote over since the take before last (the old
+step's, say); and a page that clamps a value the teacher's link names to another one while
+its take is cut short (the teacher's page clamped it the same way, so this needs a model the
+student opens instead of the teacher's, ui/class_models.py).
 """
 
 from __future__ import annotations
@@ -48,7 +55,8 @@ from .view_state import MODEL_KEY, OTHER, OTHER_KEY, PAIR_KEY, TEXT_KEY, ViewSta
 TAKING_KEY = "_class_taking"
 SHOWN_KEY = "_class_shown"  # session state: (version, page, {key: value}) at the last run's end
 TOP_KEY = "_class_top"  # {key: values}: at the tops of runs since the last whole run's end
-REPLACED_KEY = "_class_replaced"  # {key: values}: the app wrote over them since the last take
+# {key: ((version taken, value), ...)}: values the app wrote over (`remember`), newest last
+REPLACED_KEY = "_class_replaced"
 # the views runs began opening since the last whole run's end (`taking`): (newest version,
 # their pages, {key: values their links set}, their lesson steps (lesson id, number))
 PENDING_KEY = "_class_pending"
@@ -88,17 +96,26 @@ def remember(m, page: str) -> None:
     state = st.session_state
     now = _values()
     kept = state.get(SHOWN_KEY)
-    replaced = dict(state.get(REPLACED_KEY, {})) if kept and kept[0] == m.version else {}
+    replaced = _recent(state.get(REPLACED_KEY, {}), m.version)
     before = {key: (value,) for key, value in (kept[2] if kept else {}).items()}
     for key, values in (state.pop(TOP_KEY, None) or {}).items():
         before[key] = before.get(key, ()) + values
     for key, values in before.items():
         for value in values:
             if key in now and _differs(value, now[key]):
-                _add(replaced, key, value)
+                old = [e for e in replaced.get(key, ()) if _differs(e[1], value)]
+                replaced[key] = tuple(old + [(m.version, value)])[-KEEP_VALUES:]
     state[REPLACED_KEY] = replaced
     state[SHOWN_KEY] = (m.version, page, now)
     state.pop(PENDING_KEY, None)
+
+
+def _recent(replaced: dict, version: int) -> dict:
+    """The values replaced while this view or the one before it was taken (by the class view
+    version that was taken when they were replaced)."""
+    tags = sorted({tag for values in replaced.values() for tag, _ in values} | {version})[-2:]
+    return {key: kept for key, values in replaced.items()
+            if (kept := tuple(e for e in values if e[0] in tags))}
 
 
 def taking(version: int, link: str) -> None:
@@ -168,8 +185,8 @@ def _changed(kept: dict, also: dict, only=None) -> bool:
     for key in kept if only is None else only:
         if key not in now:
             continue  # Streamlit dropped it: a widget not drawn
-        allowed = ((kept[key],) if key in kept else ()) + replaced.get(key, ()) + \
-            also.get(key, ())
+        allowed = ((kept[key],) if key in kept else ()) + also.get(key, ()) + \
+            tuple(value for _, value in replaced.get(key, ()))
         if not _among(now[key], allowed):
             return True
     return False

@@ -164,6 +164,21 @@ def test_on_a_lesson_step_a_setting_changed_is_a_move_but_a_stale_one_is_not(m):
     assert class_drift.moved(m, "attention")
 
 
+def test_a_value_replaced_two_views_ago_is_not_a_move_but_an_older_one_is(m):
+    """Stale values are allowed from the view before the teacher's current one and the one
+    before that; older ones are a student's choice again."""
+    for version, head in ((8, 3), (9, 5), (10, 7)):
+        _take_step(m, version, version - 7, head=head, text=f"The text of step {head}.")
+    st.session_state["attn_head"] = 3
+    assert not class_drift.moved(m, "lessons")
+    st.session_state["attn_head"] = 7
+    _take_step(m, 11, 4, head=8, text="The text of step 8.")
+    st.session_state["attn_head"] = 5
+    assert not class_drift.moved(m, "lessons")
+    st.session_state["attn_head"] = 3
+    assert class_drift.moved(m, "lessons")
+
+
 def test_a_value_a_run_wrote_over_is_not_a_move_when_sent_back(m):
     """A rerun that still names the old step puts that step's values in: the values it wrote
     over (the newer step's) are the app's, when a browser sends them back."""
