@@ -153,6 +153,7 @@ def before_run(page_objects: dict, on_screen: str) -> None:
     if runs >= TAKES:
         m.version = view.version
     if view.link:
+        class_drift.taking(view.version, view.link)  # what it sets: told from a student's move
         take_link(view.link, page_objects, on_screen)
 
 

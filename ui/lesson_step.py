@@ -116,9 +116,15 @@ def keep_settings(lesson_id: str, number: int, step: Step, settings_: dict) -> N
 
 # A step's link may change some of its settings (/lessons?lesson=<id>&step=<n>&head=3, as a
 # live class's teacher publishes it when they moved a slider in the step): the keys are the
-# step page's own link keys (teaching/pages.py), except the two the lesson's link itself uses
-# (the walkthrough's "step" setting is not carried).
+# step page's own link keys (teaching/pages.py), except where the lesson's link itself uses
+# one: the walkthrough's "step" is "wkstep" there (its page's prefix before it).
 LESSON_LINK_KEYS = ("lesson", "step")
+
+
+def step_link_key(spec, setting) -> str:
+    """A setting's key in a lesson step's link: its page link key, or, where the lesson's own
+    link uses that key, the page's prefix and the key ("wkstep")."""
+    return f"{spec.prefix}{setting.url}" if setting.url in LESSON_LINK_KEYS else setting.url
 
 
 def link_settings(step: Step) -> dict:
@@ -126,9 +132,7 @@ def link_settings(step: Step) -> dict:
     spec = view_state.page_view(step.page).spec
     found = {}
     for setting in spec.settings:
-        if setting.url in LESSON_LINK_KEYS:
-            continue
-        raw = st.query_params.get(setting.url)
+        raw = st.query_params.get(step_link_key(spec, setting))
         value = None if raw is None else setting.from_url(str(raw))
         if value is not None:
             found[setting.name] = value
@@ -147,11 +151,11 @@ def changed_settings(lesson_id: str, number: int) -> dict[str, str]:
     shown = view_state.current(own.page).settings
     out = {}
     for setting in spec.settings:
-        if setting.name not in used or setting.url in LESSON_LINK_KEYS:
+        if setting.name not in used:
             continue
         value = shown.get(setting.name, setting.default)
         if value is not None and value != own.settings.get(setting.name, setting.default):
-            out[setting.url] = setting.to_url(value)
+            out[step_link_key(spec, setting)] = setting.to_url(value)
     return out
 
 

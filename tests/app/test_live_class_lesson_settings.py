@@ -15,7 +15,7 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 
 from class_lessons import LESSON_ID, write_lesson  # noqa: E402
 from page_links import open_lesson  # noqa: E402
-from test_live_class import _clean, store  # noqa: E402, F401  (store: a fixture)
+from test_live_class import _clean, bar, poll, store  # noqa: E402, F401  (store: a fixture)
 from test_live_class_answers import student_in_page, teacher_on_step  # noqa: E402
 import test_live_class_answers  # noqa: E402
 
@@ -56,3 +56,40 @@ def test_a_step_link_with_a_changed_head_opens_the_step_with_it():
     assert f"head {other}" in title
     bad = open_lesson("reading-heatmaps", 1, head="<b>99</b>")  # unreadable: the step's own
     assert not bad.exception and bad.session_state["attn_head"] == own
+
+
+def test_a_slider_a_following_student_moves_in_a_step_is_looking_around(store, lesson_folder):
+    """On a step that runs a whole page, a student's own slider counts as looking around; the
+    value the step showed before the teacher moved it, sent back by a browser that had not
+    drawn the new one yet, does not."""
+    teacher, new = teacher_on_step(store, 1)
+    student = student_in_page(new, "lessons")
+    assert student.session_state["emb_layer"] == 2
+    _clean(teacher.slider(key="emb_layer").set_value(4).run())
+    poll(student)
+    assert student.session_state["emb_layer"] == 4
+    student.session_state["emb_layer"] = 2  # stale: what this screen showed before
+    _clean(student.run())
+    assert student.session_state["_class"].following
+    assert "Following the teacher" in bar(student)
+    _clean(student.slider(key="emb_layer").set_value(5).run())
+    assert not student.session_state["_class"].following
+    assert "You changed the view yourself" in bar(student)
+    assert "0 following · 1 looking around · 1 joined" in bar(_clean(teacher.run()))
+
+
+def test_the_walkthroughs_own_step_travels_beside_the_lessons_step(store, monkeypatch):
+    """The walkthrough page's setting "step" and the lesson's step share a name in links: in a
+    lesson step's link the walkthrough's is "wkstep", so both reach the student."""
+    monkeypatch.setattr(test_live_class_answers, "LESSON", "forward-pass")
+    teacher, new = teacher_on_step(store, 2)
+    own = teacher.session_state["wk_step"]
+    teacher.session_state["wk_step"] = own + 1  # the step's figure has no control for it
+    _clean(teacher.run())
+    link = store.view(new.class_id).link
+    assert link == f"/lessons?lesson=forward-pass&step=2&wkstep={own + 1}"
+    student = student_in_page(new, "lessons")
+    assert student.query_params["lesson"] == "forward-pass"
+    assert student.query_params["step"] == "2"
+    assert student.session_state["wk_step"] == own + 1
+    assert student.session_state["_lesson_at"] == ("forward-pass", 2)

@@ -71,3 +71,70 @@ def test_another_page_opened_while_following_is_looking_around(store):
     assert "Looking around on your own" in bar(student)
     assert not student.session_state["_class"].following
     assert "0 following · 1 looking around" in count(teacher)
+
+
+def _student_run(class_id: str, member_key: str) -> None:
+    """A student's whole run on the page session_state["page"]: it takes the class's view, then
+    finishes or is cut short (a new request: the view's take stays pending)."""
+    import streamlit as st
+
+    from ui import class_follow, class_session
+    from ui.class_session import Membership
+
+    st.session_state.setdefault(
+        class_session.KEY, Membership("student", class_id, member_key=member_key))
+    page = st.session_state.get("page", "attention")
+    class_follow.before_run({}, page)
+    if st.session_state.get("cut_short"):
+        st.stop()
+    class_follow.after_run(page)
+
+
+def _cut_short_take(store, head: int = 5):
+    """A following student on the teacher's attention view (head 3); the teacher moves the
+    head, and the student's run that opens it is cut short."""
+    from streamlit.testing.v1 import AppTest
+
+    new = store.start_class()
+    member = store.join(new.join_code, "Ann")
+    store.set_view(new.teacher_key, "/attention?model=minilm&text=The+cat+sat.&head=3")
+    at = AppTest.from_function(_student_run, args=(new.class_id, member.member_key),
+                               default_timeout=300)
+    _clean(at.run())
+    assert at.session_state["attn_head"] == 3 and at.session_state["_class"].following
+    store.set_view(new.teacher_key, f"/attention?model=minilm&text=The+cat+sat.&head={head}")
+    at.session_state["cut_short"] = True
+    _clean(at.run())
+    assert at.session_state["attn_head"] == head  # written, not taken yet
+    return at, new
+
+
+@pytest.mark.parametrize("head", [5, 3])  # the teacher's; the one the browser last showed
+def test_while_the_teachers_view_is_pending_its_values_are_no_move(store, head):
+    at, new = _cut_short_take(store)
+    at.session_state["attn_head"] = head
+    _clean(at.run())
+    assert at.session_state["_class"].following
+    at.session_state["cut_short"] = False
+    _clean(at.run())
+    assert at.session_state["_class"].following and at.session_state["attn_head"] == 5
+    assert store.headcount(new.teacher_key).following == 1
+
+
+def test_a_slider_moved_while_the_teachers_view_is_pending_is_looking_around(store):
+    at, new = _cut_short_take(store)
+    at.session_state["attn_head"] = 9  # the student's own, before the take finished
+    at.session_state["cut_short"] = False
+    _clean(at.run())
+    m = at.session_state["_class"]
+    assert not m.following and m.moved_away
+    assert at.session_state["attn_head"] == 9  # not pulled back to the teacher's
+    assert store.headcount(new.teacher_key).looking_around == 1
+
+
+def test_a_page_opened_while_the_teachers_view_is_pending_is_looking_around(store):
+    at, new = _cut_short_take(store)
+    at.session_state["page"] = "compare"
+    _clean(at.run())
+    assert not at.session_state["_class"].following
+    assert store.headcount(new.teacher_key).looking_around == 1

@@ -54,7 +54,8 @@ def test_a_following_student_on_a_lesson_step_and_after_moving_a_slider(server, 
     _idle(student)
     teacher.get_by_text("1 following · 0 looking around · 1 joined").wait_for(timeout=10_000)
     student.wait_for_timeout(1_500)  # the run that drew the teacher's view has ended (a change
-    # made while it still draws is not told from the teacher's: ui/class_drift.py)
+    # made while it still draws is told from the teacher's only for the values its link names:
+    # ui/class_drift.py)
     student.locator('[data-testid="stSlider"]').nth(1).get_by_role("slider").press("ArrowRight")
     student.get_by_text("You changed the view yourself").wait_for(timeout=30_000)
     _heatmap_title(student, f"Layer {layer}, head {head + 1}")

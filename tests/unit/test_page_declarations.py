@@ -62,6 +62,19 @@ def test_keys_and_link_keys_are_unique_and_leave_the_sidebar_its_own(spec):
             assert setting.check(setting.default) == setting.default or setting.kind == "heads"
 
 
+@pytest.mark.parametrize("spec", [BY_PATH[p] for p in LESSON_PAGES], ids=lambda s: s.path)
+def test_a_lesson_steps_link_names_every_setting_apart_from_the_lessons_own(spec):
+    """/lessons?lesson=<id>&step=<n>&<a setting moved in the step>: the walkthrough's own
+    "step" is "wkstep" there; every other setting keeps its page link key."""
+    from ui.lesson_step import LESSON_LINK_KEYS, step_link_key
+
+    keys = [step_link_key(spec, s) for s in spec.settings]
+    assert len(set(keys)) == len(keys)
+    assert not set(keys) & (SIDEBAR_PARAMS | set(LESSON_LINK_KEYS))
+    assert [k for k, s in zip(keys, spec.settings) if k != s.url] == (
+        ["wkstep"] if spec.path == "walkthrough" else [])
+
+
 def test_no_page_or_glue_module_types_a_page_settings_key():
     """Pages reach their settings through ui/view_state.py, by declared name."""
     keys = {spec.key(name) for spec in PAGE_SPECS for name in spec.by_name}
