@@ -51,10 +51,8 @@ CODE = r"^[A-Z0-9]{3}-[A-Z0-9]{3}$"
 
 
 def pct(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))] if values else None
 
 
 async def wait_for(check, within_s: float, poll_s: float = 0.05):
@@ -283,6 +281,7 @@ async def lesson_run(cluster, args, browsers: Browsers | None = None) -> dict:
               "join_s_p95": pct(join_s, 0.95), "steps": [], "failover": None, "answers": [],
               "pages_joined": len(page_join_s), "page_join_s": [round(t, 2) for t in page_join_s]}
     sent: dict = {}
+    await asyncio.sleep(args.dwell)  # the pages finish loading before the teacher starts
     for number in range(1, args.steps + 1):
         if number == args.kill_at_step:
             report["failover"] = await fail_one(cluster, students, code, args.restart,
@@ -371,7 +370,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--browsers", type=int, default=0, help="how many are Chromium pages")
     parser.add_argument("--browser-priority", default="idle", choices=("idle", "same"))
     parser.add_argument("--steps", type=int, default=5, help="steps of the lesson to go through")
-    parser.add_argument("--dwell", type=float, default=4.0, help="seconds on each step")
+    parser.add_argument("--dwell", type=float, default=4.0, help="seconds on each step, and joined")
     parser.add_argument("--kill-at-step", type=int, default=3, help="0: no failure")
     parser.add_argument("--restart", action="store_true", help="restart replica 0 instead")
     parser.add_argument("--timeout", type=float, default=90.0, help="opening a page, a click")

@@ -159,3 +159,20 @@ def test_with_every_slot_held_the_poll_warms_nothing_and_does_not_wait(fresh):
         release.set()
         for w in workers:
             w.join()
+
+
+def test_the_first_poll_imports_every_page_a_class_can_be_taken_to_once(fresh, monkeypatch):
+    """A page's first run in a process would import its modules while its students' runs wait
+    on the import lock (the head statistics page brings pandas): the first class poll on a
+    replica imports them all, once; never the teacher's own pages."""
+    from teaching.pages import BY_PATH
+    from ui import class_warm
+    from ui.page_registry import module_name
+
+    imported = []
+    monkeypatch.setattr(class_warm.importlib, "import_module", imported.append)
+    class_warm.warm_first_poll()
+    assert set(imported) == {module_name(p) for p in BY_PATH if p not in ("teach", "join")}
+    assert "app_pages.heads" in imported and len(imported) == len(set(imported))
+    class_warm.warm_first_poll()  # once per process
+    assert len(imported) == len(set(imported)) == len(BY_PATH) - 2
