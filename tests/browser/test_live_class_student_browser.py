@@ -103,6 +103,8 @@ def test_a_model_trained_in_the_teachers_browser_is_said_on_the_students_screen(
         f"{quote_plus('a b c d a b c')}&trained=1")
     student.get_by_text("this screen cannot open").wait_for(timeout=120_000)
     _heatmap_title(student, "Layer ", timeout=180_000)
+    # the sentence is in the class bar, which its own poll redraws after the page's run
+    student.get_by_text("own small model trained on the same task").wait_for(timeout=30_000)
     _idle(student)
     said = student.locator('[data-testid="stMain"]').inner_text()
     assert "tiny-induction, the app's own small model trained on the same task" in said
