@@ -42,8 +42,6 @@ student opens instead of the teacher's, ui/class_models.py).
 
 from __future__ import annotations
 
-from urllib.parse import parse_qsl
-
 import streamlit as st
 
 from teaching.pages import BY_PATH, PAGE_SPECS
@@ -125,13 +123,12 @@ def taking(version: int, link: str) -> None:
     send back what one of them drew)."""
     from . import class_models
 
-    path, _, query = link.partition("?")
-    page = path.strip("/") or "start"
+    page, params = ViewState.split_link(link)
     _, pages, sets, steps = st.session_state.get(PENDING_KEY) or (None, (), {}, ())
     if page not in BY_PATH or page in UNFOLLOWED:
         st.session_state.pop(PENDING_KEY, None)
         return
-    params = class_models.openable(dict(parse_qsl(query)), None)  # the model this screen opens
+    params = class_models.openable(params, None)  # the model this screen opens
     sets = dict(sets)
     if page == "lessons":
         from .urlstate import url_int
@@ -161,14 +158,13 @@ def _widget(value):
 def _step_values(steps: tuple = ()) -> dict:
     """{key: values}: the lesson step's own values as it wrote them when it was last drawn, if
     that step is one of `steps` (or any step, when none are given); {} otherwise."""
-    from .lesson_step import GIVEN_KEY, STEP_VIEW_KEY
+    from .lesson_step import STEP_VIEW_KEY, given_settings
 
     drawn = st.session_state.get(STEP_VIEW_KEY)
     if not drawn or (steps and tuple(drawn[:2]) not in steps):
         return {}
     view: ViewState = drawn[2]
-    given = st.session_state.get(GIVEN_KEY) or ("", 0, {})
-    moved_ = given[2] if tuple(given[:2]) == tuple(drawn[:2]) else {}
+    moved_ = given_settings(*drawn[:2])
     out = {TEXT_KEY: (view.text,), PAIR_KEY: (view.pair,),
            MODEL_KEY: (view.model, OTHER), OTHER_KEY: (view.model,)}
     for name, value in {**view.settings, **moved_}.items():

@@ -18,7 +18,7 @@ the view changed waits its turn in the queue, as any run does.
 from __future__ import annotations
 
 import time
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import urlencode
 
 import streamlit as st
 
@@ -159,11 +159,9 @@ def before_run(page_objects: dict, on_screen: str) -> None:
 
 def take_link(link: str, page_objects: dict, on_screen: str) -> None:
     """Open the view a class link names: a page with its settings, or a lesson step."""
-    path, _, query = link.partition("?")
-    page = path.strip("/") or "start"
+    page, params = view_state.ViewState.split_link(link)
     if page not in BY_PATH or page in NOT_FOLLOWED:
         return
-    params = dict(parse_qsl(query, keep_blank_values=False))
     params = class_models.openable(params, class_session.student())  # not the teacher's own
     if page == "lessons":
         from .lesson_step import AT_KEY

@@ -25,7 +25,6 @@ from __future__ import annotations
 import importlib
 import threading
 from collections import OrderedDict
-from urllib.parse import parse_qsl
 
 from teaching.pages import BY_PATH
 
@@ -58,14 +57,12 @@ def forget() -> None:
 def plan(link: str) -> tuple[list[str], list[tuple[str, str, str]]]:
     """(pages whose modules to import, runs (model, text, pair) to compute) for a class link:
     a page's view, or a lesson step with the step after it."""
-    path, _, query = link.partition("?")
-    page = path.strip("/") or "start"
+    from .view_state import ViewState
+
+    page, params = ViewState.split_link(link)
     if page not in BY_PATH:
         return [], []
-    params = dict(parse_qsl(query, keep_blank_values=False))
     if page != "lessons":
-        from .view_state import ViewState
-
         view = ViewState.from_link(page, params)
         return [page], ([(view.model, view.text, view.pair)] if view.model else [])
     from .lesson_library import catalogue

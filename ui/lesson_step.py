@@ -91,6 +91,12 @@ def step_view(step: Step, resolved: dict) -> ViewState:
     return ViewState(step.page, step.model, step.text, step.pair, resolved)
 
 
+def given_settings(lesson_id: str, number: int) -> dict:
+    """The settings this step's link changed ({} when the link was another step's)."""
+    given = st.session_state.get(GIVEN_KEY) or ("", 0, {})
+    return given[2] if tuple(given[:2]) == (lesson_id, number) else {}
+
+
 def keep_settings(lesson_id: str, number: int, step: Step, settings_: dict) -> None:
     """Before the step's page is drawn. Streamlit forgets (or brings back an older value of) a
     widget that a run did not draw, and the page stays hidden until the learner answers; so the
@@ -100,9 +106,7 @@ def keep_settings(lesson_id: str, number: int, step: Step, settings_: dict) -> N
     first = st.session_state.get(DRAWN_KEY) != (lesson_id, number)
     st.session_state[STEP_VIEW_KEY] = (lesson_id, number, step_view(step, settings_))
     if first:
-        given = st.session_state.get(GIVEN_KEY) or ("", 0, {})
-        changed = given[2] if given[:2] == (lesson_id, number) else {}
-        view = step_view(step, {**settings_, **changed})
+        view = step_view(step, {**settings_, **given_settings(lesson_id, number)})
         for setting in spec.settings:  # the step's values; the others back to the defaults
             if setting.name in view.settings:
                 st.session_state[spec.key(setting.name)] = view.settings[setting.name]

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import partial
-from urllib.parse import urlencode
+from urllib.parse import parse_qsl, urlencode
 
 import streamlit as st
 
@@ -87,6 +87,12 @@ class ViewState:
     def to_link(self, base: str = "") -> str:
         """The view's address: `base` (the server's address, or "" for a path) + /page?..."""
         return f"{base.rstrip('/')}/{self.page}?{urlencode(self.params())}"
+
+    @staticmethod
+    def split_link(link: str) -> tuple[str, dict[str, str]]:
+        """(page path, parameters) of a link `to_link` made ("/" is the start page)."""
+        path, _, query = link.partition("?")
+        return path.strip("/") or "start", dict(parse_qsl(query))
 
     @classmethod
     def from_link(cls, page: str, params: Mapping[str, str]) -> ViewState:
