@@ -335,7 +335,8 @@ async def class_run(cluster, args) -> dict:
         else:
             async with Browsers(idle=args.browser_priority == "idle") as browsers:
                 report = await lesson_run(cluster, args, browsers)
-    return report | lag.report()
+    late = [round(pct(lag.lags, q) or 0.0, 3) for q in (0.5, 0.95, 1.0)]  # p50, p95, max
+    return report | {"bench_loop_late_s": late, "bench_cpu_s": round(lag.cpu_s, 1)}
 
 
 def summary(report: dict, kill_at: int) -> dict:

@@ -40,7 +40,7 @@ class Browsers:
 
     def __init__(self, idle: bool = False) -> None:
         self._playwright = self.browser = None
-        self.idle = idle
+        self.idle, self._wrapper = idle, None
 
     def _executable(self) -> str:
         """Chromium, or a wrapper that starts it under the idle scheduling policy."""
@@ -50,6 +50,7 @@ class Browsers:
         with os.fdopen(fd, "w") as wrapper:
             wrapper.write(f'#!/bin/sh\nexec chrt --idle 0 {CHROMIUM} "$@"\n')
         os.chmod(path, 0o755)
+        self._wrapper = path  # removed on the way out
         return path
 
     async def __aenter__(self) -> Browsers:
@@ -67,6 +68,8 @@ class Browsers:
             await self.browser.close()
         if self._playwright is not None:
             await self._playwright.stop()
+        if self._wrapper is not None:
+            os.unlink(self._wrapper)
 
     async def student(self) -> BrowserStudent:
         context = await self.browser.new_context(viewport={"width": 1280, "height": 800})
