@@ -11,7 +11,8 @@ class on the Teach page; the students open the join link, type a name and join; 
 opens the lesson and clicks "Next" step by step, waiting --dwell seconds on each.
 
 Follow delay: from the teacher's click being sent to a student's app having drawn that step
-(its "Step n of m" arrived and that run finished), for every student and step.
+(its "Step n of m" arrived and that run finished), for every student and step; --browsers N
+of them are Chromium pages (measured in the page), and `all_follow_*` counts the whole class.
 
 Mid-lesson (--kill-at-step): SIGKILL the replica holding the most students (never the
 teacher's); with --restart (one replica), stop it and start it again. Its students reconnect
@@ -38,9 +39,7 @@ from urllib.parse import quote
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
-from class_browsers import (  # noqa: E402
-    Browsers, answer_through_pages, join_browsers, step_shown,
-)
+from class_browsers import Browsers, answer_through_pages, join_browsers, step_shown  # noqa
 from class_client import ClassClient  # noqa: E402
 from loop_lag import LoopLag  # noqa: E402
 from deploy.launch import COOKIE, running_cluster  # noqa: E402
@@ -122,7 +121,7 @@ async def step_delays(teacher: ClassClient, students: list, number: int, first: 
                       lesson: str, timeout_s: float, wait_s: float, pages=()) -> dict:
     """The teacher opens step `number`; each student's delay until it has drawn it (the
     Chromium pages' measured in the page, reported apart)."""
-    sent = time.perf_counter()
+    sent, sent_at = time.perf_counter(), time.time()  # the wall clock: to find it in logs
     shown = asyncio.create_task(step_shown(pages, number, sent, wait_s)) if pages else None
     if first:
         result = await teacher.go("lessons", f"lesson={lesson}&step={number}", timeout_s)
@@ -135,7 +134,7 @@ async def step_delays(teacher: ClassClient, students: list, number: int, first: 
     delays = [s.drawn(pattern, sent) for s in live]
     phases = [p for p in (s.phases(pattern, sent) for s in live) if p is not None]
     view = store_view(teacher)
-    in_pages = (await shown) if shown is not None else {}
+    in_pages = ((await shown) if shown is not None else {}) | {"sent_at": round(sent_at, 3)}
     return in_pages | {"step": number, "teacher_ok": result["ok"], "teacher_run_s": round(teacher_s, 3),
             "teacher_shows": teacher.said(r"^Step \d+ of \d+$", sent),
             "class_view": f"{view.version} {view.link}" if view else None,
@@ -240,8 +239,7 @@ def replica_load(cluster, students: list) -> dict[int, list[int]]:
     return where
 
 
-async def fail_one(cluster, students: list, code: str, restart: bool,
-                   timeout_s: float) -> dict:
+async def fail_one(cluster, students: list, code: str, restart: bool, timeout_s: float) -> dict:
     """Kill (or restart) a replica mid-lesson; its students come back. Returns the report."""
     where = replica_load(cluster, students)
     victim = 0 if restart else max((r for r in where if r != 0),
@@ -357,7 +355,9 @@ def pages_summary(report: dict, kill_at: int) -> dict:
         return {}
     calm = [d for s in report["steps"] if s["step"] != kill_at
             for d in s.get("browser_delays_s", [])]
-    return {"pages_follow_p50_s": pct(calm, 0.5), "pages_follow_p95_s": pct(calm, 0.95),
+    everyone = calm + [d for s in report["steps"] if s["step"] != kill_at for d in s["delays_s"]]
+    return {"all_follow_p50_s": pct(everyone, 0.5), "all_follow_p95_s": pct(everyone, 0.95),
+            "pages_follow_p50_s": pct(calm, 0.5), "pages_follow_p95_s": pct(calm, 0.95),
             "pages_follow_max_s": max(calm, default=None), "pages_follows": len(calm),
             "pages_missed": sum(s.get("browser_missed", 0) for s in report["steps"])}
 

@@ -3,7 +3,9 @@ tests/deploy: bench/ws_client.py's session, plus what a class needs of the brows
 
 - Fragments that rerun on their own (`st.fragment(run_every=...)`, the class bar): the server
   sends an auto_rerun message with the fragment's id and interval, and the browser then asks
-  for that fragment's rerun on a timer. `start_polling` does the same.
+  for that fragment's rerun on a timer. `start_polling` does the same, as the browser does it:
+  a whole run's start clears every timer, and each timer's first tick comes one interval after
+  its auto_rerun message (the same interval again keeps the running timer).
 - What the screen says: the texts of headings, markdown, alerts and code blocks as they arrive
   (`texts`, `said`), e.g. the join code, the teacher link, "Following the teacher".
 - When each whole run finished (`finished`): with the texts, when a student's app has drawn
@@ -33,11 +35,13 @@ class ClassClient(WsSession):
         super().__init__(url, heatmap_key="", keys=keys)
         self.texts: list[tuple[float, str, str]] = []  # (when, element kind, text)
         self.auto: dict[str, float] = {}  # fragment id -> rerun every so many seconds
+        self.ticked: dict[str, float] = {}  # fragment id -> when its timer last fired (or began)
         self.finished: list[tuple[float, str]] = []  # (when, query string) per whole run
         self.started: list[float] = []  # when each run began (its new_session arrived)
         self.endings: list[tuple[float, int]] = []  # (when, how) each run ended
         self.errors: list[tuple[float, str]] = []  # (when, what) the reader could not take
         self.pages: dict[str, str] = {}  # url path -> page script hash
+        self.lifecycle: list[tuple[float, str]] = []  # (when, what): runs, timers, requests
         self._poller: asyncio.Task | None = None
 
     def _error(self, text: str) -> None:
@@ -52,15 +56,33 @@ class ClassClient(WsSession):
         if self.ws is not None and self.ws.close_code is not None:
             self.ws_closed = f"{self.ws_closed}: code {self.ws.close_code} {self.ws.close_reason}"
 
+    def _note(self, what: str) -> None:
+        self.lifecycle.append((time.perf_counter(), what))
+        del self.lifecycle[:-KEPT_TEXTS]
+
+    def rerun_msg(self, fragment_id: str = ""):
+        self._note(f"asks {'fragment ' + fragment_id[:6] if fragment_id else 'whole run'}")
+        return super().rerun_msg(fragment_id)
+
     def handle(self, msg: ForwardMsg, size: int = 0) -> None:
         kind = msg.WhichOneof("type")
+        if kind == "new_session":
+            self._note(f"starts {'fragment' if msg.metadata.run.fragment_ids else 'whole'}")
+        elif kind == "script_finished":
+            self._note(ForwardMsg.ScriptFinishedStatus.Name(msg.script_finished))
+        elif kind in ("auto_rerun", "stop_auto_rerun"):
+            self._note(f"{kind} {str(getattr(msg, kind)).strip()[:60]}")
         if kind == "auto_rerun" and msg.auto_rerun.fragment_id:
-            self.auto[msg.auto_rerun.fragment_id] = max(msg.auto_rerun.interval, 0.1)
+            fragment, every = msg.auto_rerun.fragment_id, max(msg.auto_rerun.interval, 0.1)
+            if self.auto.get(fragment) != every:  # a new timer: its first tick in `every` s
+                self.auto[fragment], self.ticked[fragment] = every, time.perf_counter()
         elif kind == "navigation":  # the app's pages: a page link sends the page's hash
             self.pages.update({p.url_pathname: p.page_script_hash
                                for p in msg.navigation.app_pages})
         elif kind == "new_session":
             self.started.append(time.perf_counter())
+            if not msg.metadata.run.fragment_ids:  # a whole run: the browser clears its timers
+                self.auto.clear()
         elif kind == "stop_auto_rerun":  # fragments no longer drawn
             for fragment in msg.stop_auto_rerun.fragment_ids:
                 self.auto.pop(fragment, None)
@@ -159,7 +181,8 @@ class ClassClient(WsSession):
                 "endings": dict(Counter(ForwardMsg.ScriptFinishedStatus.Name(how)
                                         for when, how in self.endings if when >= since)),
                 "errors": [t for when, t in self.errors if when >= since][:3],
-                "timers": len(self.auto), "closed": self.ws_closed}
+                "timers": len(self.auto), "closed": self.ws_closed,
+                "lifecycle": [f"{when - since:+.3f} {what}" for when, what in self.lifecycle[-40:]]}
 
     def address(self) -> str:
         """The path and query the browser's address bar shows now."""
@@ -173,12 +196,11 @@ class ClassClient(WsSession):
             self._poller = asyncio.create_task(self._poll())
 
     async def _poll(self) -> None:
-        last: dict[str, float] = {}
         while not self.ws_closed:
             now = time.perf_counter()
             for fragment, every in list(self.auto.items()):
-                if now - last.get(fragment, 0.0) >= every:
-                    last[fragment] = now
+                if now - self.ticked.get(fragment, 0.0) >= every:
+                    self.ticked[fragment] = now
                     clicking, self.clicking = self.clicking, None  # a click is sent once
                     request = self.rerun_msg(fragment)
                     self.clicking = clicking
@@ -187,7 +209,7 @@ class ClassClient(WsSession):
                         await self.ws.send(request.SerializeToString())
                     except Exception:  # noqa: BLE001 - the connection dropped: _read says so
                         return
-            await asyncio.sleep(0.1)  # the bench runs 31 of these in one process
+            await asyncio.sleep(0.05)  # the bench runs 31 of these in one process
 
     # ---- moving around as the browser does
     async def go(self, page: str, query: str, timeout_s: float) -> dict:

@@ -11,7 +11,7 @@ import time
 
 import streamlit as st
 
-from . import class_drift, class_follow, class_models, class_session
+from . import class_drift, class_follow, class_models, class_session, poll_timer
 from .class_follow import ERROR_KEY, STUDENT_POLL_SECONDS, TEACHER_POLL_SECONDS, in_fragment_rerun
 from .text import md_escape
 
@@ -46,6 +46,7 @@ def _teacher_bar() -> None:
     if m is None:
         return
     if in_fragment_rerun():
+        poll_timer.rearm(TEACHER_POLL_SECONDS)  # a timer lost at a whole run's end comes back
         class_follow.publish()  # a change made inside a page's fragment
     from teaching.class_store import ClassError, NotTeacher
 
@@ -77,6 +78,7 @@ def _student_bar() -> None:
     if m is None:
         return
     if in_fragment_rerun():
+        poll_timer.rearm(STUDENT_POLL_SECONDS)  # a timer lost at a whole run's end comes back
         # a slider moved inside a page's fragment: this student now looks around
         class_drift.check(m, None, class_follow.look_around)
         if class_follow.poll(m):

@@ -131,6 +131,47 @@ def test_a_class_started_through_one_replica_is_joined_through_the_other(cluster
     assert {cluster.replica_at(r) for r in cluster.served(student.cookies[COOKIE])} == {1}
 
 
+def test_a_student_whose_browser_lost_its_poll_timer_gets_it_back_at_the_next_poll(cluster):
+    """A poll that reaches the server just as a whole run ends can make Streamlit drop that
+    run's last messages, the bar's timer among them (ui/poll_timer.py). Here the student's
+    browser loses its timer that way and sends the one poll already on its way: that poll's
+    run gives the timer back, so the student keeps following."""
+    teacher = ClassClient(cluster.url + "/teach", keys=("class_start",))
+    teacher.cookies[COOKIE] = cluster.cookie_for(0, "timer-teacher")
+    student = ClassClient(cluster.url + "/join", keys=("class_code", "class_join"))
+    student.cookies[COOKIE] = cluster.cookie_for(0, "timer-student")
+
+    async def scenario():
+        assert (await teacher.open(120))["ok"]
+        assert (await teacher.click("class_start", 60))["ok"]
+        assert (await student.open(120))["ok"]
+        student.widgets["class_code"]["value"] = teacher.said(r"^[A-Z0-9]{3}-[A-Z0-9]{3}$")
+        assert (await student.click("class_join", 60))["ok"]
+        assert await said_within(student, "Following the teacher", 0.0, 30)
+        timers = dict(student.auto)  # the class bar's, from the whole run that drew it
+        student.auto.clear()  # lost: no poll would ever come again
+        polled = time.perf_counter()
+        for fragment in timers:  # the poll that was already on its way
+            request = student.rerun_msg(fragment)
+            request.rerun_script.is_auto_rerun = True
+            await student.ws.send(request.SerializeToString())
+        for _ in range(100):
+            if student.auto:
+                break
+            await asyncio.sleep(0.1)
+        back = dict(student.auto)
+        student.start_polling()  # the browser polls again with it: the teacher moves on
+        assert (await teacher.go("lessons", "lesson=minilm-heads&step=1", 60))["ok"]
+        followed = await said_within(student, r"^Step 1 of \d+$", polled, 30)
+        await teacher.close()
+        await student.close()
+        return timers, back, followed
+
+    timers, back, followed = asyncio.run(scenario())
+    assert len(timers) == 1 and back == timers, (timers, back)
+    assert followed, "the student did not follow the teacher after its timer came back"
+
+
 async def a_class_split_over_both(cluster) -> tuple[ClassClient, ClassClient]:
     """A teacher on replica 1 and a student who joined with the code through replica 0."""
     teacher = ClassClient(cluster.url + "/teach", keys=("class_start",))
