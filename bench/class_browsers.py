@@ -33,6 +33,13 @@ IDLE = ("!document.querySelector('[data-testid=\"stStatusWidget\"] button')"
         " && !document.querySelector('[data-stale=\"true\"]')")
 SHOWS = (f"w => {{ const m = document.querySelector('{MAIN}');"
          f" return !!m && m.innerText.includes(w) && {IDLE}; }}")
+# what a page that missed a step shows instead: the words? a run going? what is left stale?
+STATE = (f"w => {{ const m = document.querySelector('{MAIN}'); const stale = [...document"
+         f".querySelectorAll('[data-stale=\"true\"]')]; return {{words: !!m && m.innerText"
+         f".includes(w), running: !!document.querySelector('[data-testid=\"stStatusWidget\"]"
+         f" button'), stale: stale.length, staleText: stale.slice(0, 3).map(e => (e.innerText"
+         f" || e.dataset.testid || '').slice(0, 60)), at: location.pathname + location.search,"
+         f" shows: m ? m.innerText.slice(0, 160) : null}}; }}")
 
 
 class Browsers:
@@ -80,6 +87,7 @@ class BrowserStudent:
     def __init__(self, page) -> None:
         self.page = page
         self.problem: str | None = None  # why it stopped following (a timeout, a crash)
+        self.missed: list[dict] = []  # what the page showed instead, per missed step
 
     async def idle(self, timeout_s: float) -> None:
         await self.page.wait_for_timeout(300)
@@ -111,6 +119,10 @@ class BrowserStudent:
             await self.page.wait_for_function(SHOWS, arg=words, timeout=left * 1000,
                                               polling="raf")
         except Exception:  # noqa: BLE001 - a timeout: missed
+            try:
+                self.missed.append(await self.page.evaluate(STATE, words))
+            except Exception as exc:  # noqa: BLE001 - the page is gone
+                self.missed.append({"error": type(exc).__name__})
             return None
         return time.perf_counter()
 
@@ -157,6 +169,7 @@ async def step_shown(pages: list[BrowserStudent], number: int, sent: float,
     words = f"Step {number} of "  # the lesson page's "Step 3 of 5"
     when = await asyncio.gather(*(p.shows(words, sent, wait_s) for p in pages))
     return {"browsers": len(pages), "browser_missed": sum(w is None for w in when),
+            "browser_missed_state": [p.missed[-1] for p, w in zip(pages, when) if w is None],
             "browser_delays_s": [round(w - sent, 3) for w in when if w is not None]}
 
 

@@ -46,6 +46,7 @@ def _teacher_bar() -> None:
     if m is None:
         return
     if in_fragment_rerun():
+        class_follow.back_from_a_left_page()  # a poll sent from the page before a switch
         poll_timer.rearm(TEACHER_POLL_SECONDS)  # a timer lost at a whole run's end comes back
         class_follow.publish()  # a change made inside a page's fragment
     from teaching.class_store import ClassError, NotTeacher
@@ -78,6 +79,7 @@ def _student_bar() -> None:
     if m is None:
         return
     if in_fragment_rerun():
+        class_follow.back_from_a_left_page()  # a poll sent from the page before a switch
         poll_timer.rearm(STUDENT_POLL_SECONDS)  # a timer lost at a whole run's end comes back
         # a slider moved inside a page's fragment: this student now looks around
         class_drift.check(m, None, class_follow.look_around)

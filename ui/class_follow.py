@@ -30,6 +30,8 @@ from .class_session import Membership
 STUDENT_POLL_SECONDS = 0.5
 TEACHER_POLL_SECONDS = 0.5  # it also publishes a change made inside a page's fragment
 PAGE_KEY = "_class_page"  # the page on screen (for the teacher's poll, which runs alone)
+# (page script hash, page, query) the last whole run drew: a poll from another page is stale
+DRAWN_KEY = "_class_drawn"
 NOT_FOLLOWED = class_drift.UNFOLLOWED  # the teacher's own pages: students stay where they are
 ERROR_KEY = "_class_error"  # a message from the store, shown once in the bar
 TAKING_KEY = class_drift.TAKING_KEY  # (class view version, runs that began taking it)
@@ -41,12 +43,30 @@ def _store_error(problem: object) -> None:
     st.session_state[ERROR_KEY] = str(problem)
 
 
-def in_fragment_rerun() -> bool:
-    """True while a fragment reruns on its own (not inside a whole run of the app)."""
+def _run_context():
     from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-    ctx = get_script_run_ctx()
+    return get_script_run_ctx()
+
+
+def in_fragment_rerun() -> bool:
+    """True while a fragment reruns on its own (not inside a whole run of the app)."""
+    ctx = _run_context()
     return bool(ctx is not None and ctx.fragment_ids_this_run)
+
+
+def back_from_a_left_page() -> None:
+    """In a class bar's poll: a poll the browser sent from a page the app had just left (it
+    was on its way when the run that switched pages began, as when a student's app takes the
+    teacher's view on another page). Streamlit runs it on that old page, and the browser,
+    already on the new one, then clears its whole screen for it. Open the page the last whole
+    run drew again, with its address: a whole run (raises), which draws it all again."""
+    ctx, drawn = _run_context(), st.session_state.get(DRAWN_KEY)
+    if ctx is None or drawn is None or ctx.page_script_hash == drawn[0]:
+        return
+    from .page_registry import switch_to
+
+    switch_to(drawn[1], query_params=drawn[2])
 
 
 # ------------------------------------------------------------------------ the teacher
@@ -110,6 +130,9 @@ def after_run(page: str) -> None:
     a student's view taken (its version counts as taken only now, see `before_run`)."""
     if class_session.current() is not None:
         st.session_state[PAGE_KEY] = page
+        ctx = _run_context()
+        if ctx is not None:
+            st.session_state[DRAWN_KEY] = (ctx.page_script_hash, page, st.query_params.to_dict())
         publish(page)
         m = class_session.student()
         taking = st.session_state.pop(TAKING_KEY, None)

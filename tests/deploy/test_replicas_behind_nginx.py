@@ -172,6 +172,50 @@ def test_a_student_whose_browser_lost_its_poll_timer_gets_it_back_at_the_next_po
     assert followed, "the student did not follow the teacher after its timer came back"
 
 
+def test_a_poll_sent_from_the_page_a_student_just_left_opens_the_new_page_again(cluster):
+    """A student's app takes the teacher's lesson step on another page (the join page ->
+    the lessons page), and a poll the browser sent from the join page arrives after it: the
+    browser, already on the lessons page, would clear its screen for that poll's run on the
+    join page. The app opens the lessons page again, at the same step, in a whole run."""
+    teacher = ClassClient(cluster.url + "/teach", keys=("class_start",))
+    teacher.cookies[COOKIE] = cluster.cookie_for(0, "left-teacher")
+    student = ClassClient(cluster.url + "/join", keys=("class_code", "class_join"))
+    student.cookies[COOKIE] = cluster.cookie_for(0, "left-student")
+    step = r"^Step 1 of \d+$"
+
+    async def scenario():
+        assert (await teacher.open(120))["ok"]
+        assert (await teacher.click("class_start", 60))["ok"]
+        assert (await student.open(120))["ok"]
+        student.widgets["class_code"]["value"] = teacher.said(r"^[A-Z0-9]{3}-[A-Z0-9]{3}$")
+        assert (await student.click("class_join", 60))["ok"]
+        student.start_polling()
+        assert (await teacher.go("lessons", "lesson=minilm-heads&step=1", 60))["ok"]
+        assert await said_within(student, step, 0.0, 30)
+        await asyncio.sleep(1.0)  # the step's run has finished; then the browser stops polling
+        student._poller.cancel()
+        taken = (student.page_script_hash, student.query_string)
+        stale = student.rerun_msg(next(iter(student.auto)))
+        stale.rerun_script.page_script_hash = student.pages["join"]
+        stale.rerun_script.query_string = ""
+        stale.rerun_script.is_auto_rerun = True
+        sent = time.perf_counter()
+        await student.ws.send(stale.SerializeToString())
+        redrawn = await said_within(student, step, sent, 30)
+        await asyncio.sleep(1.0)
+        finished = [q for t, q in student.finished if t >= sent]
+        now = (student.page_script_hash, student.query_string)
+        await teacher.close()
+        await student.close()
+        return taken, redrawn, finished, now
+
+    taken, redrawn, finished, now = asyncio.run(scenario())
+    assert "lesson=minilm-heads" in taken[1] and "step=1" in taken[1], taken
+    assert redrawn, "the lesson step was not drawn again after the stale poll"
+    assert finished and finished[-1] == taken[1], finished  # a whole run, at that step
+    assert now == taken, (now, taken)
+
+
 async def a_class_split_over_both(cluster) -> tuple[ClassClient, ClassClient]:
     """A teacher on replica 1 and a student who joined with the code through replica 0."""
     teacher = ClassClient(cluster.url + "/teach", keys=("class_start",))
