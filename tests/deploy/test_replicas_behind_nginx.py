@@ -136,17 +136,8 @@ def test_a_student_whose_browser_lost_its_poll_timer_gets_it_back_at_the_next_po
     run's last messages, the bar's timer among them (ui/poll_timer.py). Here the student's
     browser loses its timer that way and sends the one poll already on its way: that poll's
     run gives the timer back, so the student keeps following."""
-    teacher = ClassClient(cluster.url + "/teach", keys=("class_start",))
-    teacher.cookies[COOKIE] = cluster.cookie_for(0, "timer-teacher")
-    student = ClassClient(cluster.url + "/join", keys=("class_code", "class_join"))
-    student.cookies[COOKIE] = cluster.cookie_for(0, "timer-student")
-
     async def scenario():
-        assert (await teacher.open(120))["ok"]
-        assert (await teacher.click("class_start", 60))["ok"]
-        assert (await student.open(120))["ok"]
-        student.widgets["class_code"]["value"] = teacher.said(r"^[A-Z0-9]{3}-[A-Z0-9]{3}$")
-        assert (await student.click("class_join", 60))["ok"]
+        teacher, student = await a_class(cluster, "timer", teacher_on=0, student_on=0)
         assert await said_within(student, "Following the teacher", 0.0, 30)
         timers = dict(student.auto)  # the class bar's, from the whole run that drew it
         student.auto.clear()  # lost: no poll would ever come again
@@ -177,18 +168,10 @@ def test_a_poll_sent_from_the_page_a_student_just_left_opens_the_new_page_again(
     the lessons page), and a poll the browser sent from the join page arrives after it: the
     browser, already on the lessons page, would clear its screen for that poll's run on the
     join page. The app opens the lessons page again, at the same step, in a whole run."""
-    teacher = ClassClient(cluster.url + "/teach", keys=("class_start",))
-    teacher.cookies[COOKIE] = cluster.cookie_for(0, "left-teacher")
-    student = ClassClient(cluster.url + "/join", keys=("class_code", "class_join"))
-    student.cookies[COOKIE] = cluster.cookie_for(0, "left-student")
     step = r"^Step 1 of \d+$"
 
     async def scenario():
-        assert (await teacher.open(120))["ok"]
-        assert (await teacher.click("class_start", 60))["ok"]
-        assert (await student.open(120))["ok"]
-        student.widgets["class_code"]["value"] = teacher.said(r"^[A-Z0-9]{3}-[A-Z0-9]{3}$")
-        assert (await student.click("class_join", 60))["ok"]
+        teacher, student = await a_class(cluster, "left", teacher_on=0, student_on=0)
         student.start_polling()
         assert (await teacher.go("lessons", "lesson=minilm-heads&step=1", 60))["ok"]
         assert await said_within(student, step, 0.0, 30)
@@ -216,18 +199,26 @@ def test_a_poll_sent_from_the_page_a_student_just_left_opens_the_new_page_again(
     assert now == taken, (now, taken)
 
 
-async def a_class_split_over_both(cluster) -> tuple[ClassClient, ClassClient]:
-    """A teacher on replica 1 and a student who joined with the code through replica 0."""
+async def a_class(cluster, name: str, teacher_on: int,
+                  student_on: int) -> tuple[ClassClient, ClassClient]:
+    """A teacher who started a class through replica `teacher_on` and a student who joined
+    it with the code through replica `student_on` (browsers named after `name`)."""
     teacher = ClassClient(cluster.url + "/teach", keys=("class_start",))
-    teacher.cookies[COOKIE] = cluster.cookie_for(1, "rejoin-teacher")
+    teacher.cookies[COOKIE] = cluster.cookie_for(teacher_on, f"{name}-teacher")
     student = ClassClient(cluster.url + "/join", keys=("class_code", "class_join"))
-    student.cookies[COOKIE] = cluster.cookie_for(0, "rejoin-student")
+    student.cookies[COOKIE] = cluster.cookie_for(student_on, f"{name}-student")
     assert (await teacher.open(120))["ok"]
     assert (await teacher.click("class_start", 60))["ok"]
-    teacher.start_polling()
     assert (await student.open(120))["ok"]
     student.widgets["class_code"]["value"] = teacher.said(r"^[A-Z0-9]{3}-[A-Z0-9]{3}$")
     assert (await student.click("class_join", 60))["ok"]
+    return teacher, student
+
+
+async def a_class_split_over_both(cluster) -> tuple[ClassClient, ClassClient]:
+    """A teacher on replica 1 and a student who joined with the code through replica 0."""
+    teacher, student = await a_class(cluster, "rejoin", teacher_on=1, student_on=0)
+    teacher.start_polling()
     return teacher, student
 
 
