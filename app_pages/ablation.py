@@ -177,8 +177,6 @@ def render() -> None:
     trace = require_trace(selection)
     cfg = trace.cfg
     loaded = selection.model
-    tokens = trace.tokens
-    labels = axis_labels(tokens)
     st.caption(
         "Remove heads and run the model again. What a removed head passes on (the mix of "
         "tokens it attended to) is replaced by zeros, or by its own average over the positions "

@@ -118,7 +118,6 @@ def render() -> None:
     selection = st.session_state["selection"]
     st.title("Logit lens", anchor=False)
     trace = require_trace(selection)
-    cfg = trace.cfg
     reason = needs_lm_head(selection, "The logit lens")
     if reason is not None:
         offer_decoder(reason, key="lens_switch")

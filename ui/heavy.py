@@ -11,7 +11,6 @@ import streamlit as st
 
 from analysis.cost import Plan
 
-from .cache import refuse_if_short_of_memory
 from .working_memory import NoRoom, megabytes, working_memory
 
 
