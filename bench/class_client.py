@@ -66,28 +66,27 @@ class ClassClient(WsSession):
 
     def handle(self, msg: ForwardMsg, size: int = 0) -> None:
         kind = msg.WhichOneof("type")
-        if kind == "new_session":
-            self._note(f"starts {'fragment' if msg.metadata.run.fragment_ids else 'whole'}")
-        elif kind == "script_finished":
-            self._note(ForwardMsg.ScriptFinishedStatus.Name(msg.script_finished))
-        elif kind in ("auto_rerun", "stop_auto_rerun"):
-            self._note(f"{kind} {str(getattr(msg, kind)).strip()[:60]}")
         if kind == "auto_rerun" and msg.auto_rerun.fragment_id:
             fragment, every = msg.auto_rerun.fragment_id, max(msg.auto_rerun.interval, 0.1)
+            self._note(f"timer {fragment[:6]} every {every} s")
             if self.auto.get(fragment) != every:  # a new timer: its first tick in `every` s
                 self.auto[fragment], self.ticked[fragment] = every, time.perf_counter()
         elif kind == "navigation":  # the app's pages: a page link sends the page's hash
             self.pages.update({p.url_pathname: p.page_script_hash
                                for p in msg.navigation.app_pages})
         elif kind == "new_session":
+            whole = not msg.metadata.run.fragment_ids
+            self._note(f"starts {'whole' if whole else 'fragment'}")
             self.started.append(time.perf_counter())
-            if not msg.metadata.run.fragment_ids:  # a whole run: the browser clears its timers
+            if whole:  # a whole run: the browser clears its timers
                 self.auto.clear()
         elif kind == "stop_auto_rerun":  # fragments no longer drawn
+            self._note(f"timers stopped {[f[:6] for f in msg.stop_auto_rerun.fragment_ids]}")
             for fragment in msg.stop_auto_rerun.fragment_ids:
                 self.auto.pop(fragment, None)
         super().handle(msg, size)
         if kind == "script_finished":
+            self._note(ForwardMsg.ScriptFinishedStatus.Name(msg.script_finished))
             self.endings.append((time.perf_counter(), msg.script_finished))
             del self.endings[:-KEPT_TEXTS]
         if kind == "script_finished" and msg.script_finished == FINISHED:
@@ -195,18 +194,28 @@ class ClassClient(WsSession):
         if self._poller is None:
             self._poller = asyncio.create_task(self._poll())
 
+    async def stop_polling(self) -> None:
+        if self._poller is not None:
+            self._poller.cancel()
+            await asyncio.gather(self._poller, return_exceptions=True)
+            self._poller = None
+
+    def timer_msg(self, fragment: str):
+        """A fragment's timed rerun, as the browser's timer sends it."""
+        clicking, self.clicking = self.clicking, None  # a click is sent once
+        request = self.rerun_msg(fragment)
+        self.clicking = clicking
+        request.rerun_script.is_auto_rerun = True
+        return request
+
     async def _poll(self) -> None:
         while not self.ws_closed:
             now = time.perf_counter()
             for fragment, every in list(self.auto.items()):
                 if now - self.ticked.get(fragment, 0.0) >= every:
                     self.ticked[fragment] = now
-                    clicking, self.clicking = self.clicking, None  # a click is sent once
-                    request = self.rerun_msg(fragment)
-                    self.clicking = clicking
-                    request.rerun_script.is_auto_rerun = True
                     try:
-                        await self.ws.send(request.SerializeToString())
+                        await self.ws.send(self.timer_msg(fragment).SerializeToString())
                     except Exception:  # noqa: BLE001 - the connection dropped: _read says so
                         return
             await asyncio.sleep(0.05)  # the bench runs 31 of these in one process
@@ -219,7 +228,5 @@ class ClassClient(WsSession):
         return await self._act("go", "", (None, None), timeout_s)
 
     async def close(self) -> None:
-        if self._poller is not None:
-            self._poller.cancel()
-            await asyncio.gather(self._poller, return_exceptions=True)
+        await self.stop_polling()
         await super().close()

@@ -30,8 +30,8 @@ from .class_session import Membership
 STUDENT_POLL_SECONDS = 0.5
 TEACHER_POLL_SECONDS = 0.5  # it also publishes a change made inside a page's fragment
 PAGE_KEY = "_class_page"  # the page on screen (for the teacher's poll, which runs alone)
-# (page script hash, page, query) the last whole run drew: a poll from another page is stale
-DRAWN_KEY = "_class_drawn"
+# (page script hash, address query) of PAGE_KEY's page: a poll from another page is stale
+ADDRESS_KEY = "_class_address"
 NOT_FOLLOWED = class_drift.UNFOLLOWED  # the teacher's own pages: students stay where they are
 ERROR_KEY = "_class_error"  # a message from the store, shown once in the bar
 TAKING_KEY = class_drift.TAKING_KEY  # (class view version, runs that began taking it)
@@ -61,12 +61,12 @@ def back_from_a_left_page() -> None:
     teacher's view on another page). Streamlit runs it on that old page, and the browser,
     already on the new one, then clears its whole screen for it. Open the page the last whole
     run drew again, with its address: a whole run (raises), which draws it all again."""
-    ctx, drawn = _run_context(), st.session_state.get(DRAWN_KEY)
+    ctx, drawn = _run_context(), st.session_state.get(ADDRESS_KEY)
     if ctx is None or drawn is None or ctx.page_script_hash == drawn[0]:
         return
     from .page_registry import switch_to
 
-    switch_to(drawn[1], query_params=drawn[2])
+    switch_to(st.session_state[PAGE_KEY], query_params=drawn[1])
 
 
 # ------------------------------------------------------------------------ the teacher
@@ -132,7 +132,7 @@ def after_run(page: str) -> None:
         st.session_state[PAGE_KEY] = page
         ctx = _run_context()
         if ctx is not None:
-            st.session_state[DRAWN_KEY] = (ctx.page_script_hash, page, st.query_params.to_dict())
+            st.session_state[ADDRESS_KEY] = (ctx.page_script_hash, st.query_params.to_dict())
         publish(page)
         m = class_session.student()
         taking = st.session_state.pop(TAKING_KEY, None)

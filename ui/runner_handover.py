@@ -34,25 +34,34 @@ HANDED_OVER = "_attention_lab_handed_over"  # on a session: the runner it replac
 MARK = "_attention_lab_handover"  # on each wrapped method
 
 
+_refused: str | None = None  # why install() left Streamlit alone (said once)
+
+
 def install() -> bool:
-    """Wrap Streamlit's session and runner methods (once per process). True if in place."""
+    """Wrap Streamlit's session and runner methods (once per process). True if in place.
+    Called at every run of app.py; never raises."""
+    global _refused
+    if _refused is not None:
+        return False
     try:
         from streamlit.runtime.app_session import AppSession
         from streamlit.runtime.scriptrunner.script_runner import ScriptRunnerEvent
         from streamlit.runtime.scriptrunner_utils.script_requests import (
             ScriptRequests, ScriptRequestType,
         )
-    except ImportError as exc:
-        _LOG.warning("Run handover not installed: %s", exc)
+
+        methods = (ScriptRequests.on_scriptrunner_ready, AppSession._create_scriptrunner,
+                   AppSession._handle_scriptrunner_event_on_event_loop)
+        stop, shutdown = ScriptRequestType.STOP, ScriptRunnerEvent.SHUTDOWN
+    except (ImportError, AttributeError) as exc:  # another Streamlit: its own behaviour
+        _refused = f"{type(exc).__name__}: {exc}"
+        _LOG.warning("Run handover not installed: %s", _refused)
         return False
-    methods = (ScriptRequests.on_scriptrunner_ready, AppSession._create_scriptrunner,
-               AppSession._handle_scriptrunner_event_on_event_loop)
     if all(getattr(m, MARK, False) for m in methods):
         return True
-    ScriptRequests.on_scriptrunner_ready = _marking_ready(methods[0], ScriptRequestType.STOP)
+    ScriptRequests.on_scriptrunner_ready = _marking_ready(methods[0], stop)
     AppSession._create_scriptrunner = _remembering_create(methods[1])
-    AppSession._handle_scriptrunner_event_on_event_loop = _handling(
-        methods[2], ScriptRunnerEvent.SHUTDOWN)
+    AppSession._handle_scriptrunner_event_on_event_loop = _handling(methods[2], shutdown)
     return True
 
 

@@ -143,9 +143,7 @@ def test_a_student_whose_browser_lost_its_poll_timer_gets_it_back_at_the_next_po
         student.auto.clear()  # lost: no poll would ever come again
         polled = time.perf_counter()
         for fragment in timers:  # the poll that was already on its way
-            request = student.rerun_msg(fragment)
-            request.rerun_script.is_auto_rerun = True
-            await student.ws.send(request.SerializeToString())
+            await student.ws.send(student.timer_msg(fragment).SerializeToString())
         for _ in range(100):
             if student.auto:
                 break
@@ -176,12 +174,11 @@ def test_a_poll_sent_from_the_page_a_student_just_left_opens_the_new_page_again(
         assert (await teacher.go("lessons", "lesson=minilm-heads&step=1", 60))["ok"]
         assert await said_within(student, step, 0.0, 30)
         await asyncio.sleep(1.0)  # the step's run has finished; then the browser stops polling
-        student._poller.cancel()
+        await student.stop_polling()
         taken = (student.page_script_hash, student.query_string)
-        stale = student.rerun_msg(next(iter(student.auto)))
+        stale = student.timer_msg(next(iter(student.auto)))
         stale.rerun_script.page_script_hash = student.pages["join"]
         stale.rerun_script.query_string = ""
-        stale.rerun_script.is_auto_rerun = True
         sent = time.perf_counter()
         await student.ws.send(stale.SerializeToString())
         redrawn = await said_within(student, step, sent, 30)

@@ -118,3 +118,15 @@ def test_installing_twice_wraps_once():
     assert runner_handover.install()
     assert AppSession._handle_scriptrunner_event_on_event_loop is before
     assert getattr(before, runner_handover.MARK)
+
+
+def test_a_streamlit_without_these_methods_is_left_alone_and_said_once(monkeypatch, caplog):
+    monkeypatch.setattr(runner_handover, "_refused", None)
+    monkeypatch.delattr(AppSession, "_create_scriptrunner")  # as a newer Streamlit might
+    handle = AppSession._handle_scriptrunner_event_on_event_loop
+    with caplog.at_level("WARNING", logger=runner_handover.__name__):
+        assert runner_handover.install() is False
+        assert runner_handover.install() is False  # app.py calls it at every run
+    assert AppSession._handle_scriptrunner_event_on_event_loop is handle
+    said = [r.getMessage() for r in caplog.records if r.name == runner_handover.__name__]
+    assert len(said) == 1 and "_create_scriptrunner" in said[0], said
