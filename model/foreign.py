@@ -22,7 +22,7 @@ from typing import ClassVar
 
 import torch
 
-from .config import MAX_PARAMS
+from .config import MAX_PARAMS, MAX_SIZES
 from .registry import CONFIG_BUILDERS, ModelLoadError
 from .runner import LoadedModel
 from .tokenizer import Encoding, HFTokenizer
@@ -120,6 +120,31 @@ def _check_size(directory: Path, weights: list[Path]) -> None:
                              f"a model of {MAX_PARAMS:,} parameters (MAX_PARAMS) could")
 
 
+def _check_config_size(hf_config, cfg: ForeignConfig) -> None:
+    """Refuse, before anything is allocated, a config whose shapes describe more parameters
+    than the engine's own families may hold (MAX_PARAMS): the model is built on the meta
+    device (shapes only, no memory) and its parameters counted, whatever its weight files say."""
+    from transformers import AutoModel
+
+    kind = cfg.model_type
+    if cfg.n_layers > MAX_SIZES["n_layers"]:  # every layer is a module, even on meta
+        raise ModelLoadError(f"its config.json describes {cfg.n_layers:,} layers; this app "
+                             f"loads models of at most {MAX_SIZES['n_layers']:,}")
+    try:
+        with torch.device("meta"):
+            skeleton = AutoModel.from_config(hf_config, attn_implementation="eager")
+    except Exception as exc:  # transformers validates configs in many ways
+        raise ModelLoadError(f"Hugging Face's code for {kind!r} cannot build a model from this "
+                             f"config.json: {type(exc).__name__}: {exc}"[:400]) from exc
+    n_params = sum(p.numel() for p in skeleton.parameters())
+    n_bytes = 4 * n_params + sum(b.numel() * b.element_size() for b in skeleton.buffers())
+    if n_params > MAX_PARAMS:
+        raise ModelLoadError(
+            f"its config.json describes about {n_params / 1e9:,.1f} billion parameters "
+            f"({n_bytes / 1e9:,.0f} GB of memory as this app holds them), more than the "
+            f"{MAX_PARAMS / 1e9:,.0f} billion this app loads; pick a smaller model")
+
+
 def load_foreign(directory: Path, config: dict, name: str, weights: list[Path]) -> "ForeignModel":
     """Hugging Face's own model class for a folder whose architecture the engine does not know
     (`weights`: its weight files, loading.weight_files, checked to lie inside it)."""
@@ -137,6 +162,7 @@ def load_foreign(directory: Path, config: dict, name: str, weights: list[Path]) 
         raise ModelLoadError(f"unsupported architecture {kind!r}: neither this app nor the "
                              "installed transformers library knows it") from exc
     cfg = foreign_config(hf_config)
+    _check_config_size(hf_config, cfg)
     try:
         model = AutoModel.from_pretrained(
             str(directory), config=hf_config, attn_implementation="eager", dtype=torch.float32,
@@ -185,8 +211,13 @@ class ForeignModel(LoadedModel):
         kwargs = dict(input_ids=enc.input_ids, attention_mask=enc.attention_mask)
         if self._types:
             kwargs["token_type_ids"] = enc.token_type_ids
-        with torch.no_grad():
-            out = self.model(**kwargs, output_attentions=True)
+        try:
+            with torch.no_grad():
+                out = self.model(**kwargs, output_attentions=True)
+        except Exception as exc:  # Hugging Face's kernels raise many kinds: a message instead
+            raise ValueError(f"Hugging Face's own code for this model ({self.cfg.model_type}) "
+                             "stopped with an error on this text, so there is no attention to "
+                             f"show ({type(exc).__name__}: {exc})"[:400]) from exc
         patterns = getattr(out, "attentions", None)  # per layer: [batch, head, q_pos, k_pos]
         batch, n_pos = enc.input_ids.shape
         expected = (batch, self.cfg.n_heads, n_pos, n_pos)
