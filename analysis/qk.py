@@ -8,6 +8,7 @@ import torch
 
 from model.hook_names import hook_names
 from model.trace import Trace
+from model.transformer import allowed_keys
 
 
 def _hook(trace: Trace, layer: int, name: str) -> torch.Tensor:
@@ -51,11 +52,9 @@ def qk_breakdown(trace: Trace, layer: int, head: int, query_pos: int, item: int 
     if cfg.attn_softcap is not None:  # Gemma 2: squashed into (-cap, cap)
         scaled = torch.tanh(scaled / cfg.attn_softcap) * cfg.attn_softcap
 
-    allowed = trace.attention_mask[item].bool().clone()  # [k_pos]
-    if cfg.causal:
-        allowed &= torch.arange(n_pos) <= query_pos
-    if cfg.causal and cfg.layer_type(layer) == "sliding":  # only the last sliding_window keys
-        allowed &= torch.arange(n_pos) > query_pos - cfg.sliding_window
+    window = cfg.sliding_window if cfg.layer_type(layer) == "sliding" else None
+    allowed = trace.attention_mask[item].bool() & allowed_keys(n_pos, cfg.causal,
+                                                               window)[query_pos]  # [k_pos]
     # The model adds float32's minimum rather than -inf (so a fully masked row stays finite);
     # the softmax below does the same, so it matches hook_pattern exactly.
     finite = torch.where(allowed, scaled, torch.tensor(torch.finfo(torch.float32).min))

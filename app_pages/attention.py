@@ -8,6 +8,7 @@ import streamlit as st
 from analysis.head_stats import head_statistics
 from analysis.qk import qk_breakdown
 from analysis.rollout import attention_rollout, drop_special, head_average
+from model.transformer import allowed_keys
 from ui.alphabet import read_text, show_unknown_note_read
 from ui.attention_window import label_note, window_control
 from ui.cache import shared
@@ -117,11 +118,15 @@ def _masks_note(cfg, layer: int, mode: str, n: int):
     window = cfg.sliding_window if cfg.layer_type(layer) == "sliding" else None
     if window is None or mode != "Raw attention":
         return None
-    st.caption(f"Layer {layer} looks through a sliding window: each token sees only itself "
-               f"and the {window - 1} tokens before it. Keys further back are masked and "
-               "shown grey too.")
-    q_pos, k_pos = np.indices((n, n))
-    return q_pos - k_pos >= window
+    if cfg.causal:
+        st.caption(f"Layer {layer} looks through a sliding window: each token sees only itself "
+                   f"and the {window - 1} tokens before it. Keys further back are masked and "
+                   "shown grey too.")
+    else:
+        st.caption(f"Layer {layer} looks through a sliding window: each token sees only itself "
+                   f"and the {window - 1} tokens on either side of it. Keys further away are "
+                   "masked and shown grey.")
+    return ~allowed_keys(n, cfg.causal, window).numpy()
 
 
 @st.fragment

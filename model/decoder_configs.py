@@ -11,6 +11,8 @@ name rather than run approximately.
 
 from __future__ import annotations
 
+import dataclasses
+
 from .config import TransformerConfig
 from .errors import ModelLoadError
 
@@ -273,7 +275,18 @@ def gemma3_config(hf: dict) -> TransformerConfig:
               "model_type": "gemma3_text"}
     for name in ("final_logit_softcapping", "attn_logit_softcapping", "rope_scaling"):
         merged[name] = text.get(name)  # null here means "none", not "the default"
-    return llama_like_config(merged)
+    cfg = llama_like_config(merged)
+    # Hugging Face's Gemma 3 keeps attn_logit_softcapping in its config but never passes it to
+    # its attention (transformers 4.50 to 5.x): the reference scores are not capped.
+    changes = {"attn_softcap": None}
+    if merged.get("use_bidirectional_attention"):  # EmbeddingGemma (Gemma3TextModel)
+        # Every key both ways; a sliding layer sees keys fewer than window // 2 + 1 positions
+        # away on either side (Gemma3TextConfig halves the window it reads). An embedding
+        # model: its vectors are its output, no head predicts tokens.
+        changes.update(causal=False, has_lm_head=False, final_softcap=None)
+        if cfg.sliding_window is not None:
+            changes["sliding_window"] = cfg.sliding_window // 2 + 1
+    return dataclasses.replace(cfg, **changes)
 
 
 DECODER_BUILDERS = {

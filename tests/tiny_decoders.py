@@ -91,6 +91,26 @@ def make_gemma3(directory: Path) -> Path:
                         layer_types=["sliding_attention", "full_attention", "sliding_attention"])
 
 
+def make_gemma3_capped(directory: Path) -> Path:
+    """Gemma 3 with attn_logit_softcapping set, low enough to bite on random weights (Hugging
+    Face's Gemma 3 stores the field and never applies it)."""
+    return _llama_style(directory, "Gemma3TextConfig", "Gemma3ForCausalLM",
+                        num_attention_heads=3, hidden_size=24, tie_word_embeddings=True,
+                        query_pre_attn_scalar=12, sliding_window=WINDOW,
+                        attn_logit_softcapping=0.5,
+                        layer_types=["sliding_attention", "full_attention", "sliding_attention"])
+
+
+def make_embedding_gemma(directory: Path, window: int = 2 * WINDOW) -> Path:
+    """EmbeddingGemma's layout: Gemma3TextModel (no head) with use_bidirectional_attention,
+    every key both ways on full layers, a two-sided window on sliding ones."""
+    return _llama_style(directory, "Gemma3TextConfig", "Gemma3TextModel",
+                        num_attention_heads=3, hidden_size=24, tie_word_embeddings=True,
+                        query_pre_attn_scalar=12, sliding_window=window,
+                        use_bidirectional_attention=True,
+                        layer_types=["sliding_attention", "full_attention", "sliding_attention"])
+
+
 def make_gemma3_multimodal(directory: Path) -> Path:
     """A Gemma 3 with a (tiny) vision tower, as the 4B-and-up checkpoints ship: the engine
     loads its language model only."""
@@ -184,7 +204,8 @@ FINAL_NORMS = {"neox": "gpt_neox.final_layer_norm", "opt": "model.decoder.final_
 
 
 # Variants checked by the parity tests only (not by every page and analysis)
-VARIANTS = {"neox_sequential": lambda d: make_neox(d, use_parallel_residual=False)}
+VARIANTS = {"neox_sequential": lambda d: make_neox(d, use_parallel_residual=False),
+            "gemma3_capped": make_gemma3_capped, "embedding_gemma": make_embedding_gemma}
 
 
 @functools.cache

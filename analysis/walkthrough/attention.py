@@ -148,8 +148,9 @@ def score_steps(w: Walk, layer: int) -> None:
     window = cfg.sliding_window if cfg.layer_type(layer) == "sliding" else None
     mask = attention_mask_bias(w.trace.attention_mask, cfg.causal, torch.float32, window)
     padded = bool((w.trace.attention_mask == 0).any())
-    what = (f"a sliding window: each query sees only itself and the {window - 1} keys before "
-            "it; everything else is −∞" if window else
+    side = "before it" if cfg.causal else "on either side of it"
+    what = (f"a sliding window: each query sees only itself and the {window - 1} keys {side}; "
+            "everything else is −∞" if window else
             "causal: the upper triangle (keys after the query) is −∞" if cfg.causal else
             "padding: the columns of padding keys are −∞" if padded else
             "all zeros, since this input has no padding")
