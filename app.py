@@ -58,7 +58,7 @@ waiting = busy.BusyLine()
 # backpressure: a few runs at once, in order; a new text counts as a long run in the wait shown
 with cache.run_queue().slot(on_wait=waiting, computes=sidebar.brings_new_input()):
     waiting.clear()
-    st.session_state["selection"] = sidebar.render()
+    st.session_state["selection"] = sidebar.render(page.url_path)
     sidebar.remember_input()
     teacher_tools.render(page.url_path)
     foreign.gate(st.session_state["selection"], page.url_path)  # a model only HF's code runs

@@ -73,7 +73,7 @@ def link(name: str) -> dict:
     return {"exception": [str(e.value) for e in at.exception],
             "charts": [el.key for el in at.get("plotly_chart")],
             "model": at.selectbox(key="sb_model_choice").value,
-            "warnings": [w.value for w in at.sidebar.warning]}
+            "warnings": [w.value for w in at.warning]}
 
 
 if __name__ == "__main__":

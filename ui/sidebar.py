@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import streamlit as st
@@ -34,6 +34,8 @@ class Selection:
     cut_chars: int = 0
     ran: bool = False  # the text ran without an error
     load_error: str | None = None  # why the model could not be loaded (Markdown, escaped)
+    link_refused: str | None = None  # a model the link asked for that this server refused
+    refusal_slot: object = field(default=None, repr=False, compare=False)  # where it was said
 
     @property
     def trace(self) -> Trace | None:
@@ -77,8 +79,8 @@ def model_label(name: str) -> str:
     return Path(name).name or name if looks_like_path else name
 
 
-def _model_choice() -> tuple[str, str]:
-    """(name to load, label for the link)."""
+def _model_choice(page: str | None) -> tuple[str, str]:
+    """(name to load, label for the link); `page`: the page's path."""
     allowed = settings.allowed_models()
     trained = st.session_state.get("trained_models", {})  # label -> directory, this session
     options = in_groups(allowed if allowed is not None else list(BUNDLED)) + list(trained)
@@ -92,14 +94,14 @@ def _model_choice() -> tuple[str, str]:
         elif allowed is None:
             st.session_state[view_state.MODEL_KEY] = OTHER
             st.session_state[view_state.OTHER_KEY] = wanted
-        else:
-            st.sidebar.warning("The link asked for a model this server does not offer; "
-                               "showing the default model instead.")
+        else:  # said on the page, in one sentence with what the page needs (refusal_note)
+            st.session_state[REFUSED_KEY] = {"asked": wanted}
     choice = st.selectbox(
         "Model", options, key=view_state.MODEL_KEY,
         format_func=lambda n: n if n == OTHER or n in trained else
         short_label(n) if n in BUNDLED else model_label(n),
     )
+    _note_fallback(choice, page)
     about = None if choice in trained else description(choice)
     if about:
         st.caption(about)
@@ -115,6 +117,30 @@ def _model_choice() -> tuple[str, str]:
         "downloaded into the Hugging Face cache on first use.",
     ).strip()
     return other, other
+
+
+REFUSED_KEY = "_link_refused"  # {"asked": name, "shown": the model shown instead, "page"}
+
+
+def _note_fallback(choice: str, page: str | None) -> None:
+    """Remember the model shown instead of a refused one, and on which page; forget the
+    refusal once the learner picks another model or opens another page."""
+    refused = st.session_state.get(REFUSED_KEY)
+    if refused is not None and (refused.setdefault("shown", choice),
+                                refused.setdefault("page", page)) != (choice, page):
+        del st.session_state[REFUSED_KEY]
+
+
+def refusal_note(selection: Selection, what: str | None = None) -> str:
+    """The one sentence saying the link's model is not offered here (Markdown, escaped), and,
+    for a page that needs a decoder, that `what` ("Generation") needs one."""
+    asked = (f"This server does not offer “{md_escape(selection.link_refused)}”, the model "
+             "the link asked for")
+    if what is None:
+        shown = md_escape(short_label(model_label(selection.model_name)))
+        return f"{asked}, so the page shows {shown} instead."
+    return (f"{asked}, and {what[0].lower() + what[1:]} needs a decoder (a model that predicts "
+            "the next token): pick one below.")
 
 
 HEADLESS_NOTE = ("This decoder was saved without its language-model head (no `lm_head` "
@@ -154,11 +180,12 @@ def _link(label: str, selection: Selection) -> None:
                    "cut when it was copied), so the example text is shown instead.")
 
 
-def render() -> Selection:
-    """Draw the sidebar and run the model on the text. Shows errors instead of raising."""
+def render(page: str | None = None) -> Selection:
+    """Draw the sidebar and run the model on the text (`page`: the page's path). Shows errors
+    instead of raising."""
     sb = st.sidebar
     with sb:
-        name, label = _model_choice()
+        name, label = _model_choice(page)
         st.session_state.setdefault(view_state.TEXT_KEY, url_default("sb_text", SHORT))
         st.session_state.setdefault(view_state.PAIR_KEY, url_default("sb_pair", ""))
         st.selectbox("Examples", list(EXAMPLES), key=view_state.EXAMPLE_KEY, index=None,
@@ -170,6 +197,7 @@ def render() -> Selection:
         pair = st.text_input("Second sentence (optional)", key=view_state.PAIR_KEY,
                              help="For a sentence pair: BERT marks it with token type 1.")
         selection = _selection(name, text, pair)
+        selection.link_refused = st.session_state.get(REFUSED_KEY, {}).get("asked")
         _link(label, selection)
         st.radio("Figure downloads", charts.FORMATS, key=charts.FORMAT_KEY, horizontal=True,
                  help="What the camera button in each figure's toolbar saves: PNG, or SVG "
@@ -239,6 +267,9 @@ def require_trace(selection: Selection, context_note: bool = True) -> Trace:
         else:
             st.info("Pick a model in the sidebar to begin. The bundled MiniLM works offline.")
         st.stop()
+    if selection.link_refused:  # a page that offers a decoder instead says it its own way
+        selection.refusal_slot = st.empty()
+        selection.refusal_slot.warning(refusal_note(selection))
     if not selection.text.strip():
         st.info("Type some text in the sidebar (or pick an example) to see its attention.")
         st.stop()

@@ -14,7 +14,7 @@ import streamlit as st
 from . import settings
 from .examples import is_app_example, known_sentence
 from .model_names import NAMES, description
-from .sidebar import model_label, use_known_sentence
+from .sidebar import model_label, refusal_note, use_known_sentence
 from .text import md_escape
 
 MODEL_KEY = "sb_model_choice"  # the sidebar's model picker (ui/sidebar.py)
@@ -59,6 +59,8 @@ def needs_lm_head(selection, what: str) -> str | None:
     loaded = selection.model
     if loaded is None or loaded.cfg.has_lm_head:
         return None
+    if selection.link_refused:  # the model shown instead of the link's: one sentence for both
+        return refusal_note(selection, what)
     name = md_escape(NAMES.get(selection.model_name) or model_label(selection.model_name))
     if getattr(loaded, "headless", False):
         return (f"{what} needs the model's language-model head, and {name} was saved without "
@@ -75,6 +77,9 @@ def needs_lm_head(selection, what: str) -> str | None:
 
 def offer_decoder(reason: str, key: str = "switch") -> None:
     """Show `reason` and a button per bundled decoder that switches the sidebar's model."""
+    slot = getattr(st.session_state.get("selection"), "refusal_slot", None)
+    if slot is not None:  # the link's refused model: `reason` says it (needs_lm_head)
+        slot.empty()
     st.info(reason)
     names = bundled_decoders()
     if not names:

@@ -68,7 +68,7 @@ def test_hosted_refuses_paths_and_unlisted_names_from_a_link(hosted, asked):
     at = _app(model=asked)
     assert not at.exception
     assert at.selectbox(key="sb_model_choice").value == "minilm"
-    assert any("does not offer" in w.value for w in at.sidebar.warning)
+    assert any("does not offer" in w.value for w in at.warning)
     assert at.get("plotly_chart")  # the default model still works
 
 
