@@ -10,7 +10,9 @@
    download's own timeouts (HubUnreachable);
 4. else `snapshot_download` of the model's config, weights and tokenizer files into the cache.
    `Download` counts its bytes as they arrive (the app draws them as a progress bar), and a
-   connection that drops midway gives a message, never a traceback. A retry resumes.
+   connection that drops midway gives a message, never a traceback. The next try resumes
+   from the bytes already on disk (model/hub_resume.py fetches each file before
+   snapshot_download, which then only links them).
 
 The hub's address is huggingface_hub's (HF_ENDPOINT when set), and the cache is the usual one
 (HF_HOME / HF_HUB_CACHE). Bundled models and folders never come here.
@@ -27,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
+from .hub_resume import fetch_blobs
 from .registry import BUNDLED, HubOffline, ModelLoadError
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$|^[A-Za-z0-9][\w.-]*$")
@@ -158,15 +161,15 @@ def failure(name: str, exc: Exception, download: Download | None) -> str:
     return f"“{name}” could not be downloaded from the Hugging Face hub: {why}."
 
 
-def _total_bytes(name: str) -> int:
-    """The size of the files snapshot_download will fetch, from the hub's file list."""
+def _repo_files(name: str) -> dict[str, int]:
+    """The files snapshot_download will fetch and their sizes, from the hub's file list."""
     from fnmatch import fnmatch
 
     from huggingface_hub import HfApi
     from huggingface_hub.hf_api import RepoFile
 
-    return sum(f.size or 0 for f in HfApi().list_repo_tree(name, recursive=True)
-               if isinstance(f, RepoFile) and any(fnmatch(f.path, p) for p in HUB_FILES))
+    return {f.path: f.size or 0 for f in HfApi().list_repo_tree(name, recursive=True)
+            if isinstance(f, RepoFile) and any(fnmatch(f.path, p) for p in HUB_FILES)}
 
 
 def download(name: str, progress: Download | None = None) -> Path:
@@ -178,8 +181,12 @@ def download(name: str, progress: Download | None = None) -> Path:
     if not reachable():
         raise HubUnreachable(name)
     try:
+        files = _repo_files(name)
         if progress is not None:  # the whole size first, so the bar does not jump
-            progress.report(0, _total_bytes(name))
+            progress.report(0, sum(files.values()))
+        # each file's bytes kept across tries, so a cut download resumes (model/hub_resume.py)
+        fetch_blobs(name, sorted(files), lambda n: progress and progress.report(n, 0),
+                    ETAG_SECONDS)
         return Path(snapshot_download(
             name, allow_patterns=HUB_FILES, etag_timeout=ETAG_SECONDS, max_workers=2,
             tqdm_class=_byte_counter(progress) if progress is not None else None))

@@ -9,14 +9,17 @@ and http_get):
   HEAD /<org>/<name>/resolve/<rev>/<file>               X-Repo-Commit, ETag, Content-Length
   GET  /<org>/<name>/resolve/<rev>/<file>               the bytes
 
-Every request is logged (method, path). `drop_after` makes the server send only that many
-bytes of any file larger than it, then close the connection, as a dropped network does.
+Every request is logged (method, path), and the bytes of each file sent are counted (`sent`).
+A Range request (`bytes=N-`) gets the rest of the file from byte N (206). `drop_after` makes
+the server stop at that byte of any file larger than it and close the connection, as a dropped
+network does (a request for the rest from there gets no bytes at all).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -28,6 +31,7 @@ class FakeHub:
         self.repos = repos  # "org/name" -> folder
         self.drop_after = drop_after
         self.log: list[tuple[str, str]] = []
+        self.sent: dict[str, int] = {}  # bytes of each file's body sent, over every request
         self.sha = hashlib.sha1(b"attention-lab-test").hexdigest()  # one commit for every repo
         hub = self
 
@@ -91,19 +95,26 @@ class FakeHub:
 
     def _file(self, handler, file: Path, head: bool) -> None:
         data = file.read_bytes()
-        handler.send_response(200)
+        asked = re.fullmatch(r"bytes=(\d+)-", handler.headers.get("Range", "") or "")
+        first = int(asked.group(1)) if asked and not head and 0 < int(asked.group(1)) < len(
+            data) else 0
+        handler.send_response(206 if first else 200)
         handler.send_header("X-Repo-Commit", self.sha)
         handler.send_header("ETag", f'"{hashlib.sha256(data).hexdigest()}"')
-        handler.send_header("Content-Length", str(len(data)))
+        handler.send_header("Content-Length", str(len(data) - first))
+        if first:
+            handler.send_header("Content-Range", f"bytes {first}-{len(data) - 1}/{len(data)}")
         handler.send_header("Content-Type", "application/octet-stream")
         handler.end_headers()
         if head:
             return
-        if self.drop_after is not None and len(data) > self.drop_after:
-            handler.wfile.write(data[: self.drop_after])
+        end = len(data) if self.drop_after is None else max(first, min(len(data),
+                                                                         self.drop_after))
+        for start in range(first, end, 65536):  # in pieces, so the progress moves
+            piece = data[start:min(end, start + 65536)]
+            handler.wfile.write(piece)
+            self.sent[file.name] = self.sent.get(file.name, 0) + len(piece)
+        if end < len(data):
             handler.wfile.flush()
             handler.close_connection = True
             handler.connection.shutdown(2)  # the network goes away mid-file
-            return
-        for start in range(0, len(data), 65536):  # in pieces, so the progress moves
-            handler.wfile.write(data[start:start + 65536])

@@ -82,6 +82,25 @@ def test_a_dropped_connection_gives_a_message_and_the_next_try_completes(repo, t
     assert "error" not in again and again["n_layers"] == 2
 
 
+def test_a_cut_download_resumes_and_the_next_try_fetches_only_the_rest(repo, tmp_path):
+    weights = (repo / "model.safetensors").stat().st_size
+    cut_at = weights // 2
+    with FakeHub({REPO: repo}, drop_after=cut_at) as hub:
+        cut = start("load", REPO, hub.url, tmp_path)
+        first = hub.sent["model.safetensors"]
+    assert cut["kind"] == "ModelLoadError" and "connection dropped" in cut["error"]
+    assert "it resumes" in cut["error"] and first == cut_at
+    with FakeHub({REPO: repo}) as hub:  # the network is back
+        again = start("load", REPO, hub.url, tmp_path)
+        second = hub.sent["model.safetensors"]
+    assert "error" not in again and again["n_layers"] == 2
+    assert second == weights - cut_at  # only the rest, not the whole file again
+    sizes = sum(f.stat().st_size for f in hub.files(REPO))
+    assert again["seen"][-1] == [sizes, sizes]  # the bar counts the resumed bytes too
+    blobs = list((tmp_path / "hub").glob("models--lab--tiny-gpt2/blobs/*"))
+    assert blobs and not [b for b in blobs if b.name.endswith(".part")]
+
+
 def test_an_unreachable_hub_says_so_in_one_sentence_and_offers_the_bundled_models(tmp_path):
     with socket.socket() as sock:  # a port nobody listens on
         sock.bind(("127.0.0.1", 0))
