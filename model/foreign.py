@@ -158,9 +158,14 @@ def load_foreign(directory: Path, config: dict, name: str, weights: list[Path]) 
     try:
         hf_config = AutoConfig.from_pretrained(str(directory), local_files_only=True,
                                                trust_remote_code=False)
-    except (ValueError, KeyError, OSError) as exc:
-        raise ModelLoadError(f"unsupported architecture {kind!r}: neither this app nor the "
-                             "installed transformers library knows it") from exc
+    except Exception as exc:  # transformers' strict config checks raise their own kinds
+        from transformers import CONFIG_MAPPING
+
+        if kind not in CONFIG_MAPPING:
+            raise ModelLoadError(f"unsupported architecture {kind!r}: neither this app nor the "
+                                 "installed transformers library knows it") from exc
+        raise ModelLoadError(f"its config.json does not fit Hugging Face's {kind!r} code: "
+                             f"{type(exc).__name__}: {exc}"[:400]) from exc
     cfg = foreign_config(hf_config)
     _check_config_size(hf_config, cfg)
     try:

@@ -57,3 +57,13 @@ def test_an_error_inside_hugging_faces_code_is_a_message(tmp_path):
     assert isinstance(failed.value.__cause__, RuntimeError)
     fits = load_model(str(tiny_foreign.make_mixtral(tmp_path / "fits", 48)), foreign=True)
     assert fits.run("The cat sat on the mat.").attentions.shape[:2] == (2, 4)  # the same code
+
+
+def test_a_config_hugging_faces_checks_reject_is_a_message(bloom_dir, tmp_path):
+    folder = tmp_path / "typo"
+    shutil.copytree(bloom_dir, folder)
+    data = json.loads((folder / "config.json").read_text())
+    data["layer_norm_epsilon"] = "small"  # transformers 5's strict config raises its own kind
+    (folder / "config.json").write_text(json.dumps(data))
+    with pytest.raises(ModelLoadError, match="does not fit Hugging Face's 'bloom' code"):
+        load_model(str(folder), foreign=True)
