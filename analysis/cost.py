@@ -38,6 +38,11 @@ SAFETY = 1.25  # the allocator's slack over the tensors counted (measured: see t
 MACS_PER_SECOND = 1.0e11
 ATTENTION_SECONDS = 8.5e-9
 GRADIENT_ATTENTION = 5.3
+# Beyond the arithmetic: seconds per layer of one pass (Python, one call per operation),
+# and an analysis's own bookkeeping (fitted to MiniLM at 13 tokens, where it is most of the
+# time: bench/bench_effect_estimate.py, BENCHMARKS.md)
+PASS_SECONDS = 2e-3
+FIXED_SECONDS = 0.05
 
 
 # ------------------------------------------------------------------------------ the parts
@@ -177,6 +182,7 @@ class Plan:
     most: int
     least: int
     seconds: float
+    kind: str = "analysis"  # which analysis: recent runs of the same kind calibrate its time
 
 
 OCCLUSION_MOST = 64  # variants per pass at most (analysis/effect.py)
@@ -186,11 +192,14 @@ SWEEP_MOST = 64  # ablated copies per pass at most (analysis/ablation.py)
 def effect_plan(cfg, n_pos: int, steps: int, occlusion: bool,
                 allowance: int | None = None) -> Plan:
     """The effect page's six methods for a target that sees `n_pos` tokens."""
-    occ = min(OCCLUSION_MOST, n_pos)
-    most = effect_bytes(cfg, n_pos, chunk("integrated_gradients", cfg, n_pos, steps, allowance),
-                        chunk("occlusion", cfg, n_pos, occ, allowance) if occlusion else None)
+    ig_chunk = chunk("integrated_gradients", cfg, n_pos, steps, allowance)
+    occ_chunk = chunk("occlusion", cfg, n_pos, min(OCCLUSION_MOST, n_pos), allowance) \
+        if occlusion else None
+    most = effect_bytes(cfg, n_pos, ig_chunk, occ_chunk)
     least = effect_bytes(cfg, n_pos, 1, 1 if occlusion else None)
-    return Plan(most, least, effect_seconds(cfg, n_pos, steps, occlusion))
+    passes = effect_passes(n_pos, steps, ig_chunk, occ_chunk)
+    return Plan(most, least, effect_seconds(cfg, n_pos, steps, occlusion)
+                + overhead_seconds(cfg, *passes), "effect")
 
 
 def sweep_plan(cfg, n_pos: int, allowance: int | None = None) -> Plan:
@@ -199,7 +208,8 @@ def sweep_plan(cfg, n_pos: int, allowance: int | None = None) -> Plan:
     held = _bytes(2 * cfg.n_layers * _sizes(cfg, n_pos)[1])
     most = sweep_bytes(cfg, n_pos, chunk("sweep", cfg, n_pos, min(SWEEP_MOST, cfg.n_heads),
                                          allowance))
-    return Plan(held + most, held + sweep_bytes(cfg, n_pos, 1), sweep_seconds(cfg, n_pos))
+    return Plan(held + most, held + sweep_bytes(cfg, n_pos, 1), sweep_seconds(cfg, n_pos),
+                "sweep")
 
 
 def patching_plan(cfg, n_pos: int, allowance: int | None = None) -> Plan:
@@ -207,13 +217,13 @@ def patching_plan(cfg, n_pos: int, allowance: int | None = None) -> Plan:
     held = _bytes(2 * 3 * cfg.n_layers * _sizes(cfg, n_pos)[1])
     most = patching_bytes(cfg, n_pos, chunk("patching", cfg, n_pos, n_pos, allowance))
     return Plan(held + most, held + patching_bytes(cfg, n_pos, 1),
-                patching_seconds(cfg, n_pos))
+                patching_seconds(cfg, n_pos), "patching")
 
 
 def full_run_plan(cfg, n_pos: int, batch: int = 1) -> Plan:
     """The walkthrough's run that keeps every hook: one piece, it cannot be chunked."""
     size = full_run_bytes(cfg, n_pos, batch)
-    return Plan(size, size, forward_seconds(cfg, n_pos, batch))
+    return Plan(size, size, forward_seconds(cfg, n_pos, batch), "full_run")
 
 
 # ------------------------------------------------------------- encoder–decoder patching
@@ -271,7 +281,8 @@ def seq2seq_patching_plan(cfg, dec_cfg, n_src: int, n_out: int,
     most = peak(seq2seq_chunk(cfg, dec_cfg, n_src, n_out, n_src, True, allowance),
                 seq2seq_chunk(cfg, dec_cfg, n_src, n_out, max(n_out, dec_cfg.n_heads), False,
                               allowance))
-    return Plan(most, peak(1, 1), seq2seq_patching_seconds(cfg, dec_cfg, n_src, n_out))
+    return Plan(most, peak(1, 1), seq2seq_patching_seconds(cfg, dec_cfg, n_src, n_out),
+                "seq2seq_patching")
 
 
 # ---------------------------------------------------------------------------------- time
@@ -303,9 +314,27 @@ def gradient_seconds(cfg, n_pos: int, batch: int = 1) -> float:
 
 def effect_seconds(cfg, n_pos: int, steps: int, occlusion: bool) -> float:
     """The effect page's compute: its run, gradient × input, integrated gradients (`steps`
-    points forward and back, two more forwards), occlusion (one pass per token)."""
-    forwards = 1 + 2 + (n_pos if occlusion else 0)
-    return forward_seconds(cfg, n_pos, forwards) + gradient_seconds(cfg, n_pos, 1 + steps)
+    points forward and back, two more forwards), occlusion (one pass per token, and the
+    text's own), and a decoder's next-token logits at the target for each of them."""
+    forwards = 1 + 2 + (1 + n_pos if occlusion else 0)
+    logits = (forwards + 3 * (1 + steps)) * cfg.d_model * cfg.d_vocab if cfg.has_lm_head else 0
+    return (forward_seconds(cfg, n_pos, forwards) + gradient_seconds(cfg, n_pos, 1 + steps)
+            + logits / MACS_PER_SECOND)
+
+
+def effect_passes(n_pos: int, steps: int, ig_chunk: int,
+                  occ_chunk: int | None) -> tuple[int, int]:
+    """Passes through the model the effect page makes, forward only and forward + backward:
+    its run, integrated gradients' two ends, occlusion's own value and its chunks; gradient ×
+    input and integrated gradients' chunks."""
+    forwards = 1 + 2 + (1 + -(-n_pos // occ_chunk) if occ_chunk else 0)
+    return forwards, 1 + -(-steps // ig_chunk)
+
+
+def overhead_seconds(cfg, forwards: int, backwards: int) -> float:
+    """What a pass costs beyond its arithmetic (Python, one call per operation, the hooks),
+    per layer; a backward pass twice over; and the page's own sums (rows, correlations)."""
+    return cfg.n_layers * PASS_SECONDS * (forwards + 3 * backwards) + FIXED_SECONDS
 
 
 def sweep_seconds(cfg, n_pos: int) -> float:

@@ -1,30 +1,99 @@
 """The pages' side of the working memory (ui/working_memory.py): what a heavy analysis will
 cost, said before the click, and its reservation while it runs, with a plain word on the page
-when it has to wait, runs in smaller pieces, or cannot run at all."""
+when it has to wait, runs in smaller pieces, or cannot run at all.
+
+Its time is said for this machine as it is now (analysis/pace.py): the load is read when the
+line is drawn, and every run that ends here teaches the server's `PACE` how long its kind
+really takes."""
 
 from __future__ import annotations
 
 import contextlib
+import os
+import time
 from collections.abc import Iterator
 
 import streamlit as st
 
 from analysis.cost import Plan
+from analysis.pace import Machine, Pace, Span, at_start, estimate
 
 from .working_memory import NoRoom, megabytes, working_memory
 
+PACE = Pace()  # this server's recent runs: how long each kind really took
+SAMPLES = 5  # readings of the tasks running now, SAMPLE_GAP seconds apart
+SAMPLE_GAP = 0.01
 
-def _seconds(s: float) -> str:
-    if s < 1.5:
+
+def _running_now() -> float | None:
+    """Tasks running now besides this thread (Linux's /proc/loadavg, a few readings); None
+    where the system does not say."""
+    counts = []
+    for i in range(SAMPLES):
+        try:
+            with open("/proc/loadavg", encoding="ascii") as f:
+                counts.append(int(f.read().split()[3].split("/")[0]) - 1)
+        except (OSError, ValueError, IndexError):
+            return None
+        if i + 1 < SAMPLES:
+            time.sleep(SAMPLE_GAP)
+    return sum(counts) / len(counts)
+
+
+def machine_now() -> Machine:
+    """The cores this process may use, torch's threads, and the load, read now."""
+    import torch
+
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        load = 0.0
+    running = _running_now()
+    return Machine(cores, torch.get_num_threads(), load, load if running is None else running)
+
+
+def _clock(s: float) -> str:
+    return f"{s:.0f} s" if s < 90 else f"{s / 60:.0f} min"
+
+
+def span_words(span: Span) -> str:
+    """ "about 20 s", or "5 s to 2 min" when the span is too wide for one number within 2×
+    of it."""
+    if span.high < 1.5:
         return "about a second"
-    if s < 90:
-        return f"about {s:.0f} s"
-    return f"about {s / 60:.0f} min"
+    if span.narrow:
+        return f"about {_clock(span.middle)}"
+    low = max(1.0, span.low)
+    if _clock(low) == _clock(span.high):
+        return f"about {_clock(low)}"
+    if low < 90 <= span.high:
+        return f"{_clock(low)} to {_clock(span.high)}"
+    return f"{_clock(low).split()[0]} to {_clock(span.high)}"
+
+
+def time_span(plan: Plan, machine: Machine | None = None, pace: Pace = PACE) -> Span:
+    """How long the plan's analysis should take on this machine now."""
+    machine = machine or machine_now()
+    return estimate(plan.seconds, machine, pace.ratios(plan.kind), not pace.seen(plan.kind))
 
 
 def cost_words(plan: Plan) -> str:
     """ "about 240 MB of memory while it runs, about 20 s" """
-    return f"about {megabytes(plan.most)} of memory while it runs, {_seconds(plan.seconds)}"
+    return f"about {megabytes(plan.most)} of memory while it runs, {span_words(time_span(plan))}"
+
+
+@contextlib.contextmanager
+def timed(plan: Plan, pace: Pace = PACE) -> Iterator[None]:
+    """Time the block as one run of the plan's analysis, and teach `pace` how long it took
+    against what the load alone said at its start (a run that fails teaches nothing)."""
+    expected = at_start(plan.seconds, machine_now(), not pace.seen(plan.kind))
+    start = time.monotonic()
+    yield
+    pace.record(plan.kind, expected, time.monotonic() - start)
 
 
 def allowance() -> int:
@@ -52,7 +121,7 @@ def room_for(plan: Plan) -> Iterator[int]:
 
     try:
         grant = working_memory().reserve(plan.most, plan.least, on_wait=waiting)
-        with grant as held:
+        with grant as held, timed(plan):
             note.empty()
             if held.shrunk:
                 note.caption(f"The server is busy, so this runs in smaller pieces "
