@@ -27,7 +27,7 @@ from .device import pick_device
 from .hub import HUB_ID, fetch
 from .materialize import fill, params_on_meta, read_safetensors
 from .registry import BUNDLED, OWN_MODEL_TYPE, ModelLoadError, config_from_hf
-from .tokenizer import CharTokenizer, HFTokenizer, ReversalTokenizer
+from .tokenizer import CharTokenizer, HFTokenizer, ReversalTokenizer, own_tokenizer
 from .transformer import HookedTransformer
 
 
@@ -170,10 +170,10 @@ def _load_directory(directory: Path, hf: dict, progress=None) -> tuple[HookedTra
                                  f"{OWN_MODEL_TYPE} config: {problem}") from exc
         tokenizer_file = directory / "tokenizer.json"
         try:  # before the weights: it is small, and must fit the model's vocabulary
-            tokenizer = CharTokenizer.from_file(tokenizer_file, cfg.d_vocab)
-        except (OSError, ValueError) as exc:  # missing file, bad JSON, bad "chars"
-            raise ModelLoadError(f"could not load the character tokenizer {tokenizer_file}: "
-                                 f"{exc}") from exc
+            tokenizer = own_tokenizer(tokenizer_file, cfg.d_vocab)
+        except (OSError, ValueError, KeyError) as exc:  # missing file, bad JSON, bad "chars"
+            raise ModelLoadError(f"could not load the character tokenizer (or word tokenizer) "
+                                 f"{tokenizer_file}: {exc}") from exc
         return build_model(cfg, read_weights(directory, _stage(progress, "reading")),
                            _stage(progress, "loading")), tokenizer
     cfg = config_from_hf(hf)

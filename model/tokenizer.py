@@ -14,6 +14,7 @@ text the vocabulary lacks (an emoji, say), so it counts as text. Padding is alwa
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
@@ -156,10 +157,15 @@ class CharTokenizer:
                              f"character) but the model's vocabulary (d_vocab) is {d_vocab}")
         return tokenizer
 
+    kind = "character"  # for messages: "a character model"
+
+    def rows(self, texts: list[str]) -> list[list[int]]:
+        return [[self.index.get(c, self.unk_id) for c in t] for t in texts]
+
     def encode(self, texts: list[str], pairs: list[str] | None, max_len: int) -> Encoding:
         if pairs is not None:
-            raise ValueError("a character model reads one text at a time, not sentence pairs")
-        rows = [[self.index.get(c, self.unk_id) for c in t] for t in texts]
+            raise ValueError(f"a {self.kind} model reads one text at a time, not sentence pairs")
+        rows = self.rows(texts)
         width = min(max_len, max(len(r) for r in rows))
         ids = torch.zeros(len(rows), width, dtype=torch.long)
         mask = torch.zeros_like(ids)
@@ -211,3 +217,70 @@ class ReversalTokenizer(CharTokenizer):
                         special_mask=special, tokens=[self.tokens(r) for r in ids.tolist()],
                         n_dropped=[max(0, len(r) - (max_len - 1)) for r in full],
                         typed_special=typed_positions(special, added, mask))
+
+
+# ------------------------------------------------------------------------------- words
+# A word with the space before it (" Mary"), or one punctuation mark: GPT-2's convention, so
+# the tokens joined give back the text and a continuation starts with its own space.
+WORD_PATTERN = re.compile(r" ?[A-Za-z0-9]+| ?[^A-Za-z0-9\s]")
+
+
+def split_words(text: str) -> list[str]:
+    """Text -> word tokens: a run of white space counts as one space."""
+    lead = " " if text[:1].isspace() else ""
+    return WORD_PATTERN.findall(lead + " ".join(text.split()))
+
+
+class WordTokenizer(CharTokenizer):
+    """One token per word or punctuation mark, from a fixed vocabulary; for the word-level
+    decoder this project trains itself. A word it lacks reads as the unknown token."""
+
+    def __init__(self, words: list[str], unk: str = "<unk>") -> None:
+        if not isinstance(words, list) or not words or not all(isinstance(w, str) and w
+                                                               for w in words):
+            raise ValueError("'words' must be a non-empty list of non-empty strings")
+        repeated = sorted(w for w, n in Counter(words).items() if n > 1)
+        if repeated:
+            raise ValueError(f"'words' must list each word once; repeated: {repeated[:5]}")
+        if unk not in words:
+            raise ValueError(f"'unk' must be one of the words, got {unk!r:.40}")
+        self.words = words
+        self.index = {w: i for i, w in enumerate(words)}
+        self.unk_id = self.index[unk]
+        self.vocab_size = len(words)
+        self.special_ids = set()
+
+    @classmethod
+    def from_data(cls, data: dict, d_vocab: int | None = None) -> "WordTokenizer":
+        tokenizer = cls(data["words"], data.get("unk", "<unk>"))
+        if d_vocab is not None and tokenizer.vocab_size != d_vocab:
+            raise ValueError(f"'words' has {tokenizer.vocab_size} tokens but the model's "
+                             f"vocabulary (d_vocab) is {d_vocab}")
+        return tokenizer
+
+    kind = "word"
+
+    def rows(self, texts: list[str]) -> list[list[int]]:
+        return [[self._id(w) for w in split_words(t)] or [self.unk_id] for t in texts]
+
+    def _id(self, word: str) -> int:
+        """The word's id; else the same word with the other case of its first letter (a
+        sentence typed in lower case), else the unknown token."""
+        if word in self.index:
+            return self.index[word]
+        space, bare = (" ", word[1:]) if word.startswith(" ") else ("", word)
+        return self.index.get(space + bare[:1].swapcase() + bare[1:], self.unk_id)
+
+    def tokens(self, ids: list[int]) -> list[str]:
+        return [self.words[i] for i in ids]
+
+
+def own_tokenizer(path: Path, d_vocab: int | None = None) -> CharTokenizer:
+    """The tokenizer.json of a model this project trained: {"words": [...], "unk": "<unk>"}
+    for a word model, else the character format (CharTokenizer.from_file)."""
+    if path.stat().st_size > MAX_CHAR_TOKENIZER_BYTES:
+        raise ValueError(f"the file is larger than {MAX_CHAR_TOKENIZER_BYTES:,} bytes")
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if isinstance(data, dict) and "words" in data:
+        return WordTokenizer.from_data(data, d_vocab)
+    return CharTokenizer.from_file(path, d_vocab)
