@@ -245,7 +245,10 @@ def _head(f: FactInputs) -> dict:
 
 WALK_KEYS = ("tokens", "embed_tok", "embed_pos", "embed_sum", "qkv_proj", "split_heads",
              "scores", "scale", "mask", "softmax", "weighted_values", "join_heads", "mlp_up",
-             "mlp_act", "stack", "output", "next_token")
+             "mlp_act", "stack", "output", "next_token", "attention_mask", "token_types",
+             "embed_type", "embed_norm", "layer_input", "ln1", "k_transpose", "attn_out",
+             "add_norm_attn", "resid_attn", "ln2", "mlp_down", "add_norm_mlp", "resid_mlp",
+             "final_norm", "unembed", "pooler")
 
 
 def _walk(f: FactInputs) -> dict:
@@ -355,6 +358,11 @@ FACTS: dict[str, Fact] = {
                       _induction,
                       describe="when induction heads form in the training page's default run"),
 }
+
+
+from .facts_lab import LAB_FACTS  # noqa: E402 (its facts use the helpers above)
+
+FACTS.update(LAB_FACTS)
 
 
 def compute(name: str, inputs: FactInputs) -> dict:
