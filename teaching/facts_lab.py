@@ -105,7 +105,13 @@ def _attrib(f: FactInputs) -> dict:
     a = attribute(f.model, f.trace.texts[0])
     parts = a.components()
     name, value = max(parts, key=lambda p: p[1])
-    return {"target": plain(f.model.tokenizer.decode([a.target])) or "a space",
+    layer, head = divmod(int(np.argmax(a.heads)), a.heads.shape[1])
+    last = a.heads.shape[0] - 1
+    kind = ("the token embedding" if name == "token embedding" else
+            f"a head in the {'last' if layer == last else 'first'} layer"
+            if name.endswith(f"layer {layer} head {head}") and layer in (0, last) else
+            "another part")
+    return {"layer": layer, "head": head, "head_value": float(a.heads.max()), "kind": kind,"target": plain(f.model.tokenizer.decode([a.target])) or "a space",
             "logit": a.value, "total": a.total(), "top": name, "top_value": value,
             "top_share": value / a.value, "parts": len(parts)}
 
@@ -133,12 +139,16 @@ def _ablate(f: FactInputs) -> dict:
             else "no, another head"}
 
 
+PRESET_LENGTH, PRESET_SYMBOLS, PRESET_SEQS = 10, 36, 16  # the patching page's preset defaults
+
+
 def _patch(f: FactInputs) -> dict:
     """The patching page's induction preset (its default settings): the head whose clean
     output brings back most of the right answer."""
     from analysis.patching import induction_preset
 
-    grid = induction_preset(f.model, 10, f.model.cfg.d_vocab, seed=0, n_seqs=16)["heads"]
+    grid = induction_preset(f.model, PRESET_LENGTH, PRESET_SYMBOLS, seed=0,
+                            n_seqs=PRESET_SEQS)["heads"]
     layer, head = divmod(int(np.argmax(grid)), grid.shape[1])
     return {"layer": layer, "head": head, "restored": float(grid.max()),
             "heads": int(grid.size)}
@@ -154,6 +164,29 @@ def _shift(f: FactInputs) -> dict:
             "first": words[0], "second": words[1], "pairs": len(words) - 1}
 
 
+def _effect(f: FactInputs) -> dict:
+    """The step's head beside occlusion: the token its target row looks at most, and the token
+    whose removal changes the effect page's target most (a decoder's next-token
+    log-probability at the last position; an encoder's similarity to the second text)."""
+    from analysis.ablation import Inputs
+    from analysis.effect import attention_scores, occlusion, query_weights
+    from analysis.effect_target import make_target
+
+    inputs = Inputs.encode(f.model, f.trace.texts[0])
+    target = make_target(f.model, inputs)  # the page's target when the sidebar has one text
+    layer, head = int(f.settings.get("layer", 0)), int(f.settings.get("head", 0))
+    enc = f.trace
+    n = enc.n_tokens
+    looked = attention_scores(enc.attentions, layer, head, query_weights(target, n))  # [k]
+    effect = np.abs(occlusion(f.model, target, inputs))  # [k]
+    keep = ~enc.special_mask[0].bool().numpy() & np.isfinite(effect)
+    i = int(np.argmax(np.where(keep, looked, -1.0)))
+    j = int(np.argmax(np.where(keep, effect, -1.0)))
+    word = lambda k: plain(enc.tokens[k]) or "a space"  # noqa: E731
+    return {"looked": word(i), "share": float(looked[i]), "mattered": word(j),
+            "same": "yes, the same token" if i == j else "no, another token"}
+
+
 LAB_FACTS: dict[str, Fact] = {
     "dims": Fact(("d_model", "heads", "d_head", "scale", "d_mlp", "widen", "tokens", "scores"),
                  _dims, describe="the sizes of one layer and the scale √d_head"),
@@ -165,13 +198,15 @@ LAB_FACTS: dict[str, Fact] = {
                  describe="the logit lens's top guess at the last position, layer by layer"),
     "gen": Fact(("written", "n", "first", "prob", "runner_up", "sure", "second_prob"), _gen,
                 describe="what a decoder writes next, greedily, and how sure it is"),
-    "attrib": Fact(("target", "logit", "total", "top", "top_value", "top_share", "parts"),
-                   _attrib, describe="which part wrote most of the next token's logit"),
+    "attrib": Fact(("layer", "head", "head_value", "kind", "target", "logit", "total", "top",
+                    "top_value", "top_share", "parts"), _attrib, describe="which part wrote most of the next token's logit"),
     "ablate": Fact(("sharp_layer", "sharp_head", "sharp_share", "sharp_effect", "top_layer",
                     "top_head", "top_effect", "rank", "heads", "same"), _ablate,
                    describe="the sharpest head beside the head whose removal matters most"),
     "patch": Fact(("layer", "head", "restored", "heads"), _patch,
                   describe="the head patching finds on the induction preset"),
+    "effect": Fact(("looked", "share", "mattered", "same"), _effect, uses_settings=True,
+                   describe="the token the step's head looks at most beside the one that matters"),
     "shift": Fact(("inputs", "targets", "first", "second", "pairs"), _shift,
                   describe="a decoder's inputs and its targets, one token later"),
 }
