@@ -245,7 +245,11 @@ def _head(f: FactInputs) -> dict:
 
 WALK_KEYS = ("tokens", "embed_tok", "embed_pos", "embed_sum", "qkv_proj", "split_heads",
              "scores", "scale", "mask", "softmax", "weighted_values", "join_heads", "mlp_up",
-             "mlp_act", "stack", "output", "next_token")
+             "mlp_act", "stack", "output", "next_token", "attention_mask", "token_types",
+             "embed_type", "embed_norm", "layer_input", "ln_attn", "k_transpose", "attn_out",
+             "add_norm_attn", "resid_attn", "ln_mlp", "mlp_down", "add_norm_mlp", "resid_mlp",
+             "final_norm", "unembed", "pooler")
+WALK_NAMES = {"ln_attn": "ln1", "ln_mlp": "ln2"}  # a fact's field has no digits
 
 
 def _walk(f: FactInputs) -> dict:
@@ -255,7 +259,8 @@ def _walk(f: FactInputs) -> dict:
     full = f.model.run(f.trace.texts[0], f.trace.texts[1] if len(f.trace.texts) > 1 else None,
                        keep=None)
     numbers = {step.key: i for i, step in enumerate(walkthrough(full, 0), 1)}
-    return {key: numbers.get(key) for key in WALK_KEYS} | {"count": len(numbers)}
+    return {key: numbers.get(WALK_NAMES.get(key, key)) for key in WALK_KEYS} | {
+        "count": len(numbers)}
 
 
 JUMP_SCORE = 0.5  # the induction score that counts as "formed"
@@ -355,6 +360,11 @@ FACTS: dict[str, Fact] = {
                       _induction,
                       describe="when induction heads form in the training page's default run"),
 }
+
+
+from .facts_lab import LAB_FACTS  # noqa: E402 (its facts use the helpers above)
+
+FACTS.update(LAB_FACTS)
 
 
 def compute(name: str, inputs: FactInputs) -> dict:

@@ -19,6 +19,10 @@
     options = ["at the word before", "at itself"]
     answer = "at the word before"
     reveal = "Shown after the learner answers."
+    misconception = "whole-matrix-sums"   # optional: the course's misconception it probes
+
+A step may also name the course's ideas it teaches: `teaches = ["softmax-rows"]`
+(teaching/course/ideas.toml and misconceptions.toml list the names).
 
 Every error names the line and the problem. Nothing here runs the model: `check_models`
 checks the model-dependent parts (names, layer and head ranges) given each model's shape.
@@ -42,12 +46,13 @@ from .limits import (
     FORMAT_SPEC, FORMATS_SAID, MAX_STEP_CHARS, LessonError, check_size, check_text,
 )
 from .pages import COMMON, PAGES, Setting
+from .syllabus import ideas, misconceptions
 
 MAX_STEPS = 60
 MAX_FIELD_CHARS = 20_000
 LESSON_KEYS = {"id", "title", "summary", "model", "text", "pair", "steps"}
-STEP_KEYS = {"title", "page", "explain", "question", "figure", *COMMON}
-QUESTION_KEYS = {"kind", "prompt", "options", "answer", "row", "reveal"}
+STEP_KEYS = {"title", "page", "explain", "question", "figure", "teaches", *COMMON}
+QUESTION_KEYS = {"kind", "prompt", "options", "answer", "row", "reveal", "misconception"}
 ID_PATTERN = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
 # {fact.field} or {fact.field:.2f}: the only placeholders. Other braces ($\sqrt{d}$) stay text.
 # Any spec is found here, so that one not on FORMAT_SPEC's list is refused, never kept as text.
@@ -62,6 +67,7 @@ class Question:
     answer: str = ""  # choice: the right option (it may be a fact placeholder)
     row: str = ""  # cell: the query token whose row is asked about (text or a placeholder)
     reveal: str = ""
+    misconception: str = ""  # the course's misconception it probes (teaching/syllabus.py)
 
 
 @dataclass(frozen=True)
@@ -76,6 +82,7 @@ class Step:
     question: Question | None = None
     line: int = 0  # where the step starts in the file
     figure: str = ""  # the one figure the step shows (teaching/figures.py); "" its page's own
+    teaches: tuple[str, ...] = ()  # the course's ideas the step teaches (teaching/syllabus.py)
 
 
 @dataclass(frozen=True)
@@ -182,10 +189,12 @@ def _question(raw, step: int, where: _Lines) -> Question:
         raise LessonError(line, f"question kind must be \"choice\" or \"cell\", not {kind!r}")
     prompt = _text(raw.get("prompt"), "prompt", where.of("prompt", step))
     reveal = _text(raw.get("reveal"), "reveal", where.of("reveal", step), required=False)
+    tag = _named(raw.get("misconception"), misconceptions(), "misconception",
+                 where.of("misconception", step))
     if kind == "cell":
         row = _text(raw.get("row"), "row (the token whose row is asked about)",
                     where.of("row", step))
-        return Question("cell", prompt, row=row, reveal=reveal)
+        return Question("cell", prompt, row=row, reveal=reveal, misconception=tag)
     options = raw.get("options")
     at = where.of("options", step)
     if not isinstance(options, list) or not 2 <= len(options) <= 8:
@@ -195,7 +204,28 @@ def _question(raw, step: int, where: _Lines) -> Question:
     if not PLACEHOLDER.search(answer) and answer not in options:
         raise LessonError(where.of("answer", step), f"answer {answer!r} is not one of the "
                           "options")
-    return Question("choice", prompt, options=options, answer=answer, reveal=reveal)
+    return Question("choice", prompt, options=options, answer=answer, reveal=reveal,
+                    misconception=tag)
+
+
+def _named(value, known: dict, what: str, line: int) -> str:
+    """A course name (a misconception's or an idea's id), or "" when the key is left out."""
+    if value is None:
+        return ""
+    if not isinstance(value, str) or value not in known:
+        raise LessonError(line, f"{what} must be one of the course's names in quotes: "
+                          f"{', '.join(sorted(known))}; not {value!r}")
+    return value
+
+
+def _teaches(value, line: int) -> tuple[str, ...]:
+    """A step's `teaches`: a list of the course's idea names."""
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not value:
+        raise LessonError(line, "teaches must be a list of idea names in quotes, such as "
+                          "teaches = [\"softmax-rows\"]")
+    return tuple(_named(v, ideas(), "each idea in teaches", line) for v in value)
 
 
 def _step(raw, index: int, lesson: dict, where: _Lines) -> Step:
@@ -225,6 +255,7 @@ def _step(raw, index: int, lesson: dict, where: _Lines) -> Step:
         explain=_text(raw.get("explain"), "explain", where.of("explain", index),
                       required=False),
         model=model, text=text, pair=pair, settings=settings, line=line, figure=figure,
+        teaches=_teaches(raw.get("teaches"), where.of("teaches", index)),
         question=None if question is None else _question(question, index, where))
     words = sum(map(len, step_words(step).values()))
     if words > MAX_STEP_CHARS:

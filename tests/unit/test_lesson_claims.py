@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from model import load_model
-from teaching.facts import JUMP_SCORE, amount, plain, when_phrase
+from teaching.facts import JUMP_SCORE, WALK_NAMES, amount, plain, when_phrase
 from teaching.format import PLACEHOLDER, parse_lesson
 from teaching.resolve import step_parts, step_texts
 
@@ -135,7 +135,7 @@ def _verify(name: str, fact: dict, trace, settings: dict, row: str, induction: d
         steps = walkthrough(_model(trace.model_name).run(trace.texts[0], keep=None), 0)
         for key, number in fact.items():
             if key != "count" and number is not None:
-                assert steps[number - 1].key == key
+                assert steps[number - 1].key == WALK_NAMES.get(key, key)
         assert fact["count"] == len(steps)
     elif name == "indhead":
         n = fact["length"]
