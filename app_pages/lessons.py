@@ -19,7 +19,8 @@ from teaching.render import safe_markdown
 from ui import class_bar, projector
 from ui.lesson_library import catalogue
 from ui.lesson_progress import (
-    done_title, first_answer, progress, progress_words, right_first_time, step_done,
+    answered_right, done_title, first_answer, progress, progress_words, right_first_time,
+    step_done,
 )
 from ui.lesson_question import answer_of, ask
 from ui.lesson_step import (
@@ -222,7 +223,9 @@ def _summary(lesson: Lesson) -> None:
         words = md_escape(title if title is not None else step.title)
         first = right_first_time(lesson.id, number)
         said = ("" if step.question is None else " · not answered" if first is None
-                else " · right first time" if first else " · right after another try")
+                else " · right first time" if first
+                else " · right after another try" if answered_right(lesson.id, number)
+                else " · not answered right")
         lines.append(f"{number}. {mark} {words}{said}")
     st.markdown("**What it covered**\n\n" + "\n".join(lines))
     row = st.container(horizontal=True, gap="medium")
