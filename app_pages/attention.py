@@ -17,7 +17,7 @@ from ui.callbacks import pick_head
 from ui.text import md_escape
 from ui.page_registry import page_link
 from ui.reference import check_numbers
-from ui.sidebar import require_trace
+from ui.sidebar import require_trace, trace_notes
 from ui.token_lines import BOX_PX, ROW_PX, token_lines
 from ui.view_state import page_view
 from ui.widgets import index_slider, shown_model_name
@@ -182,6 +182,7 @@ def explorer(selection) -> None:
     slots, window_box, figure_box, notes = _places(room)
     if room:  # what the page says about the map, under it (render() says it above otherwise)
         with notes:
+            trace_notes(selection, trace)
             _about(selection, trace)
     layer, head, mode, average, hide_special = _controls(trace, slots)
     with notes:  # the page's width is measured there; the window's slider goes with the controls
@@ -307,7 +308,7 @@ def render() -> None:
     room = projector.on()
     if not room:
         st.title("Attention", anchor=False)
-    trace = require_trace(selection)
+    trace = require_trace(selection, notes=not room)
     cfg = trace.cfg
     key = (selection.model_name, selection.text, selection.pair)
     if not room:
