@@ -13,7 +13,7 @@ from model.registry import HubOffline
 
 from . import charts, settings, view_state
 from .cache import get_model, get_trace
-from .examples import EXAMPLES, LEARNED_FROM, SHORT, known_sentence
+from .examples import EXAMPLES, LEARNED_FROM, SHORT, known_label, known_sentence
 from .model_names import NAMES, about_loaded, description, in_groups, short_label
 from .text import md_escape
 from .urlstate import link_was_unreadable, url_default, write_to_url
@@ -67,7 +67,7 @@ def _known_text_note(name: str) -> None:
         return
     st.caption(line)
     if sentence and st.session_state.get(view_state.TEXT_KEY) != sentence:
-        st.button("Use a sentence it knows", key="sb_known_text", on_click=use_known_sentence,
+        st.button(known_label(name), key="sb_known_text", on_click=use_known_sentence,
                   args=(name,), help=f"Puts “{md_escape(sentence)}” in the text box.")
 
 
