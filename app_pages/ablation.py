@@ -18,7 +18,7 @@ from ui.heavy import allowance, cost_words, refusal, room_for
 from ui.cache import get_model, shared
 from ui.charts import chart_config
 from ui.callbacks import add_layer_heads, set_state, toggle_head
-from ui.examples import known_sentence
+from ui.examples import known_label, known_sentence
 from ui.sidebar import require_trace, use_known_sentence
 from ui.view_state import page_view
 from viz.heads import head_grid, next_token_bars, token_bars
@@ -56,7 +56,7 @@ def _helped_note(values: np.ndarray, model_name: str) -> None:
                f"of {values.size}). A head learned what helped on the model's training text; "
                "on text unlike it, some heads get in the way.")
     if known_sentence(model_name) and st.session_state.get("sb_text") != known_sentence(model_name):
-        st.button("Use a sentence it knows", key="abl_known_text", on_click=use_known_sentence,
+        st.button(known_label(model_name), key="abl_known_text", on_click=use_known_sentence,
                   args=(model_name,))
 
 

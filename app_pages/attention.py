@@ -9,6 +9,7 @@ from analysis.head_stats import head_statistics
 from analysis.qk import qk_breakdown
 from analysis.rollout import attention_rollout, drop_special, head_average
 from model.transformer import allowed_keys
+from ui import projector
 from ui.alphabet import read_text, show_unknown_note_read
 from ui.attention_window import label_note, window_control
 from ui.cache import shared
@@ -17,7 +18,7 @@ from ui.callbacks import pick_head
 from ui.text import md_escape
 from ui.page_registry import page_link
 from ui.reference import check_numbers
-from ui.sidebar import require_trace
+from ui.sidebar import require_trace, trace_notes
 from ui.token_lines import BOX_PX, ROW_PX, token_lines
 from ui.view_state import page_view
 from ui.widgets import index_slider, shown_model_name
@@ -129,6 +130,46 @@ def _masks_note(cfg, layer: int, mode: str, n: int):
     return ~allowed_keys(n, cfg.causal, window).numpy()
 
 
+def _controls(trace, slots) -> tuple[int, int, str, bool, bool]:
+    """The layer and head sliders, the mode, and the switches, in four `slots` (columns, or
+    the projector's fold-away box): (layer, head, mode, average, hide_special)."""
+    cfg = trace.cfg
+    layer = index_slider(slots[0], "Layer", cfg.n_layers, key=VIEW.key("layer"))
+    mode = slots[2].radio("Show", MODES, key=VIEW.key("mode"),
+                          help="Raw: what one head of this layer looks at. Rollout: follows "
+                          "attention down through every layer so far, to estimate how much "
+                          "each input token ends up in each token's vector.")
+    average = slots[3].toggle("Average of heads", key=VIEW.key("average"),
+                              disabled=mode != "Raw attention")
+    head = index_slider(slots[1], "Head", cfg.n_heads, key=VIEW.key("head"),
+                        disabled=average or mode != "Raw attention")
+    # Only offered when this run has special tokens (tiny-chars has none: nothing to hide).
+    hide_special = bool(trace.special_mask[0].any()) and slots[3].toggle(
+        "Hide special tokens", key=VIEW.key("hide_special"),
+        help="Drop the special tokens, then renormalise each row to sum to 1. Special tokens "
+        "are the markers the model knows by their id: [CLS], [SEP], BOS, padding, also when "
+        "typed in the text itself.")
+    return layer, head, mode, average, hide_special
+
+
+def _places(room: bool):
+    """Where the explorer draws: (four slots for the controls, the box for the window's
+    slider, the map's place, the notes' place). Normal mode: the controls in a row, the notes,
+    then the map. Projector mode (the screen a room watches): the page's title beside a button
+    that opens the controls, then the map, then the notes, so the map is in the first screen."""
+    if not room:
+        slots = st.columns([3, 3, 2, 2])
+        window_box, notes, figure_box = st.container(), st.container(), st.container()
+        return slots, window_box, figure_box, notes
+    row = st.container(horizontal=True, vertical_alignment="center", key="attn_room_title")
+    row.title("Attention", anchor=False)
+    box = row.popover("Layer, head and view", icon=":material/tune:", key="attn_room_controls",
+                      help="The sliders and switches that choose what the map shows.")
+    slots = [box.container() for _ in range(4)]
+    figure_box, notes = st.container(), st.container()
+    return slots, box, figure_box, notes
+
+
 @st.fragment
 def explorer(selection) -> None:
     """Sliders, the heatmap and the detail view. A fragment: moving a slider reruns only this,
@@ -142,33 +183,26 @@ def explorer(selection) -> None:
         return
     key = (selection.model_name, selection.text, selection.pair)
     cfg, tokens, labels = trace.cfg, trace.tokens, axis_labels(trace.tokens)
-    controls = st.columns([3, 3, 2, 2])
-    layer = index_slider(controls[0], "Layer", cfg.n_layers, key=VIEW.key("layer"))
-    mode = controls[2].radio("Show", MODES, key=VIEW.key("mode"),
-                             help="Raw: what one head of this layer looks at. Rollout: follows "
-                             "attention down through every layer so far, to estimate how much "
-                             "each input token ends up in each token's vector.")
-    average = controls[3].toggle("Average of heads", key=VIEW.key("average"),
-                                 disabled=mode != "Raw attention")
-    head = index_slider(controls[1], "Head", cfg.n_heads, key=VIEW.key("head"),
-                              disabled=average or mode != "Raw attention")
-    # Only offered when this run has special tokens (tiny-chars has none: nothing to hide).
-    hide_special = bool(trace.special_mask[0].any()) and controls[3].toggle(
-        "Hide special tokens", key=VIEW.key("hide_special"),
-        help="Drop the special tokens, then renormalise each row to sum to 1. Special tokens "
-        "are the markers the model knows by their id: [CLS], [SEP], BOS, padding, also when "
-        "typed in the text itself.")
-    window = window_control(st, len(tokens), labels, VIEW.key("window"))
+    room = projector.on()
+    slots, window_box, figure_box, notes = _places(room)
+    if room:  # what the page says about the map, under it (render() says it above otherwise)
+        with notes:
+            trace_notes(selection, trace)
+            _about(selection, trace)
+    layer, head, mode, average, hide_special = _controls(trace, slots)
+    with notes:  # the page's width is measured there; the window's slider goes with the controls
+        window = window_control(window_box, len(tokens), labels, VIEW.key("window"))
     matrix, title = _chosen_matrix(trace, key, layer, head, mode, average)
 
     shown = list(range(len(tokens)))
-    if hide_special:
-        keep = ~trace.special_mask[0].bool().numpy()
-        matrix, shown = drop_special(matrix, keep)
-        hidden = [tokens[i] for i in range(len(tokens)) if not keep[i]]
-        st.info(f"Hiding {len(hidden)} special tokens; each row was renormalised to sum to 1, so "
-                "these are shares of the attention that went to ordinary tokens.")
-    outside = _masks_note(cfg, layer, mode, len(tokens))
+    with notes:
+        if hide_special:
+            keep = ~trace.special_mask[0].bool().numpy()
+            matrix, shown = drop_special(matrix, keep)
+            hidden = [tokens[i] for i in range(len(tokens)) if not keep[i]]
+            st.info(f"Hiding {len(hidden)} special tokens; each row was renormalised to sum to "
+                    "1, so these are shares of the attention that went to ordinary tokens.")
+        outside = _masks_note(cfg, layer, mode, len(tokens))
     inside = [j for j, i in enumerate(shown) if window.keeps(i)]  # rows/columns of `matrix`
     in_window = [shown[j] for j in inside]  # their positions in the text
     matrix = matrix[np.ix_(inside, inside)]
@@ -177,7 +211,7 @@ def explorer(selection) -> None:
     if outside is not None:
         outside = outside[np.ix_(in_window, in_window)]
     if mode == "Attention rollout":
-        st.markdown(ROLLOUT_DEFINITION)
+        notes.markdown(ROLLOUT_DEFINITION)
 
     fig = attention_heatmap(matrix, shown_labels, shown_labels, title=title,
                             causal=cfg.causal and mode == "Raw attention", masked=outside,
@@ -185,9 +219,10 @@ def explorer(selection) -> None:
                             tick_every=(window.fit.x_step, window.fit.y_step),
                             hover_labels=hover and (hover, hover))
     if len(tokens) > TICK_LABEL_LIMIT:
-        _opening_note(key, layer, head, mode == "Raw attention" and not average)
-    st.plotly_chart(fig, key="attn_heatmap", config=chart_config("attention", fig, title),
-                    width="content")
+        with notes:
+            _opening_note(key, layer, head, mode == "Raw attention" and not average)
+    figure_box.plotly_chart(fig, key="attn_heatmap",
+                            config=chart_config("attention", fig, title), width="content")
     if label_note(window):
         st.caption(label_note(window))
     if trace.kind == "encoder_decoder":  # tiny-reverse: the decoder reads the source too
@@ -249,14 +284,9 @@ def _detail_view(view: str, selection, trace, layer: int, head: int, matrix,
                    "as chosen under “Figure downloads” in the sidebar.")
 
 
-def render() -> None:
-    """The page body: its run (trace, figures) lives in locals that end with the run; the
-    fragment above gets what it needs as arguments."""
-    selection = st.session_state["selection"]
-    st.title("Attention", anchor=False)
-    trace = require_trace(selection)
+def _about(selection, trace) -> None:
+    """What the map shows, in one caption; what the model read; where its effect is."""
     cfg = trace.cfg
-    key = (selection.model_name, selection.text, selection.pair)
     st.caption(
         f"{shown_model_name(selection.model_name)}: {cfg.n_layers} layers × {cfg.n_heads} "
         f"heads, {trace.n_tokens} tokens. Rows are queries (the token doing the looking), "
@@ -274,6 +304,20 @@ def render() -> None:
                   "of it: this page puts attention beside what really changes the model's "
                   "answer.")
 
+
+def render() -> None:
+    """The page body: its run (trace, figures) lives in locals that end with the run; the
+    fragment above gets what it needs as arguments. In projector mode the explorer draws the
+    title, and what the page says about the map comes under the map (see `_places`)."""
+    selection = st.session_state["selection"]
+    room = projector.on()
+    if not room:
+        st.title("Attention", anchor=False)
+    trace = require_trace(selection, notes=not room)
+    cfg = trace.cfg
+    key = (selection.model_name, selection.text, selection.pair)
+    if not room:
+        _about(selection, trace)
     opening = None  # a long text opens on a head with a clear pattern, unless a link names one
     if VIEW.given("layer") is None and VIEW.given("head") is None:
         opening = _opening_head(trace)

@@ -16,10 +16,11 @@ import streamlit as st
 from teaching.facts import FactError
 from teaching.format import Lesson, LessonError
 from teaching.render import safe_markdown
-from ui import class_bar
+from ui import class_bar, projector
 from ui.lesson_library import catalogue
 from ui.lesson_progress import (
-    done_title, first_answer, progress, progress_words, right_first_time, step_done,
+    answered_right, done_title, first_answer, progress, progress_words, right_first_time,
+    step_done,
 )
 from ui.lesson_question import answer_of, ask
 from ui.lesson_step import (
@@ -76,15 +77,33 @@ def _navigation(lesson: Lesson, number: int, where: str) -> None:
         if where == "top":
             class_bar.following_line()
         return
-    back, forward = st.columns(2)
+    _buttons(st.columns(2), lesson, number, where)
+
+
+def _buttons(places, lesson: Lesson, number: int, where: str) -> None:
+    """Previous, and Next (Finish on the last step), in two places (columns, or a row)."""
+    back, forward = places
     back.button("◀ Previous", key=f"lesson_prev_{where}", disabled=number <= 1,
                 on_click=partial(go_to, lesson.id, number - 1), width="stretch")
-    if number < n:
+    if number < len(lesson.steps):
         forward.button("Next ▶", key=f"lesson_next_{where}", type="primary", width="stretch",
                        on_click=partial(go_to, lesson.id, number + 1))
     else:
         forward.button("Finish", key=f"lesson_finish_{where}", type="primary",
                        width="stretch", on_click=_finish, args=(lesson.id,))
+
+
+def _room_bar(lesson: Lesson, number: int, title: str) -> None:
+    """Projector mode's one line above a step's figure: the step's title, where it is in the
+    lesson, and Previous and Next. The room sees the figure next, and the words under it."""
+    row = st.container(horizontal=True, vertical_alignment="center", key="lesson_room_bar")
+    row.markdown(f"### {md_escape(title)}", width="stretch")
+    row.caption(f"Step {number} of {len(lesson.steps)} · {md_escape(lesson.title)}",
+                width="content")
+    if class_bar.follows_teacher():  # in a live class the teacher moves the steps
+        class_bar.following_line()
+        return
+    _buttons([row, row], lesson, number, "top")
 
 
 def _finish(lesson_id: str) -> None:
@@ -130,8 +149,10 @@ def _drifted(step) -> bool:
 
 def _step(lesson: Lesson, number: int) -> None:
     step = lesson.steps[number - 1]
-    st.caption(f"Lesson: {md_escape(lesson.title)}")
-    _navigation(lesson, number, "top")
+    room = projector.on()  # the screen a room watches: the figure first, the words under it
+    if not room:
+        st.caption(f"Lesson: {md_escape(lesson.title)}")
+        _navigation(lesson, number, "top")
     try:
         settings, texts = step_texts(step, with_answer=answer_of(lesson.id, number) is not None)
     except (FactError, LessonError, ValueError) as exc:
@@ -141,10 +162,14 @@ def _step(lesson: Lesson, number: int) -> None:
     view = step_view(step, settings)
     # The words beside the one figure; a page with no figure of its own runs whole below them.
     # Side by side where both fit, one under the other on a narrow screen (ui/page_style.py).
-    words, shown = (st.container(key="wide_lesson_step").columns([5, 6], gap="medium")
-                    if focused(step) else (st.container(), st.container()))
+    if room:
+        _room_bar(lesson, number, texts["title"])
+        shown, words = st.container(), st.container()
+    else:
+        words, shown = (st.container(key="wide_lesson_step").columns([5, 6], gap="medium")
+                        if focused(step) else (st.container(), st.container()))
     with words:
-        answered = _words(lesson, number, step, settings, texts)
+        answered = _words(lesson, number, step, settings, texts, titled=not room)
         if answered:  # the rest of the page, in the step's view
             st.link_button("Open the full page ↗", view.to_link(_server()),
                            help="This page with every view and control, in the same model, "
@@ -161,9 +186,12 @@ def _step(lesson: Lesson, number: int) -> None:
     _class_link(lesson, number, view)
 
 
-def _words(lesson: Lesson, number: int, step, settings: dict, texts: dict) -> bool:
-    """The step's title, explanation and question; True once the figure may be shown."""
-    st.header(texts["title"], anchor=False)
+def _words(lesson: Lesson, number: int, step, settings: dict, texts: dict,
+           titled: bool = True) -> bool:
+    """The step's title (unless `titled` is False: projector mode has it above the figure),
+    explanation and question; True once the figure may be shown."""
+    if titled:
+        st.header(texts["title"], anchor=False)
     st.markdown(safe_markdown(texts["explain"]))
     if _drifted(step):
         st.info("You changed the text in the sidebar, so the figure shows your text; the "
@@ -195,7 +223,9 @@ def _summary(lesson: Lesson) -> None:
         words = md_escape(title if title is not None else step.title)
         first = right_first_time(lesson.id, number)
         said = ("" if step.question is None else " · not answered" if first is None
-                else " · right first time" if first else " · right after another try")
+                else " · right first time" if first
+                else " · right after another try" if answered_right(lesson.id, number)
+                else " · not answered right")
         lines.append(f"{number}. {mark} {words}{said}")
     st.markdown("**What it covered**\n\n" + "\n".join(lines))
     row = st.container(horizontal=True, gap="medium")

@@ -11,7 +11,7 @@ from ui.alphabet import read_text, show_unknown_note_read
 from ui.cache import get_model, shared
 from ui.charts import chart_config
 from ui.column_width import column_width
-from ui.examples import LEARNED_FROM, known_sentence
+from ui.examples import LEARNED_FROM, known_label, known_sentence
 from ui.sidebar import require_trace, use_known_sentence
 from ui.switch import needs_lm_head, offer_decoder
 from ui.text import md_escape
@@ -75,7 +75,7 @@ def _guesses_note(lens: Lens, n: int, model_name: str) -> None:
                + LEARNED_FROM.get(model_name, "").replace(model_name, "This model", 1))
     sentence = known_sentence(model_name)
     if sentence and st.session_state.get("sb_text") != sentence:
-        st.button("Use a sentence it knows", key="lens_known_text", on_click=use_known_sentence,
+        st.button(known_label(model_name), key="lens_known_text", on_click=use_known_sentence,
                   args=(model_name,))
 
 

@@ -47,7 +47,11 @@ LEARNED_FROM = {
                   "simple sentences like them, so on other English it guesses badly.",
     "tiny-induction": "tiny-induction learned only from random lower-case letters and digits "
                       "that repeat, so spaces, capitals and punctuation are all unknown to it.",
+    "tiny-reverse": "tiny-reverse learned only to write single short words of lower-case "
+                    "letters backwards, so spaces, capitals and punctuation are all unknown to "
+                    "it.",
 }
+KNOWN_KIND = {"tiny-reverse": "word"}  # what a model's known text is, when not a sentence
 REPEATED_SYMBOLS = 12  # tiny-induction's sentence: this many random symbols, then them again
 
 
@@ -66,6 +70,8 @@ def known_sentence(name: str) -> str | None:
         return None
     if name == "tiny-induction":
         return _repeated_symbols(name)
+    if name == "tiny-reverse":
+        return _word_to_reverse(name)
     from model.loading import read_config
     from model.registry import BUNDLED
     from training.tasks import corpus
@@ -78,6 +84,26 @@ def known_sentence(name: str) -> str | None:
     held_out = corpus(seed, n_chars=1)[1]
     sentences = re.split(r"(?<=[.?!])\s+", held_out)
     return next((s.strip() for s in sentences if 0 < len(s.strip()) <= n_ctx), None)
+
+
+def known_label(name: str) -> str:
+    """The button that puts a model's known text in the box: "Use a sentence it knows"."""
+    return f"Use a {KNOWN_KIND.get(name, 'sentence')} it knows"
+
+
+def _word_to_reverse(name: str) -> str | None:
+    """The reversal task's own probe word (seven different letters), when it fits the model:
+    a word of the kind the reversal model was trained on."""
+    from model.loading import read_config
+    from model.registry import BUNDLED
+    from training.tasks import ReverseTask
+
+    try:
+        n_ctx = read_config(BUNDLED[name]())["config"]["n_ctx"]
+    except (KeyError, TypeError, ValueError, OSError):
+        return None
+    word = ReverseTask.probe_word
+    return word if len(word) < n_ctx else None  # the word and its end marker
 
 
 def _repeated_symbols(name: str) -> str | None:

@@ -10,7 +10,8 @@ import streamlit as st
 
 from teaching.format import Lesson
 
-PROGRESS_KEY = "lesson_progress"  # session state: lesson id -> {"done": {n: title}, "first": {n: bool}}
+# session state: lesson id -> {"done": {n: title}, "first": {n: bool}, "right": {n: True}}
+PROGRESS_KEY = "lesson_progress"
 
 
 @dataclass(frozen=True)
@@ -31,8 +32,10 @@ class Progress:
 
 
 def _record(lesson_id: str) -> dict:
-    return st.session_state.setdefault(PROGRESS_KEY, {}).setdefault(
+    record = st.session_state.setdefault(PROGRESS_KEY, {}).setdefault(
         lesson_id, {"done": {}, "first": {}})
+    record.setdefault("right", {})
+    return record
 
 
 def step_done(lesson_id: str, number: int, title: str) -> None:
@@ -41,8 +44,18 @@ def step_done(lesson_id: str, number: int, title: str) -> None:
 
 
 def first_answer(lesson_id: str, number: int, right: bool) -> None:
-    """The learner's first answer to a step's question (later tries do not change it)."""
-    _record(lesson_id)["first"].setdefault(number, bool(right))
+    """An answer to a step's question: the first one is kept as it was (later tries do not
+    change it), and a right one at any try is noted."""
+    record = _record(lesson_id)
+    record["first"].setdefault(number, bool(right))
+    if right:
+        record["right"][number] = True
+
+
+def answered_right(lesson_id: str, number: int) -> bool:
+    """Was the step's question answered right, at the first try or a later one?"""
+    return bool(st.session_state.get(PROGRESS_KEY, {}).get(lesson_id, {}).get("right", {})
+                .get(number))
 
 
 def right_first_time(lesson_id: str, number: int) -> bool | None:

@@ -13,8 +13,8 @@ from model.registry import HubOffline
 
 from . import charts, settings, view_state
 from .cache import get_model, get_trace
-from .examples import EXAMPLES, LEARNED_FROM, SHORT, known_sentence
-from .model_names import about_loaded, description, in_groups, short_label
+from .examples import EXAMPLES, LEARNED_FROM, SHORT, known_label, known_sentence
+from .model_names import NAMES, about_loaded, description, in_groups, short_label
 from .text import md_escape
 from .urlstate import link_was_unreadable, url_default, write_to_url
 
@@ -69,7 +69,7 @@ def _known_text_note(name: str) -> None:
         return
     st.caption(line)
     if sentence and st.session_state.get(view_state.TEXT_KEY) != sentence:
-        st.button("Use a sentence it knows", key="sb_known_text", on_click=use_known_sentence,
+        st.button(known_label(name), key="sb_known_text", on_click=use_known_sentence,
                   args=(name,), help=f"Puts “{md_escape(sentence)}” in the text box.")
 
 
@@ -157,6 +157,17 @@ def hub_offline_message(name: str) -> str:
             "model.")
 
 
+def hub_unreachable_message(name: str) -> str:
+    """A hub id the cache lacks, and the hub cannot be reached: why, and the bundled models
+    to pick instead, named as the model box names them ("MiniLM (reads text)")."""
+    allowed = settings.allowed_models()  # the labels are ours: no user text in them
+    offered = [short_label(n) for n in in_groups(list(BUNDLED))
+               if allowed is None or n in allowed]
+    return (f"“{md_escape(name)}” would be downloaded from the Hugging Face hub, but this "
+            "computer cannot reach it (no network connection), so pick one of the bundled "
+            f"models, which work offline: {', '.join(offered)}.")
+
+
 def _selection(name: str, text: str, pair: str) -> Selection:
     """The choice, with texts cut to the server's limit (the page says so)."""
     selection = Selection(model_name=name, text=text, pair=pair)
@@ -210,7 +221,7 @@ def render(page: str | None = None) -> Selection:
     except ModelLoadError as exc:
         selection.load_error = (
             hub_offline_message(exc.name) if isinstance(exc, HubOffline)
-            else md_escape(str(exc)) if isinstance(exc, HubUnreachable)  # one sentence
+            else hub_unreachable_message(exc.name) if isinstance(exc, HubUnreachable)
             else f"Could not load this model: {md_escape(str(exc))}")
         sb.error(selection.load_error)
         return selection
@@ -252,17 +263,18 @@ def remember_input() -> None:
     st.session_state["_last_input"] = tuple(st.session_state.get(k) for k in _INPUT_KEYS)
 
 
-def require_trace(selection: Selection, context_note: bool = True) -> Trace:
+def require_trace(selection: Selection, context_note: bool = True, notes: bool = True) -> Trace:
     """Stop the page with a friendly message unless there is a trace to show. Notes on what
-    was cut are shown above the page; `context_note=False` leaves out the one saying the run
-    read only the first tokens, for a page that reads a long text another way and says so."""
+    was cut are shown above the page (`notes=False`: the page shows them itself, with
+    `trace_notes`); `context_note=False` leaves out the one saying the run read only the
+    first tokens, for a page that reads a long text another way and says so."""
     if selection.model is None:
         if selection.load_error:  # where the eye is, not only in the sidebar
             st.error(selection.load_error)
             default = next(iter(BUNDLED))
             if default != selection.model_name and settings.model_refusal(default) is None:
-                st.button(f"Use the bundled {default} instead", key="sb_back_to_default",
-                          on_click=_use_model, args=(default,),
+                st.button(f"Use the bundled {NAMES.get(default, default)} instead",
+                          key="sb_back_to_default", on_click=_use_model, args=(default,),
                           help="It comes with the app and works offline.")
         else:
             st.info("Pick a model in the sidebar to begin. The bundled MiniLM works offline.")
@@ -276,6 +288,13 @@ def require_trace(selection: Selection, context_note: bool = True) -> Trace:
     trace = selection.trace
     if trace is None:
         st.stop()
+    if notes:
+        trace_notes(selection, trace, context_note)
+    return trace
+
+
+def trace_notes(selection: Selection, trace: Trace, context_note: bool = True) -> None:
+    """What was cut from the text, a notice of the run, and special tokens typed in it."""
     notes = []
     if selection.cut_chars:
         notes.append(f"The text was cut by {selection.cut_chars:,} characters "
@@ -298,4 +317,3 @@ def require_trace(selection: Selection, context_note: bool = True) -> Trace:
                    f"{names}. The model reads {it} as the real thing, so every page counts "
                    f"{it} as special, like the ones the tokenizer adds: hidden by “Hide "
                    "special tokens”, counted in “To special tokens”.")
-    return trace

@@ -12,7 +12,7 @@ from __future__ import annotations
 import streamlit as st
 
 from . import settings
-from .examples import is_app_example, known_sentence
+from .examples import KNOWN_KIND, is_app_example, known_sentence
 from .model_names import NAMES, description
 from .sidebar import model_label, refusal_note, use_known_sentence
 from .text import md_escape
@@ -100,5 +100,6 @@ def offer_decoder(reason: str, key: str = "switch") -> None:
                    "time.")
     swapped = [n for n in names if not _keeps_text(n)]
     if swapped:
-        st.caption(f"Switching to {swapped[0]} also puts in a sentence of the kind it learned "
+        kind = KNOWN_KIND.get(swapped[0], "sentence")
+        st.caption(f"Switching to {swapped[0]} also puts in a {kind} of the kind it learned "
                    "from, so its guesses mean something.")

@@ -102,3 +102,24 @@ def test_the_model_box_has_short_labels_and_the_description_under_it():
     box.set_value("tiny-chars").run()
     tiny = load_model("tiny-chars").cfg
     assert f"{tiny.n_layers} layers × {tiny.n_heads} heads" in _texts(at.sidebar.caption)
+
+
+def test_tiny_reverse_reverses_its_known_word_and_not_the_example():
+    lm = load_model("tiny-reverse")
+    word = known_sentence("tiny-reverse")
+    assert word and len(word) < lm.cfg.n_ctx
+    assert lm.run(word).outputs[0] == word[::-1]
+    read = "".join(lm.run(SHORT).tokens[:-1])  # what it read of the example (end marker off)
+    assert lm.run(SHORT).outputs[0] != read[::-1]  # garbled: why the sidebar offers the word
+
+
+def test_the_sidebar_offers_tiny_reverse_a_word_it_knows():
+    at = AppTest.from_file(APP, default_timeout=300).run()
+    at.selectbox(key="sb_model_choice").set_value("tiny-reverse").run()
+    assert not at.exception
+    assert "learned only to write single short words" in _texts(at.sidebar.caption)
+    button = at.button(key="sb_known_text")
+    assert button.label == "Use a word it knows"
+    button.click().run()
+    assert not at.exception
+    assert at.text_area(key="sb_text").value == known_sentence("tiny-reverse")

@@ -68,6 +68,18 @@ def test_progress_shows_on_the_list_and_a_finished_lesson_ends_on_its_summary():
     assert at.button(key="lesson_start_reading-heatmaps").label == "Start again"
 
 
+def test_a_question_answered_wrong_and_never_again_is_not_called_right():
+    at = open_lesson("reading-heatmaps", 2)
+    at = _answer_cell(at, right=False)  # wrong, and the learner moves on
+    for _ in range(3):  # steps 3, 4 and 5
+        at = _next(at)
+    at.button(key="lesson_finish_bottom").click().run()
+    assert not at.exception, at.exception
+    said = page_text(at, ("markdown",))
+    assert "2. ✓ Rows look, columns are looked at · not answered right" in said, said
+    assert "right after another try" not in said, said
+
+
 def test_an_unfinished_lesson_has_no_marks_and_its_summary_says_what_is_left():
     at = open_lesson("positions", 1)
     at.button(key="lesson_next_bottom").click().run()
