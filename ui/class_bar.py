@@ -58,7 +58,8 @@ def _teacher_bar() -> None:
     if not m.ended:
         try:
             count = class_session.store().headcount(m.teacher_key)
-            class_follow.in_touch(m)
+            if not m.held:  # (a view not given yet: still out of touch, as under a lock)
+                class_follow.in_touch(m)
         except NotTeacher:
             m.ended = True
         except Exception:  # noqa: BLE001 - StoreDown or the store's client: an outage

@@ -139,21 +139,27 @@ def publish(page: str | None = None) -> bool:
 
     try:
         class_session.store().set_view(m.teacher_key, link)
-        in_touch(m)
     except NotTeacher:
         m.ended = True
         return False
-    except StoreDown:  # not given: the teacher's poll gives it once the store is back
-        lost_touch(m)
-        return False
     except ClassError as exc:  # e.g. a view too long to share: said once, not retried
+        if isinstance(exc, StoreDown):
+            return _held(m, link)
         _store_error(exc)
-    except Exception:  # noqa: BLE001 - the store cannot be reached: as StoreDown
-        lost_touch(m)
-        return False
-    m.published = link
+    except Exception:  # noqa: BLE001 - the store's client failed: as StoreDown
+        return _held(m, link)
+    m.published, m.held = link, ""
+    in_touch(m)
     class_warm.warm(link)  # this replica: the step after a lesson step, before "Next"
     return True
+
+
+def _held(m: Membership, link: str) -> bool:
+    """The teacher's view could not be given: out of touch until it is (the teacher's poll
+    gives it once the store takes changes again; reads alone do not end this outage)."""
+    m.held = link
+    lost_touch(m)
+    return False
 
 
 def after_run(page: str) -> None:

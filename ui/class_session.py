@@ -42,6 +42,7 @@ class Membership:
     version: int = -1  # a student: the version of the class's view this session took
     revealed: frozenset = frozenset()  # a student: the questions revealed when last looked
     published: str = ""  # a teacher: the link last given to the store
+    held: str = ""  # a teacher: a link the store did not take (given at the next poll)
     ended: bool = False
     show_teacher_link: bool = False
     seen_at: float = 0.0
