@@ -16,7 +16,7 @@ import streamlit as st
 from teaching.facts import FactError
 from teaching.format import Lesson, LessonError
 from teaching.render import safe_markdown
-from ui import class_bar, projector
+from ui import class_bar, class_session, projector
 from ui.lesson_library import catalogue
 from ui.lesson_progress import (
     answered_right, done_title, first_answer, progress, progress_words, right_first_time,
@@ -130,7 +130,10 @@ def _step_link(lesson_id: str, number: int) -> str:
 
 def _class_link(lesson: Lesson, number: int, view) -> None:
     """How to send a class here. An uploaded lesson lives only in this browser, so its link
-    is the view's own: the same page, model, text and settings, in any browser."""
+    is the view's own: the same page, model, text and settings, in any browser. A student in a
+    class is sent by the teacher: no such link for them."""
+    if class_session.student() is not None:
+        return
     if lesson.source == "upload":
         st.caption("This lesson lives only in this browser. To send a class to this view "
                    "(the same page, model, text and settings, without the lesson's words), "
@@ -180,7 +183,7 @@ def _step(lesson: Lesson, number: int) -> None:
             with st.container(key="lesson_figure"):
                 draw_figure(step)
             step_done(lesson.id, number, texts["title"])
-        elif focused(step):
+        elif focused(step) and answer_of(lesson.id, number) is None:  # not after an answer
             st.caption("The figure appears here once you have answered.")
     _navigation(lesson, number, "bottom")
     _class_link(lesson, number, view)

@@ -11,6 +11,7 @@ default) so tests can move time without sleeping.
 from __future__ import annotations
 
 import abc
+import logging
 import os
 import re
 import time
@@ -56,7 +57,10 @@ class Refused(ClassError):
 
 
 class StoreDown(ClassError):
-    """The store cannot be reached (Redis down, the SQLite file locked for too long)."""
+    """The store cannot be reached just now (Redis down, restarting or paused; the SQLite file
+    locked for too long, or missing). An interruption, never the class's end: the class is
+    still there when the store answers again. Only ClassNotFound (a class ended or expired)
+    and NotTeacher say a class is gone."""
 
 
 @dataclass(frozen=True)
@@ -107,6 +111,8 @@ LINK_TOO_LONG = (f"This view is too long to share with the class (over {MAX_LINK
 TOO_MANY_QUESTIONS = f"This class already has {MAX_QUESTIONS} questions, its limit."
 BAD_QUESTION = f"A question id must be text of 1 to {MAX_QUESTION_CHARS} characters."
 STORE_DOWN = "The class server is not answering just now. Please try again in a moment."
+STORE_MISSING = ("The class server cannot find its records just now. Please try again in a "
+                 "moment.")
 GONE = "This class is over: it is no longer on the server."
 NOT_A_MEMBER = "You are not in this class any more. Please join again with the code."
 
@@ -249,6 +255,24 @@ class ClassStore(abc.ABC):
     def close(self) -> None:
         """Let go of connections (a store can be opened again later)."""
 
+    # -- outages: said once in the server's log when they begin and when they end ----------
+    _down = False
+
+    def _lost(self, message: str, cause: object) -> StoreDown:
+        """The StoreDown to raise for `cause`; the server's log says so at an outage's start."""
+        if not self._down:
+            self._down = True
+            logging.getLogger("attention_lab.class_store").warning(
+                "The live class store cannot be reached (%s); classes go on when it is back.",
+                cause)
+        return StoreDown(message)
+
+    def _back(self) -> None:
+        if self._down:
+            self._down = False
+            logging.getLogger("attention_lab.class_store").warning(
+                "The live class store answers again.")
+
 
 # -- rejoin: a browser that comes back (a new session, maybe on another replica) ------------
 MAX_REMEMBERED = MAX_MEMBERS + 20  # browsers remembered per class: its members, its teacher's
@@ -302,3 +326,9 @@ class Rejoin(abc.ABC):
     @abc.abstractmethod
     def forget(self, browser: str) -> None:
         """This browser left its class: never bring it back."""
+
+    @abc.abstractmethod
+    def answers_of(self, class_id: str, member_key: str) -> dict[str, str]:
+        """One member's own answers, question -> choice (a new session of that student's
+        browser shows them again); {} for an unknown member or class."""
+

@@ -31,6 +31,7 @@ import redis
 
 from teaching import class_store_base as cs
 from teaching.class_codes import new_code, new_key, normalise_code
+from teaching.class_store_answers import ANSWER_SCRIPTS, RedisAnswers
 from teaching.class_store_rejoin import REDIS_SCRIPTS, RedisRejoin
 
 DEFAULT_PREFIX = "attention-lab:class:"
@@ -232,7 +233,7 @@ def _split_url(url: str) -> tuple[str, str | None]:
     return urlunsplit(parts._replace(query=rest)), prefix
 
 
-class RedisClassStore(RedisRejoin, cs.ClassStore):
+class RedisClassStore(RedisAnswers, RedisRejoin, cs.ClassStore):
     def __init__(self, url: str, clock: Callable[[], float] = time.time,
                  hours: float | None = None, prefix: str | None = None):
         super().__init__(clock, hours)
@@ -244,14 +245,16 @@ class RedisClassStore(RedisRejoin, cs.ClassStore):
                          dict(start=START, join=JOIN, teacher_class=TEACHER_CLASS,
                               set_view=SET_VIEW, view=VIEW, touch=TOUCH, headcount=HEADCOUNT,
                               answer=ANSWER, tally=TALLY, reveal=REVEAL, end=END,
-                              delete=DELETE, **REDIS_SCRIPTS).items()}
+                              delete=DELETE, **REDIS_SCRIPTS, **ANSWER_SCRIPTS).items()}
 
     def _run(self, name: str, *args, now: float | None = None):
         now = self.clock() if now is None else now
         try:
-            return self._scripts[name](args=[self.prefix, repr(now), *map(str, args)])
-        except UNREACHABLE as exc:
-            raise cs.StoreDown(cs.STORE_DOWN) from exc
+            found = self._scripts[name](args=[self.prefix, repr(now), *map(str, args)])
+        except UNREACHABLE as exc:  # down, restarting (loading its data) or paused
+            raise self._lost(cs.STORE_DOWN, f"Redis: {exc}") from exc
+        self._back()
+        return found
 
     def close(self) -> None:
         self.redis.close()

@@ -7,6 +7,13 @@ connection waits up to 10 s instead of failing. Each thread of each process has 
 connection. A class survives a restart of the server: it is all in the file. Expired classes
 are invisible at once (every query asks `expires > now`) and their rows are deleted by
 `expire()` and whenever a class is started, joined or ended.
+
+The file is made when the store is opened (the first class of a server process), never after:
+a file that goes missing while classes run (deleted, moved, a disk unmounted) is an outage
+(StoreDown, "cannot find its records"), not a new empty store in which every class is unknown
+and so ended. Each transaction checks that the file at the path is the one its connection has
+open (a connection would go on in a deleted file that no other process sees), and reopens it
+when it was put back. A file locked past the busy timeout is an outage too.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from typing import Callable
 
 from teaching import class_store_base as cs
 from teaching.class_codes import new_code, new_key, normalise_code
+from teaching.class_store_answers import SqliteAnswers
 from teaching.class_store_rejoin import SQLITE_SCHEMA, SqliteRejoin
 
 SCHEMA = (
@@ -46,12 +54,15 @@ CLASS_TABLES = ("answers", "questions", "members", "rates", "rejoin")  # each ha
 FAILED = "failed-codes"  # the rates row counting unknown codes, all clients together
 
 
-class SqliteClassStore(SqliteRejoin, cs.ClassStore):
+class SqliteClassStore(SqliteAnswers, SqliteRejoin, cs.ClassStore):
+    busy_seconds = 10.0  # a change waits this long for a lock, then the store is out of touch
+
     def __init__(self, path: str | os.PathLike, clock: Callable[[], float] = time.time,
                  hours: float | None = None):
         super().__init__(clock, hours)
-        self.path = Path(path).expanduser()
+        self.path = Path(path).expanduser().absolute()
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        sqlite3.connect(self.path).close()  # the file is made here, and only here
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
@@ -66,18 +77,37 @@ class SqliteClassStore(SqliteRejoin, cs.ClassStore):
 
     # -- connections and transactions -------------------------------------------------------
     def _db(self) -> sqlite3.Connection:
-        """This thread's connection (a new one after a fork: connections never cross one)."""
+        """This thread's connection to the file now at the path (a new one after a fork:
+        connections never cross one; and after the file was replaced). StoreDown when the file
+        is missing or cannot be opened."""
+        try:
+            found = os.stat(self.path)
+        except OSError as exc:
+            raise self._lost(cs.STORE_MISSING, f"{self.path} is missing") from exc
+        file = (found.st_dev, found.st_ino)
         db = getattr(self._local, "db", None)
-        if db is None or self._local.pid != os.getpid():
-            db = sqlite3.connect(self.path, timeout=10.0, isolation_level=None,
-                                 check_same_thread=False)
-            db.execute("PRAGMA busy_timeout = 10000")
-            db.execute("PRAGMA journal_mode = WAL")
-            db.execute("PRAGMA synchronous = NORMAL")
-            self._local.db, self._local.pid = db, os.getpid()
+        if db is None or self._local.pid != os.getpid() or self._local.file != file:
+            if db is not None and self._local.pid == os.getpid():
+                self._drop(db)  # the file it had open was deleted or replaced
+            try:
+                db = sqlite3.connect(self.path.as_uri() + "?mode=rw", uri=True,
+                                     timeout=self.busy_seconds, isolation_level=None,
+                                     check_same_thread=False)
+                db.execute(f"PRAGMA busy_timeout = {int(self.busy_seconds * 1000)}")
+                db.execute("PRAGMA journal_mode = WAL")
+                db.execute("PRAGMA synchronous = NORMAL")
+            except sqlite3.Error as exc:
+                raise self._lost(cs.STORE_DOWN, f"{self.path}: {exc}") from exc
+            self._local.db, self._local.pid, self._local.file = db, os.getpid(), file
             with self._lock:
                 self._connections.append(db)
         return db
+
+    def _drop(self, db: sqlite3.Connection) -> None:
+        with self._lock:
+            if db in self._connections:
+                self._connections.remove(db)
+        db.close()
 
     def _tx(self, work, *args, write: bool = True):
         """Run work(db, now, *args) in one transaction. A ClassError it *returns* is raised
@@ -90,10 +120,12 @@ class SqliteClassStore(SqliteRejoin, cs.ClassStore):
                 db.execute("COMMIT")
         except BaseException as exc:
             if db.in_transaction:
-                db.execute("ROLLBACK")
+                with contextlib.suppress(sqlite3.Error):
+                    db.execute("ROLLBACK")
             if isinstance(exc, sqlite3.OperationalError):  # locked past the timeout, disk full
-                raise cs.StoreDown(cs.STORE_DOWN) from exc
+                raise self._lost(cs.STORE_DOWN, f"{self.path}: {exc}") from exc
             raise
+        self._back()
         if isinstance(result, cs.ClassError):
             raise result
         return result

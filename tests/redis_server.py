@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -60,6 +61,67 @@ def _wait_until_up(port: int, process: subprocess.Popen, folder: Path, timeout: 
         time.sleep(0.05)
     raise RedisMissing(f"redis-server did not answer on port {port} within {timeout:.0f} s:\n"
                        f"{_tail(folder)}")
+
+
+class RedisProcess:
+    """One redis-server in `folder` on 127.0.0.1:`port` that a test can take away and bring
+    back as an operator would: `restart()` (SHUTDOWN SAVE, then start again on the same port
+    with the same folder, so it loads its data again) and `pause()` / `resume()` (SIGSTOP,
+    SIGCONT: a server that answers nothing, longer than a client's timeouts)."""
+
+    def __init__(self, folder: Path, port: int | None = None, binary: str | None = None):
+        self.folder, self.port = Path(folder), port or free_port()
+        self.binary = binary or redis_binary()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.process: subprocess.Popen | None = None
+
+    def start(self, timeout: float = 10.0) -> None:
+        command = [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+                   "--appendonly", "no", "--dir", str(self.folder), "--logfile",
+                   str(self.folder / "redis.log"), "--protected-mode", "yes"]
+        with open(self.folder / "output.log", "ab") as output:
+            self.process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT)
+        _wait_until_up(self.port, self.process, self.folder, timeout)
+
+    def shut_down(self) -> None:
+        """SHUTDOWN SAVE: its data on disk, the process gone."""
+        with socket.create_connection(("127.0.0.1", self.port), 5) as s:
+            s.sendall(b"SHUTDOWN SAVE\r\n")
+            s.recv(64)
+        self.process.wait(timeout=30)
+
+    def restart(self) -> None:
+        self.shut_down()
+        self.start()
+
+    def pause(self) -> None:
+        self.process.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        self.process.send_signal(signal.SIGCONT)
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.resume()  # a paused server cannot take its SIGTERM
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+@contextlib.contextmanager
+def restartable_redis() -> Iterator[RedisProcess]:
+    """A RedisProcess in a temporary folder, started; stopped afterwards."""
+    with tempfile.TemporaryDirectory(prefix="attention-lab-redis-") as folder:
+        server = RedisProcess(Path(folder))
+        try:
+            server.start()
+            yield server
+        finally:
+            server.stop()
 
 
 @contextlib.contextmanager

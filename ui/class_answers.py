@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # pandas is imported where a table is made
 TALLY_SECONDS = 1.0  # the teacher's live count redraws this often
 NAMES_KEY = "class_show_names"
 REVEAL_KEY = "class_reveal"
+TALLY_KEY = "_class_tally"  # the teacher's last count, kept on screen while out of touch
 
 
 def question_id(lesson_id: str, number: int) -> str:
@@ -52,16 +53,28 @@ def hold(lesson_id: str, number: int, step: Step, settings: dict, texts: dict,
     _send(m, question, _choice(step, settings, texts, got))
     if question in _revealed(m):
         return None
-    st.info("Your answer is in; the teacher will reveal the answer to everyone.")
+    if question in m.unsent:
+        st.info("Your answer is kept here and goes to the teacher as soon as the class is "
+                "back in touch.")
+    else:
+        st.info("Your answer is in; the teacher will reveal the answer to everyone.")
     return False
 
 
-def _revealed(m: Membership) -> frozenset:
-    from teaching.class_store import ClassError
+def given(lesson_id: str, number: int) -> str | None:
+    """The answer this student's class holds for the question (e.g. from before a reload or
+    a server restart: ui/class_session.restore reads it back), as the store keeps it."""
+    m = class_session.student()
+    if m is None:
+        return None
+    question = question_id(lesson_id, number)
+    return m.unsent.get(question) or m.sent.get(question)
 
+
+def _revealed(m: Membership) -> frozenset:
     try:
         m.revealed = frozenset(class_session.store().view(m.class_id).revealed)
-    except ClassError:
+    except Exception:  # noqa: BLE001 - gone or out of touch: the bar's poll says which
         pass
     return m.revealed
 
@@ -70,11 +83,17 @@ def _send(m: Membership, question: str, choice: str | None) -> None:
     """Send this student's answer once (a changed answer replaces the old one)."""
     if choice is None or m.sent.get(question) == choice:
         return
-    from teaching.class_store import ClassError
+    from teaching.class_store import ClassError, StoreDown
 
     try:
         if class_session.store().answer(m.class_id, m.member_key, question, choice):
             m.sent[question] = choice
+        m.unsent.pop(question, None)
+    except StoreDown:  # kept, and sent by the poll that finds the store again
+        m.unsent[question] = choice
+        from .class_follow import lost_touch
+
+        lost_touch(m)
     except ClassError as exc:
         st.error(str(exc))
 
@@ -102,10 +121,12 @@ def _choice(step: Step, settings: dict, texts: dict, got: dict) -> str | None:
 
 # ------------------------------------------------------------------------ the teacher
 def _teacher(m: Membership, question: str, step: Step, settings: dict, texts: dict) -> bool:
-    from teaching.class_store import ClassError
+    from teaching.class_store import ClassError, StoreDown
 
     try:
         revealed = question in class_session.store().view(m.class_id).revealed
+    except StoreDown:  # out of touch (the bar says so): the step as it was, not revealed
+        revealed = False
     except ClassError as exc:
         st.error(str(exc))
         return True
@@ -173,12 +194,18 @@ def _shape(step: Step, settings: dict, texts: dict, revealed: bool) -> dict:
 @st.fragment(run_every=TALLY_SECONDS)
 def _live_tally(teacher_key: str, question: str, shape: dict) -> None:
     """The class's answers as they come in (no model work: the store only)."""
-    from teaching.class_store import ClassError
+    from teaching.class_store import ClassError, StoreDown
 
     names = st.checkbox("Show names", key=NAMES_KEY,
                         help="Off, nobody's name is shown, on the projector or here.")
+    kept = st.session_state.get(TALLY_KEY)
     try:
         tally = class_session.store().tally(teacher_key, question, with_names=names)
+        st.session_state[TALLY_KEY] = tally
+    except StoreDown:  # out of touch (the bar says so): the last count stays on screen
+        if kept is None or kept.question != question:
+            return
+        tally = kept
     except ClassError as exc:
         st.error(str(exc))
         return

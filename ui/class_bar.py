@@ -49,7 +49,7 @@ def _teacher_bar() -> None:
         class_follow.back_from_a_left_page()  # a poll sent from the page before a switch
         poll_timer.rearm(TEACHER_POLL_SECONDS)  # a timer lost at a whole run's end comes back
         class_follow.publish()  # a change made inside a page's fragment
-    from teaching.class_store import ClassError, NotTeacher
+    from teaching.class_store import NotTeacher
 
     problem = st.session_state.pop(ERROR_KEY, None)
     if problem:
@@ -58,11 +58,15 @@ def _teacher_bar() -> None:
     if not m.ended:
         try:
             count = class_session.store().headcount(m.teacher_key)
+            if not m.held:  # (a view not given yet: still out of touch, as under a lock)
+                class_follow.in_touch(m)
         except NotTeacher:
             m.ended = True
-        except ClassError as exc:
-            st.error(str(exc))
-            return
+        except Exception:  # noqa: BLE001 - StoreDown or the store's client: an outage
+            class_follow.lost_touch(m)
+    if m.lost and not m.ended:
+        lost_line()
+        return
     if m.ended:
         st.warning("Your class has ended or expired: students no longer follow this screen. "
                    "Start a new one on the Teach page.")
@@ -92,6 +96,9 @@ def _student_bar() -> None:
         st.warning("The class has ended. You can keep exploring the app on your own.")
         st.button("Leave the class", key="class_leave_bar", on_click=class_session.leave)
         return
+    if m.lost:
+        lost_line()
+        return
     words, button = st.columns([4, 1], vertical_alignment="center")
     if m.following:
         words.markdown(":material/co_present: " + back(m) + "**Following the teacher**: "
@@ -114,6 +121,11 @@ def _student_bar() -> None:
         st.rerun()  # the whole app, which opens the teacher's view
 
 
+def lost_line() -> None:
+    """The one line a class member sees while the class's store does not answer."""
+    st.info(class_follow.LOST_TOUCH, icon=":material/sync_problem:")
+
+
 def follows_teacher() -> bool:
     """Is this session a student who follows the teacher now?"""
     m = class_session.student()
@@ -122,11 +134,8 @@ def follows_teacher() -> bool:
 
 def following_line() -> None:
     """Where a page has its own way to move on (a lesson's Previous and Next), a student who
-    follows the teacher gets one line saying the teacher moves on, with "Look around"."""
-    with st.container(horizontal=True, vertical_alignment="center", key="class_line"):
-        st.markdown(":material/co_present: **Your teacher moves the class from step to "
-                    "step.**", width="content")
-        st.button("Look around", key="class_look_line", icon=":material/explore:",
-                  on_click=class_follow.look_around,
-                  help="Move through the lesson on your own. “Follow again” at the top "
-                  "brings you back to the teacher's step.")
+    follows the teacher gets one line saying the teacher moves on ("Look around" is the bar's
+    button, above it: one such button on the screen)."""
+    st.container(key="class_line").markdown(
+        ":material/co_present: **Your teacher moves the class from step to step.** To move "
+        "through the lesson on your own, press “Look around” at the top.")

@@ -36,11 +36,38 @@ NOT_FOLLOWED = class_drift.UNFOLLOWED  # the teacher's own pages: students stay 
 ERROR_KEY = "_class_error"  # a message from the store, shown once in the bar
 TAKING_KEY = class_drift.TAKING_KEY  # (class view version, runs that began taking it)
 TAKES = 4  # a student's app reruns into a view at most this often until one run finishes
-UNREACHABLE = "The class cannot be reached right now; the app keeps trying."
+LOST_TOUCH = "Lost touch with the class — trying again"
 
 
 def _store_error(problem: object) -> None:
     st.session_state[ERROR_KEY] = str(problem)
+
+
+# ------------------------------------------------------------------------ outages
+# The store not answering (StoreDown, or anything else a call raises that is not the class's
+# own answer) is an interruption: the session keeps its class, its view and its answers, says
+# LOST_TOUCH in its bar, and the next poll that reaches the store picks up from there. Only
+# ClassNotFound (a student's class ended or expired) and NotTeacher (the teacher's) end it.
+def lost_touch(m: Membership) -> None:
+    if not m.lost:
+        m.lost = time.monotonic()
+
+
+def in_touch(m: Membership) -> None:
+    """The store answered again: answers given meanwhile are sent now."""
+    if not m.lost:
+        return
+    m.lost = 0.0
+    m.seen_at = 0.0  # present again at once (the headcount counts members seen lately)
+    store = class_session.store()
+    for question, choice in list(m.unsent.items()):
+        try:
+            if store.answer(m.class_id, m.member_key, question, choice):
+                m.sent[question] = choice
+            m.unsent.pop(question, None)
+        except Exception:  # noqa: BLE001 - gone again: the next poll tries again
+            lost_touch(m)
+            return
 
 
 def _run_context():
@@ -108,7 +135,7 @@ def publish(page: str | None = None) -> bool:
     if m.rejoined_at and not m.published:  # a teacher's session that came back by itself (a
         m.published = link  # reconnect, or a new tab): its first page is not pushed to the
         return False  # class; the teacher's next change is
-    from teaching.class_store import ClassError, NotTeacher
+    from teaching.class_store import ClassError, NotTeacher, StoreDown
 
     try:
         class_session.store().set_view(m.teacher_key, link)
@@ -116,13 +143,23 @@ def publish(page: str | None = None) -> bool:
         m.ended = True
         return False
     except ClassError as exc:  # e.g. a view too long to share: said once, not retried
+        if isinstance(exc, StoreDown):
+            return _held(m, link)
         _store_error(exc)
-    except Exception:  # the store cannot be reached: try again at the next change or poll
-        _store_error(UNREACHABLE)
-        return False
-    m.published = link
+    except Exception:  # noqa: BLE001 - the store's client failed: as StoreDown
+        return _held(m, link)
+    m.published, m.held = link, ""
+    in_touch(m)
     class_warm.warm(link)  # this replica: the step after a lesson step, before "Next"
     return True
+
+
+def _held(m: Membership, link: str) -> bool:
+    """The teacher's view could not be given: out of touch until it is (the teacher's poll
+    gives it once the store takes changes again; reads alone do not end this outage)."""
+    m.held = link
+    lost_touch(m)
+    return False
 
 
 def after_run(page: str) -> None:
@@ -151,15 +188,8 @@ def before_run(page_objects: dict, on_screen: str) -> None:
     m = class_session.student()
     if m is None or not m.following or m.ended or class_drift.check(m, on_screen, look_around):
         return  # (a student who moved on their own now looks around: ui/class_drift.py)
-    from teaching.class_store import ClassError
-
-    try:
-        view = class_session.store().view(m.class_id)
-    except ClassError:
-        m.ended = True
-        return
-    except Exception:  # the store cannot be reached: this run keeps the view it has
-        _store_error(UNREACHABLE)
+    view = read_view(m)
+    if view is None:  # the class is over (then m.ended), or the store is out of touch
         return
     m.revealed = frozenset(view.revealed)
     if view.ended:
@@ -212,10 +242,12 @@ def _set_following(following: bool) -> None:
     m = class_session.student()
     if m is None:
         return
-    from teaching.class_store import ClassError
+    from teaching.class_store import ClassError, StoreDown
 
     try:
         class_session.store().set_following(m.class_id, m.member_key, following)
+    except StoreDown:  # this screen follows or not as asked; the headcount catches up later
+        lost_touch(m)
     except ClassError as exc:
         _store_error(exc)
     m.following = following
@@ -223,39 +255,63 @@ def _set_following(following: bool) -> None:
         m.version = -1  # take the teacher's view again, even if it did not move
 
 
-def heartbeat(m: Membership, now: float | None = None) -> None:
-    """Tell the store this student is still here (at most every SEEN_EVERY_SECONDS)."""
+def heartbeat(m: Membership, now: float | None = None) -> bool:
+    """Tell the store this student is still here (at most every SEEN_EVERY_SECONDS). False
+    when the store did not answer."""
     now = time.monotonic() if now is None else now
     if now - m.seen_at < class_session.SEEN_EVERY_SECONDS:
-        return
+        return True
     m.seen_at = now
+    from teaching.class_store import ClassError, StoreDown
+
     try:
         class_session.store().seen(m.class_id, m.member_key)
-    except Exception:  # noqa: BLE001 - a gone class or store: the view read says which
+    except StoreDown:
+        return False
+    except ClassError:  # a gone class or member: the view read says which
         pass
+    except Exception:  # noqa: BLE001 - the store cannot be reached: as StoreDown
+        return False
+    return True
+
+
+def read_view(m: Membership):
+    """The class's view for a student; None when the class is over (m.ended is set) or the
+    store cannot be reached (m.lost is set: an outage, never the class's end)."""
+    from teaching.class_store import ClassNotFound
+
+    try:
+        view = class_session.store().view(m.class_id)
+    except ClassNotFound:  # ended and gone, or expired
+        m.ended = True
+        return None
+    except Exception:  # noqa: BLE001 - StoreDown, or anything the store's client raised
+        lost_touch(m)
+        return None
+    in_touch(m)
+    if view.ended:
+        m.ended = True
+    return view
 
 
 def poll(m: Membership) -> bool:
     """A student's poll: True when the app must run again (the view moved while following,
     a question was revealed, or the class ended)."""
-    from teaching.class_store import ClassError
-
-    heartbeat(m)
-    try:
-        view = class_session.store().view(m.class_id)
-    except ClassError:
-        view = None
-    except Exception:  # the store cannot be reached: say so, and poll again
-        _store_error(UNREACHABLE)
-        return False
-    if view is None or view.ended:
-        m.ended = True
+    if not heartbeat(m):  # the store did not answer: no second call to wait for (the view
+        return False  # read alone says whether the class is out of touch: a locked SQLite
+    had_unsent = bool(m.lost and m.unsent)  # file refuses writes and still reads)
+    view = read_view(m)
+    if m.ended:
         return True
+    if view is None:
+        return False
     class_warm.warm_first_poll()
     if m.following and view.version != m.version:
         class_warm.warm(view.link)  # once on this replica, before the students' reruns
     revealed = frozenset(view.revealed)
     if revealed != m.revealed:
         m.revealed = revealed
+        return True
+    if had_unsent and not m.unsent:  # answers given while out of touch are in now
         return True
     return m.following and view.version != m.version

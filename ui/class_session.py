@@ -23,6 +23,8 @@ import streamlit as st
 KEY = "_class"  # session state: this session's Membership, if it is in a class
 SEEN_EVERY_SECONDS = 5.0  # a student's heartbeat (the store drops members unseen for 30 s)
 TRIED_KEY = "_class_rejoin_tried"  # session state: this session asked the store once already
+RETRY_KEY = "_class_rejoin_retry"  # session state: when to ask again (the store did not answer)
+RETRY_SECONDS = 5.0
 
 
 @dataclass
@@ -40,10 +42,13 @@ class Membership:
     version: int = -1  # a student: the version of the class's view this session took
     revealed: frozenset = frozenset()  # a student: the questions revealed when last looked
     published: str = ""  # a teacher: the link last given to the store
+    held: str = ""  # a teacher: a link the store did not take (given at the next poll)
     ended: bool = False
     show_teacher_link: bool = False
     seen_at: float = 0.0
     sent: dict = field(default_factory=dict)  # a student: question -> choice sent
+    unsent: dict = field(default_factory=dict)  # a student: answers given while out of touch
+    lost: float = 0.0  # time.monotonic() when the store stopped answering; 0 while it answers
     instead: str = ""  # a student: the model shown instead of one the teacher trained
     moved_away: bool = False  # a student: looking around because they changed their view
     rejoined_at: float = 0.0  # time.monotonic() when it came back by itself (a reload, a
@@ -171,17 +176,21 @@ def _remember(change) -> None:
 
 def restore(browser: str | None) -> Membership | None:
     """A session in no class yet: the class this browser was in, taken back (once per session,
-    one store call when there is none). A student comes back as they left: following the
-    teacher or looking around, under the name they joined with."""
-    if current() is not None or st.session_state.get(TRIED_KEY) or not browser:
+    one store call when there is none; again at a later run, at most every RETRY_SECONDS,
+    while the store cannot be reached). A student comes back as they left: following the
+    teacher or looking around, under the name they joined with, with the answers they gave."""
+    state = st.session_state
+    if current() is not None or state.get(TRIED_KEY) or not browser or \
+            time.monotonic() < state.get(RETRY_KEY, 0.0):
         return None
-    st.session_state[TRIED_KEY] = True
+    from teaching.class_store import ClassError, StoreDown
+
     s = store()
     try:
         back = s.recall(browser)
         if back is None:
-            return None
-        if back.teacher:
+            m = None
+        elif back.teacher:
             m = Membership("teacher", back.class_id, join_code=s.join_code(back.teacher_key)
                            or "", teacher_key=back.teacher_key,
                            rejoined_at=time.monotonic())
@@ -189,10 +198,19 @@ def restore(browser: str | None) -> Membership | None:
             s.seen(back.class_id, back.member_key)  # present again, as it was: following or not
             m = Membership("student", back.class_id, member_key=back.member_key,
                            name=back.name, following=back.following,
+                           sent=s.answers_of(back.class_id, back.member_key),
                            rejoined_at=time.monotonic())
-    except Exception:  # noqa: BLE001 - the store cannot be reached, or the class just ended
+    except ClassError as exc:  # the class just ended (ClassNotFound), or an outage
+        if isinstance(exc, StoreDown):
+            state[RETRY_KEY] = time.monotonic() + RETRY_SECONDS
+            return None
+        m = None
+    except Exception:  # noqa: BLE001 - the store's client failed: as an outage
+        state[RETRY_KEY] = time.monotonic() + RETRY_SECONDS
         return None
-    st.session_state[KEY] = m
+    state[TRIED_KEY] = True
+    if m is not None:
+        state[KEY] = m
     return m
 
 

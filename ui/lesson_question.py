@@ -61,17 +61,42 @@ def _pick_cell(where: tuple, step: Step, settings: dict, row_text: str, source: 
         column = clicked_key(points)
     else:
         column = st.session_state.get("lesson_cell_box")
-    if column is None or not 0 <= column < len(trace.tokens):
+    _record_cell(where, settings, trace, row, column)
+
+
+def _record_cell(where: tuple, settings: dict, trace, row: int, column) -> None:
+    if column is None or not (0 <= column < len(trace.tokens) and 0 <= row < len(trace.tokens)):
         return
     weights = trace.attentions[int(settings.get("layer", 0)), int(settings.get("head", 0)), row]
     right = float(weights[column]) >= float(weights.max()) - TIE
     _record(where, visible_text(plain(trace.tokens[column])), right, float(weights[column]))
 
 
+def _recall(where: tuple, step: Step, settings: dict, texts: dict) -> None:
+    """A student in a live class whose session has no answer here, but whose class holds one
+    (given before a reload or a server restart): that answer, as if just given."""
+    choice = class_answers.given(*where)
+    if choice is None:
+        return
+    if step.question.kind == "choice":
+        from .lesson_step import step_texts
+
+        options = [texts[f"option{i}"] for i in range(len(step.question.options))]
+        picked = next((o for o in options if o[:100] == choice), choice)
+        _record(where, picked, picked == step_texts(step)[1]["answer"])
+        return
+    row_col = choice.split(",")
+    if len(row_col) == 2 and all(part.isdecimal() for part in row_col):
+        trace = cached_run(step.model, step.text, step.pair)
+        _record_cell(where, settings, trace, int(row_col[0]), int(row_col[1]))
+
+
 def ask(lesson_id: str, number: int, step: Step, settings: dict, texts: dict) -> bool:
     """Draw the question; True once the learner has answered (the figure may be shown)."""
     q = step.question
     where = (lesson_id, number)
+    if answer_of(lesson_id, number) is None:
+        _recall(where, step, settings, texts)
     st.markdown(f"**Predict first.** {safe_markdown(texts['prompt'])}")
     if q.kind == "choice":
         options = [texts[f"option{i}"] for i in range(len(q.options))]
