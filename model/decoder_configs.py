@@ -277,7 +277,8 @@ def gemma3_config(hf: dict) -> TransformerConfig:
         merged[name] = text.get(name)  # null here means "none", not "the default"
     cfg = llama_like_config(merged)
     # Hugging Face's Gemma 3 keeps attn_logit_softcapping in its config but never passes it to
-    # its attention (transformers 4.50 to 5.x): the reference scores are not capped.
+    # its attention (read in transformers 5.24's modeling_gemma3.py; the parity tests compare
+    # with the installed version): the reference scores are not capped.
     changes = {"attn_softcap": None}
     if merged.get("use_bidirectional_attention"):  # EmbeddingGemma (Gemma3TextModel)
         # Every key both ways; a sliding layer sees keys fewer than window // 2 + 1 positions

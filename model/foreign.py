@@ -32,7 +32,8 @@ DEFAULT_CTX = 2048  # for configs that name no longest sequence (BLOOM: ALiBi po
 # Which pages work for such a model, in one line (the app shows it; keep it plain).
 PAGES_NOTE = ("runs on Hugging Face's own code, which shows its attention only: the Attention "
               "page works; the other pages need a model family this app knows ({known}).")
-KNOWN_NAMES = "BERT, RoBERTa, XLM-RoBERTa, DistilBERT, ELECTRA, GPT-2, Llama, Mistral"
+KNOWN_NAMES = ("BERT, RoBERTa, XLM-RoBERTa, DistilBERT, ELECTRA, GPT-2, Llama, Mistral, Qwen, "
+               "Gemma, Pythia, Phi-3, OPT, GPT-Neo, BART, Marian and T5")  # registry.SUPPORTED
 
 
 def knows(config: dict) -> bool:

@@ -17,6 +17,7 @@ import hashlib
 import re
 from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import urlparse
 
 PART = ".part"
 CHUNK = 1 << 20
@@ -31,18 +32,16 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _fetch_one(url: str, meta, part: Path, report: Callable[[int], None]) -> None:
-    """The rest of one file into `part` (a Range request from its current length), then the
-    checks; raises on a cut connection, leaving what arrived in `part`."""
+def _get_rest(url: str, location: str, part: Path, have: int,
+              report: Callable[[int], None]) -> None:
+    """Append to `part` the bytes after its first `have` (all of them, `part` started over,
+    when the server ignores the Range request); report(bytes in `part`) as they arrive.
+    Raises on a cut connection, leaving what arrived in `part`."""
     from huggingface_hub import constants
-    from huggingface_hub.file_download import _is_same_or_hub_host
     from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
 
-    location = url if meta.xet_file_data is not None else meta.location
-    have = part.stat().st_size if part.exists() else 0
-    if meta.size is not None and have > meta.size:
-        have = 0
-    headers = build_hf_headers() if _is_same_or_hub_host(url, location) else {}
+    same_host = urlparse(url).netloc == urlparse(location).netloc  # else a signed CDN address
+    headers = build_hf_headers() if same_host else {}
     if have:
         headers["Range"] = f"bytes={have}-"
     with get_session().stream("GET", location, headers=headers, follow_redirects=True,
@@ -56,11 +55,23 @@ def _fetch_one(url: str, meta, part: Path, report: Callable[[int], None]) -> Non
                 out.write(chunk)
                 have += len(chunk)
                 report(have)
+
+
+def _fetch_one(url: str, meta, part: Path, report: Callable[[int], None]) -> None:
+    """One file into `part`, from where an earlier try stopped, then its size and checksum
+    checked (a file that fails the checksum is deleted, never resumed from again)."""
+    location = url if meta.xet_file_data is not None else meta.location
+    have = part.stat().st_size if part.exists() else 0
+    if meta.size is not None and have > meta.size:
+        have = 0
+    if meta.size is None or have < meta.size:  # else a try stopped between the last byte
+        _get_rest(url, location, part, have, report)  # and the rename: nothing to ask for
+    have = part.stat().st_size
     if meta.size is not None and have != meta.size:
         raise OSError(f"Consistency check failed: file should be of size {meta.size} but has "
                       f"size {have}")
     if SHA256.match(meta.etag) and _sha256(part) != meta.etag:
-        part.unlink()  # not this file's bytes: never resumed from again
+        part.unlink()
         raise OSError(f"the downloaded bytes of {url} do not match the hub's checksum")
 
 

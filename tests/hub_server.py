@@ -32,6 +32,7 @@ class FakeHub:
         self.drop_after = drop_after
         self.log: list[tuple[str, str]] = []
         self.sent: dict[str, int] = {}  # bytes of each file's body sent, over every request
+        self.ranges = True  # False: Range headers ignored, every answer the whole file
         self.sha = hashlib.sha1(b"attention-lab-test").hexdigest()  # one commit for every repo
         hub = self
 
@@ -96,8 +97,8 @@ class FakeHub:
     def _file(self, handler, file: Path, head: bool) -> None:
         data = file.read_bytes()
         asked = re.fullmatch(r"bytes=(\d+)-", handler.headers.get("Range", "") or "")
-        first = int(asked.group(1)) if asked and not head and 0 < int(asked.group(1)) < len(
-            data) else 0
+        first = int(asked.group(1)) if asked and self.ranges and not head and 0 < int(
+            asked.group(1)) < len(data) else 0
         handler.send_response(206 if first else 200)
         handler.send_header("X-Repo-Commit", self.sha)
         handler.send_header("ETag", f'"{hashlib.sha256(data).hexdigest()}"')

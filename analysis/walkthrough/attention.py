@@ -156,7 +156,8 @@ def score_steps(w: Walk, layer: int) -> None:
             "all zeros, since this input has no padding")
     w.add("mask", g, "Add the mask",
           f"A matrix of 0 and −∞ is added to the scores. Here it is {what}"
-          + (", and so are the padding columns" if cfg.causal and padded else "") + ".",
+          + (", and so are the padding columns" if (cfg.causal or window) and padded else "")
+          + ".",
           "−∞ becomes exactly 0 after the softmax: a blocked key gets no attention at all. Like "
           "Hugging Face, the model adds float32's minimum (about −3.4·10³⁸) rather than a true "
           "−∞, so a row with every key blocked stays finite; the previews write it −∞. An "
@@ -165,8 +166,8 @@ def score_steps(w: Walk, layer: int) -> None:
           "triangle (books that draw keys as rows show it as the lower one).",
           r"S''_h = S'_h + M,\quad M_{ij} = \begin{cases} 0 & \text{query } i \text{ may see key }"
           r" j \\ -\infty & \text{otherwise} \end{cases}",
-          [Shown("mask M", mask, ("batch", "heads (broadcast)",
-                                  "q_pos" if cfg.causal else "q_pos (broadcast)", "k_pos"),
+          [Shown("mask M", mask, ("batch", "heads (broadcast)", "q_pos" if cfg.causal or window
+                                  else "q_pos (broadcast)", "k_pos"),
                  "trace.attention_mask", f"`attention_mask_bias(attention_mask, causal="
                  f"{cfg.causal}, window={window})`, the function the forward pass calls",
                  "turned into 0 (may look) and −∞ (blocked), as the model itself does"),
