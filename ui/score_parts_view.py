@@ -17,9 +17,8 @@ from ui.callbacks import pick_head
 from ui.charts import chart_config
 from ui.view_state import page_view
 from viz.attribution import logit_waterfall
-from viz.heads import head_grid
 from viz.labels import axis_labels, plain_text
-from viz.score_parts import band_bars, distance_curve, parts_grid
+from viz.score_parts import band_bars, distance_curve, parts_grid, positional_grid
 
 VIEW = page_view("attention")
 GROUP_WORDS = {"token": "word", "position": "place", "type": "sentence A or B",
@@ -81,10 +80,9 @@ def show_score_parts(selection, trace, layer: int, head: int) -> None:
     choices = list(range(trace.n_tokens))
     _chosen_cell(trace, layer, head)
     query = cols[0].selectbox("Query token (the one looking)", choices,
-                              key=VIEW.key("cell_query"), format_func=lambda i: plain_text(
-                                  f"{i}: {labels[i]}"))
+                              key=VIEW.key("cell_query"), format_func=lambda i: plain_text(labels[i]))
     key = cols[1].selectbox("Key token (the one looked at)", choices, key=VIEW.key("cell_key"),
-                            format_func=lambda i: plain_text(f"{i}: {labels[i]}"))
+                            format_func=lambda i: plain_text(labels[i]))
     try:
         cell = decompose_cell(selection.model, full, layer, head, query, key)
     except ValueError as exc:
@@ -118,9 +116,18 @@ def _words_and_grid(cell, trace, labels) -> None:
     qg, kg, grouped = cell.grouped()
     fig = parts_grid([GROUP_WORDS[g] for g in qg], [GROUP_WORDS[g] for g in kg], grouped,
                      f"Layer {cell.layer}, head {cell.head}: the score in parts",
-                     f"Each cell: the query's part (row) × the key's part (column). "
-                     f"They add up to {float(grouped.sum()):.3f}.")
+                     "Rows: the query's parts; columns: the key's parts; each cell one × the "
+                     f"other. They add up to {float(grouped.sum()):.3f}" + _extras(cell))
     st.plotly_chart(fig, key="attn_score_grid", config=chart_config("score-parts"))
+
+
+def _extras(cell) -> str:
+    """The end of the grid's subtitle: what the grid leaves out, and the score with it."""
+    if not cell.extra:
+        return "."
+    said = {"relative position": "the distance bias", "soft cap": "the cap"}
+    added = " and ".join(f"{said[k]} ({v:+.3f})" for k, v in cell.extra.items())
+    return f"; with {added}, the score {cell.total():.3f}."
 
 
 def _special_terms(cell, cfg) -> None:
@@ -154,8 +161,8 @@ def _positional_grid(selection, trace) -> None:
     if key not in memo:
         memo.clear()
         memo[key] = positional_map(selection.model, trace)
-    fig = head_grid(memo[key], "How much of each head's pattern is place", "share",
-                    subtitle="Click a head to open it above.")
+    fig = positional_grid(memo[key], "How much of each head's pattern is place",
+                          "Click a head to open it above.")
     st.plotly_chart(fig, key="attn_positional_grid", on_select=pick_head(
         "attn_positional_grid", trace.cfg.n_heads), selection_mode="points",
         config=chart_config("positional-heads"))

@@ -7,7 +7,16 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from .heads import head_grid
 from .style import FULL_PAGE_PX, escape, label_px, titled_layout, to_numpy
+
+
+def positional_grid(share, title: str, subtitle: str = "") -> go.Figure:
+    """Every head's share of place, [layer, head] in 0..1, on a fixed 0..1 colour scale (so a
+    text where no head is positional does not look like one where one is)."""
+    fig = head_grid(share, title, "share", subtitle=subtitle)
+    fig.data[0].update(zmin=0.0, zmax=1.0)
+    return fig
 
 
 def parts_grid(q_names, k_names, values, title: str, subtitle: str = "") -> go.Figure:
@@ -24,14 +33,12 @@ def parts_grid(q_names, k_names, values, title: str, subtitle: str = "") -> go.F
         z=z, x=k_names, y=q_names, zmin=-top, zmax=top, colorscale="RdBu", reversescale=True,
         text=text, texttemplate="%{text}", textfont=dict(size=13),
         hovertemplate="query's %{y} × key's %{x}: %{text}<extra></extra>",
-        colorbar=dict(title=dict(text="adds to the score"), thickness=12)))
-    left = int(30 + max(map(label_px, q_names)))
-    titled_layout(fig, title, subtitle, height=int(190 + 46 * len(q_names)),
+        colorbar=dict(thickness=12)))
+    left = int(20 + max(map(label_px, q_names)))
+    titled_layout(fig, title, subtitle, height=int(max(320, 230 + 50 * len(q_names))),
                   margin=dict(l=left, r=30, b=110), figure_px=FULL_PAGE_PX,
-                  xaxis=dict(title=dict(text="the key's parts"), type="category",
-                             tickangle=-30),
-                  yaxis=dict(title=dict(text="the query's parts"), type="category",
-                             autorange="reversed"), dragmode=False)
+                  xaxis=dict(type="category", tickangle=-30),
+                  yaxis=dict(type="category", autorange="reversed"), dragmode=False)
     return fig
 
 
@@ -42,7 +49,7 @@ def band_bars(periods, values, title: str, subtitle: str = "") -> go.Figure:
     v = to_numpy(values, "values", ndim=1, dtype=np.float64)
     if p.shape != v.shape:
         raise ValueError(f"one value per band: {v.size} values for {p.size} periods")
-    names = [f"{x:.3g}" for x in p]
+    names = [f"{x:,.0f}" if x >= 10 else f"{x:.1f}" for x in p]
     fig = go.Figure(go.Bar(x=names, y=v, marker=dict(color=np.where(v >= 0, "#D6604D",
                                                                     "#4393C3").tolist()),
                            hovertemplate="turns once every %{x} tokens: %{y:+.3f}<extra></extra>"))
