@@ -64,12 +64,22 @@ def positional_map(loaded, trace) -> np.ndarray:
         mask = mask.expand(cfg.n_heads, n, n)  # [head, q_pos, k_pos]
         allowed = mask > BLOCKED  # [head, q_pos, k_pos]
         bias = torch.where(allowed, mask, torch.zeros((), dtype=torch.float64))  # T5's
-        qk = trace.cache[names.attn(layer, "qk")][0].double()  # [head, q_pos, k_pos]
-        scores = attn.scale * qk + bias  # [head, q_pos, k_pos], before any soft cap
+        scores = _scores(trace, names, layer, attn, allowed, bias)  # [head, q_pos, k_pos]
         fixed = attn.scale * _position_only(attn, parts) + bias  # [head, q_pos, k_pos]
         for head in range(cfg.n_heads):
             out[layer, head] = explained_share(scores[head], fixed[head], allowed[head])
     return out
+
+
+def _scores(trace, names, layer: int, attn, allowed, bias) -> torch.Tensor:
+    """[head, q_pos, k_pos]: the scores the softmax read, up to a number per row (which the
+    measure takes away): the log of the pattern the run kept, when no allowed weight
+    underflowed to 0 and no cap squashed the scores; else scale · q·k + the mask's bias."""
+    pattern = trace.cache[names.attn(layer, "pattern")][0].double()  # [head, q_pos, k_pos]
+    if attn.softcap is None and bool(((pattern > 0) | ~allowed).all()):
+        return torch.where(allowed, pattern.clamp_min(1e-300).log(), 0.0)
+    qk = trace.cache[names.attn(layer, "qk")][0].double()  # [head, q_pos, k_pos]
+    return attn.scale * qk + bias  # before any soft cap
 
 
 def _all_heads(x: torch.Tensor, w: torch.Tensor, b) -> torch.Tensor:

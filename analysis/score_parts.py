@@ -78,6 +78,18 @@ class CellParts:
         return qg, kg, out
 
 
+def needed(cfg):
+    """keep() for a run that decompose_cell and positional_map can read: the embeddings,
+    every block's input, attention pattern, v, q·k and scores."""
+    names = hook_names(cfg)
+    wanted = {names.embed(part, required=False) for part in ("tok", "type", "pos")}
+    for layer in range(cfg.n_layers):
+        wanted |= {names.resid(layer, "pre")} | {names.attn(layer, what) for what in
+                                                ("pattern", "v", "qk", "scores")}
+    wanted.discard(None)
+    return lambda name: name in wanted
+
+
 def part_label(key: tuple) -> str:
     """A part's plain name: "token embedding", "layer 2 head 5", "query bias", ..."""
     kind = key[0]
@@ -109,11 +121,10 @@ def project(parts: dict, w: torch.Tensor, b: torch.Tensor | None, bias_key: tupl
     """(keys, [part, pos, d_head]): every part times w [d_model, d_head], and the bias
     (`bias_key`) as one more part where there is one."""
     keys = list(parts)
-    out = [parts[k] @ w for k in keys]  # each [pos, d_head]
-    if b is not None:
-        keys.append(bias_key)
-        out.append(b.expand_as(out[0]))
-    return keys, torch.stack(out)
+    out = torch.stack(list(parts.values())) @ w  # [part, pos, d_head]
+    if b is None:
+        return keys, out
+    return keys + [bias_key], torch.cat([out, b.expand_as(out[:1])])
 
 
 def head_sides(attn, parts: dict, head: int):
@@ -221,3 +232,42 @@ def _rotary_views(cell: CellParts, attn, q_rot, k_rot, q_pre, k_pre, distances) 
     raw = (q_at * k_at).sum(-1).reshape(1, 1, 1, -1)  # [1, 1, 1, n]
     cell.distances = d.numpy()
     cell.curve = attn.scores_from(raw, torch.zeros((), dtype=torch.float64)).reshape(-1).numpy()
+
+
+# What a learner reads first: the score's terms in a few kinds, each kind's sum signed.
+KINDS = ("place", "words", "word and place", "earlier layers", "fixed biases", "soft cap")
+
+
+def _kind(q_group: str, k_group: str) -> str:
+    sides = {q_group, k_group}
+    if sides & {"attention", "mlp"}:
+        return "earlier layers"
+    if "bias" in sides:
+        return "fixed biases"
+    if sides == {"position"}:
+        return "place"
+    return "word and place" if "position" in sides else "words"
+
+
+def score_kinds(cell: CellParts) -> dict[str, float]:
+    """The score's terms added up by kind (KINDS, those the cell has): "place" (position ×
+    position, and T5's relative-position bias), "words" (token and token type on both
+    sides), "word and place" (one side each), "earlier layers" (an earlier head or MLP on
+    either side), "fixed biases" (a bias with an embedding or another bias), "soft cap"."""
+    out: dict[str, float] = {}
+    for a, qk in enumerate(cell.q_keys):
+        for b, kk in enumerate(cell.k_keys):
+            kind = _kind(group_of(qk), group_of(kk))
+            out[kind] = out.get(kind, 0.0) + float(cell.grid[a, b])
+    if "relative position" in cell.extra:
+        out["place"] = out.get("place", 0.0) + cell.extra["relative position"]
+    if "soft cap" in cell.extra:
+        out["soft cap"] = cell.extra["soft cap"]
+    return {k: out[k] for k in KINDS if k in out}
+
+
+def kind_shares(kinds: dict[str, float]) -> dict[str, float]:
+    """Each kind's share of the score's size: |sum of the kind| / Σ |sums| (the kinds can
+    pull in opposite directions, so shares of the signed score would not add up to 100%)."""
+    size = sum(abs(v) for v in kinds.values())
+    return {k: (abs(v) / size if size else 0.0) for k, v in kinds.items()}

@@ -96,29 +96,53 @@ def embedding_parts(model, cache, positions: torch.Tensor,
     return parts
 
 
-def _head_parts(block, cache, layer: int, positions, merge) -> Parts:
-    """What block `layer`'s attention added at `positions`: one part per head (z · W_O[h])
-    and its bias b_O; through Gemma's norm after attention (frozen) where it has one."""
+def block_outputs(block, kind: str, cache, layer: int, positions) -> tuple:
+    """(z [head, pos, d_head], MLP output [pos, d_model] or None) of block `layer` at
+    `positions` only, by the engine's own modules from what the run kept (the block's input
+    and its attention pattern): a cell needs two positions, not the whole text recomputed."""
     names = hook_names(block.attn.cfg)
     attn = block.attn
-    z = cache[names.attn(layer, "z")][0][:, positions].double()  # [head, pos, d_head]
+    device = attn.W_Q.device
+    x = cache[names.resid(layer, "pre")][0, positions].to(device)  # [pos, d_model]
+    pattern = cache[names.attn(layer, "pattern")][0][:, positions].to(device)  # [head, pos, k]
+    v = attn.kv_per_head(cache[names.attn(layer, "v")].to(device))  # [1, head, k_pos, d_head]
+    with torch.no_grad():
+        z = attn.z_from(pattern[None], v)  # [1, head, pos, d_head]
+        if block.mlp is None:
+            return z[0].cpu(), None
+        out = attn.out_from(z)[0]  # [pos, d_model]
+        mlp_in = {"pre_ln": lambda: block.ln2(x + out), "post_ln": lambda: block.ln1(x + out),
+                  "parallel": lambda: block.ln2(x),
+                  "sandwich": lambda: block.ln2(x + block.ln1_post(out))}[kind]()
+        return z[0].cpu(), block.mlp(mlp_in[None])[0].cpu()
+
+
+def _head_parts(block, z: torch.Tensor, layer: int, merge) -> Parts:
+    """What block `layer`'s attention added, from its z [head, pos, d_head]: one part per
+    head (z · W_O[h]) and its bias b_O; through Gemma's norm after attention (frozen) where it
+    has one. With a `merge` that puts a layer's heads together, they are added as one."""
+    attn = block.attn
+    z = z.double()
     w_o = attn.W_O.detach().double().cpu()  # [head, d_head, d_model]
-    per_head = torch.einsum("hpd,hdm->hpm", z, w_o)  # [head, pos, d_model]
+    keys = [("head", layer, h) for h in range(z.shape[0])]
     parts: Parts = {}
-    for h in range(per_head.shape[0]):
-        _add(parts, ("head", layer, h), per_head[h], merge)
+    if merge is not None and len({merge(k) for k in keys}) == 1:
+        _add(parts, keys[0], torch.einsum("hpd,hdm->pm", z, w_o), merge)  # [pos, d_model]
+    else:
+        per_head = torch.einsum("hpd,hdm->hpm", z, w_o)  # [head, pos, d_model]
+        for h, key in enumerate(keys):
+            _add(parts, key, per_head[h], merge)
     if attn.b_O is not None:
         _add(parts, ("attn bias", layer), attn.b_O.detach().double().cpu().expand(
-            len(positions), -1), merge)
+            z.shape[1], -1), merge)
     post = getattr(block, "ln1_post", None)
     return parts if post is None else freeze(post, parts, f"after attention {layer}", merge)
 
 
-def _mlp_parts(block, cache, layer: int, positions, merge) -> Parts:
-    """What block `layer`'s MLP added at `positions`: its output without its bias, and the
-    bias; through Gemma's norm after the MLP (frozen) where it has one."""
-    names = hook_names(block.attn.cfg)
-    out = cache[names.out(layer, "mlp")][0, positions].double()  # [pos, d_model]
+def _mlp_parts(block, out: torch.Tensor, layer: int, merge) -> Parts:
+    """What block `layer`'s MLP added (its output [pos, d_model]): the output without its
+    bias, and the bias; through Gemma's norm after the MLP (frozen) where it has one."""
+    out = out.double()
     bias = getattr(block.mlp.W_out, "bias", None)
     parts: Parts = {}
     if bias is None:
@@ -159,13 +183,14 @@ def attention_inputs(model, cache, positions, stop: int | None = None,
 
 def _next_stream(model, block, cache, layer: int, positions, parts: Parts, merge) -> Parts:
     """The stream after block `layer`, as parts."""
-    heads = _head_parts(block, cache, layer, positions, merge)
-    mlp = None if block.mlp is None else (lambda: _mlp_parts(block, cache, layer, positions,
-                                                             merge))
-    if model.cfg.block == "post_ln":
+    kind = model.cfg.block
+    z, mlp_out = block_outputs(block, kind, cache, layer, positions)
+    heads = _head_parts(block, z, layer, merge)
+    if kind == "post_ln":
         parts = freeze(block.ln1, _join(parts, heads), f"after attention {layer}", merge)
-        if mlp is None:
+        if mlp_out is None:
             return parts
-        return freeze(block.ln2, _join(parts, mlp()), f"after MLP {layer}", merge)
+        return freeze(block.ln2, _join(parts, _mlp_parts(block, mlp_out, layer, merge)),
+                      f"after MLP {layer}", merge)
     parts = _join(parts, heads)
-    return parts if mlp is None else _join(parts, mlp())
+    return parts if mlp_out is None else _join(parts, _mlp_parts(block, mlp_out, layer, merge))

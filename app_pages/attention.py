@@ -18,6 +18,7 @@ from ui.callbacks import pick_head
 from ui.text import md_escape
 from ui.page_registry import page_link
 from ui.reference import check_numbers
+from ui.score_parts_view import show_score_parts
 from ui.sidebar import require_trace, trace_notes
 from ui.token_lines import BOX_PX, ROW_PX, token_lines
 from ui.view_state import page_view
@@ -273,6 +274,8 @@ def _detail_view(view: str, selection, trace, layer: int, head: int, matrix,
                    f"dotted with every key vector (q·k), {scaled}{capped}, masked where "
                    "needed, and the softmax of that row gives the heatmap row above.")
 
+    elif view == "Why this score":
+        show_score_parts(selection, trace, layer, head)
     elif view == "Download":  # "All heads" is drawn by the page, outside the fragment
         st.download_button("Attention matrix (CSV)", matrix_csv(matrix, shown_labels, shown_labels),
                            file_name=f"attention_L{layer}_H{head}.csv", mime="text/csv",
@@ -325,7 +328,7 @@ def render() -> None:
             st.session_state["_attn_opened"] = (key, *opening)
     VIEW.setdefault("layer", opening[0] if opening else 0)
     VIEW.setdefault("head", opening[1] if opening else 0)
-    for name in ("mode", "average", "hide_special", "window"):
+    for name in ("mode", "average", "hide_special", "window", "cell_query", "cell_key"):
         VIEW.setdefault(name)
     st.session_state["_attn_view_drawn"] = VIEW.setdefault("view") or VIEWS[0]
     explorer(selection)

@@ -144,7 +144,8 @@ def _s(name, kind, default=None, choices=(), minimum=0, maximum=None, url=""):
     return Setting(name, kind, default, tuple(choices), minimum, maximum, url or name)
 
 
-ATTENTION_VIEWS = ("All heads", "Token lines", "Where a row comes from (Q·K)", "Download")
+ATTENTION_VIEWS = ("All heads", "Token lines", "Where a row comes from (Q·K)", "Why this score",
+                   "Download")
 ATTENTION_MODES = ("Raw attention", "Attention rollout")
 HEAD_STATS = ("entropy", "special", "first", "punctuation", "previous", "self", "next",
               "distance")
@@ -165,7 +166,8 @@ PAGE_SPECS: tuple[PageSpec, ...] = (
         _s("view", "choice", ATTENTION_VIEWS[0], ATTENTION_VIEWS),
         _s("window", "text"),  # "first-last" token positions; unset: what fits the screen
         _s("cross_layer", "layer", url="xlayer"),  # encoder-decoder models only
-        _s("cross_head", "head", 0, url="xhead"))),
+        _s("cross_head", "head", 0, url="xhead"),
+        _s("cell_query", "int", url="cq"), _s("cell_key", "int", url="ck"))),  # Why this score
     PageSpec("effect", "effect", "Attention vs effect", "Explore", ":material/balance:", "eff", (
         _s("layer", "layer", url="elayer"), _s("head", "head", 0, url="ehead"),
         _s("average", "bool", False, url="eavg"), _s("pos", "int", url="epos"),

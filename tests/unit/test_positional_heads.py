@@ -81,3 +81,15 @@ def test_every_kind_of_position_gets_a_share(family, tiny_models_loaded):
     share = positional_map(lm, lm.run(TEXT))
     assert share.shape == (lm.cfg.n_layers, lm.cfg.n_heads)
     assert np.all((share >= 0) & (share <= 1)) and share.max() > 0
+
+
+def test_the_log_of_the_kept_pattern_gives_the_same_share_as_the_scores(minilm, monkeypatch):
+    """The measure centres each row, so log(pattern) (the scores less each row's log-sum)
+    serves for the scores where no weight underflowed; checked against scale · q·k."""
+    import analysis.positional_heads as ph
+
+    trace = minilm.run(TEXT)
+    from_pattern = positional_map(minilm, trace)
+    monkeypatch.setattr(ph, "_scores", lambda trace, names, layer, attn, allowed, bias:
+                        attn.scale * trace.cache[names.attn(layer, "qk")][0].double() + bias)
+    assert np.abs(positional_map(minilm, trace) - from_pattern).max() < 1e-6

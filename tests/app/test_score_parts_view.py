@@ -1,0 +1,38 @@
+"""The attention page's "Why this score" view: a linked cell opens taken apart, in plain words
+with the run's own numbers (the same as analysis/score_parts.py gives), the parts' sum beside
+the model's score; a cell the query cannot see says why in words; the choice is in the link."""
+
+from __future__ import annotations
+
+import os
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+
+from analysis.score_parts import decompose_cell, kind_shares, score_kinds  # noqa: E402
+from page_links import open_with_sidebar, page_text  # noqa: E402
+from ui.score_parts_view import sentence  # noqa: E402
+
+ATTENTION = "attention"
+VIEW = "Why this score"
+TEXT = "The cat sat on the mat."
+
+
+def test_a_linked_cell_is_taken_apart_in_plain_words(minilm):
+    params = {"text": TEXT, "layer": "1", "head": "2", "view": VIEW, "cq": "3", "ck": "2"}
+    at = open_with_sidebar(ATTENTION, params=params)
+    assert not at.exception
+    cell = decompose_cell(minilm, minilm.run(TEXT), 1, 2, 3, 2)
+    text = page_text(at, ("markdown", "caption"), unescape=False)
+    assert sentence(kind_shares(score_kinds(cell)), False) in text
+    assert f"{cell.score:.3f}" in text and "held at the size it had in this run" in text
+    assert (at.selectbox(key="attn_cell_query").value, at.selectbox(key="attn_cell_key").value) \
+        == (3, 2)
+    at.selectbox(key="attn_cell_key").set_value(4).run()
+    assert not at.exception and at.query_params.get("ck") == "4"
+
+
+def test_a_key_the_query_cannot_see_is_explained(tiny_chars):
+    params = {"text": "hello there", "view": VIEW, "cq": "1", "ck": "5"}
+    at = open_with_sidebar(ATTENTION, "tiny-chars", params=params)
+    assert not at.exception
+    assert "reads left to right" in page_text(at, ("info",), unescape=False)

@@ -1,0 +1,169 @@
+"""The attention page's "Why this score" view: one chosen cell's score taken apart (plain
+words first, then the parts), and every head's share of position on this text.
+
+The numbers come from analysis/score_parts.py and analysis/positional_heads.py, the figures
+from viz/score_parts.py and viz/heads.py; the chosen cell is a declared setting of the page
+(`cell_query`, `cell_key` in teaching/pages.py), so links and lesson steps carry it."""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from analysis.positional_heads import positional_map
+from analysis.score_parts import decompose_cell, kind_shares, needed, part_label, score_kinds
+from ui.cache import cached_run
+from ui.callbacks import pick_head
+from ui.charts import chart_config
+from ui.view_state import page_view
+from viz.attribution import logit_waterfall
+from viz.labels import axis_labels, plain_text
+from viz.score_parts import band_bars, distance_curve, parts_grid, positional_grid
+
+VIEW = page_view("attention")
+GROUP_WORDS = {"token": "word", "position": "place", "type": "sentence A or B",
+               "attention": "earlier heads", "mlp": "earlier MLPs", "bias": "fixed biases"}
+KIND_WORDS = {"place": "where the two tokens are", "words": "which words they are",
+              "word and place": "one token's word meeting the other's place",
+              "earlier layers": "what earlier layers wrote into the two tokens",
+              "fixed biases": "the model's fixed biases",
+              "soft cap": "the cap that keeps scores in a fixed range"}
+FROZEN = ("Before a layer reads a token, it rescales the token's numbers to a standard size. "
+          "Here each rescaling is held at the size it had in this run, so the score is an "
+          "exact sum of its parts.")
+POSITIONAL = ("How much of each head's pattern is place: for every query, how its scores "
+              "differ between the keys, and the share of that spread the place-only score "
+              "explains (1 = the place alone decides, 0 = the place adds nothing). The "
+              "place-only score is the part with no word in it: position × position (and "
+              "fixed biases); T5's distance bias; with rotating positions, the text's average "
+              "query and key put at the two places.")
+
+
+def _chosen_cell(trace, layer: int, head: int) -> tuple[int, int]:
+    """The query and key of the cell: the page's settings (read from a link before the page
+    draws), else the last token and the key it looks at most in this head."""
+    n = trace.n_tokens
+    query = VIEW.setdefault("cell_query")
+    if query is None or not 0 <= query < n:
+        query = VIEW["cell_query"] = n - 1
+    key = VIEW.setdefault("cell_key")
+    if key is None or not 0 <= key < n:
+        key = VIEW["cell_key"] = int(np.argmax(trace.attention(layer, head)[query].numpy()))
+    return query, key
+
+
+def sentence(shares: dict[str, float], rotary: bool) -> str:
+    """'58% of this score comes from where the two tokens are, 30% from which words they
+    are': the kinds of at least 5%, largest first."""
+    words = dict(KIND_WORDS)
+    if rotary:
+        words["words"] = "which words they are, each turned by where it stands"
+    big = sorted(((v, k) for k, v in shares.items() if v >= 0.05), reverse=True)
+    if not big:
+        return "No kind of part stands out in this score."
+    first, *rest = [f"{round(100 * v)}% from {words[k]}" for v, k in big]
+    return (first.replace("% from", "% of this score comes from", 1)
+            + "".join(f", {r}" for r in rest) + ".")
+
+
+def show_score_parts(selection, trace, layer: int, head: int) -> None:
+    """The view, under the heatmap of `head` in `layer`."""
+    if trace.kind == "foreign":
+        st.info("Taking a score apart needs each head's queries and keys, and Hugging Face's "
+                "own code gives only the attention weights: it works for a model family this "
+                "app knows.")
+        return
+    labels = axis_labels(trace.tokens)
+    full = cached_run(selection.model_name, selection.text, selection.pair or "",
+                      keep=needed(trace.cfg), kind="score_parts")
+    cols = st.columns(2)
+    choices = list(range(trace.n_tokens))
+    _chosen_cell(trace, layer, head)
+    query = cols[0].selectbox("Query token (the one looking)", choices,
+                              key=VIEW.key("cell_query"), format_func=lambda i: plain_text(labels[i]))
+    key = cols[1].selectbox("Key token (the one looked at)", choices, key=VIEW.key("cell_key"),
+                            format_func=lambda i: plain_text(labels[i]))
+    try:
+        cell = decompose_cell(selection.model, full, layer, head, query, key)
+    except ValueError as exc:
+        st.info(str(exc))
+        return
+    _words_and_grid(cell, trace, labels)
+    _special_terms(cell, trace.cfg)
+    if cell.bands is not None:
+        _rotary(cell)
+    with st.expander("Every head: how much of its pattern is place"):
+        _positional_grid(selection, full)
+
+
+def _words_and_grid(cell, trace, labels) -> None:
+    rotary = trace.cfg.positions == "rotary"
+    shares = kind_shares(score_kinds(cell))
+    q, k = plain_text(labels[cell.query]), plain_text(labels[cell.key])
+    st.markdown(f"**Why does “{q}” look at “{k}”?** The score of this pair is "
+                f"**{cell.score:.3f}** (before the softmax). " + sentence(shares, rotary))
+    st.caption(FROZEN + f" The parts below add up to {cell.total():.3f}; the model computed "
+               f"{cell.score:.3f}.")
+    if st.toggle("Every layer and head on its own", key="attn_score_parts_each"):
+        terms = [(f"query's {part_label(a)} × key's {part_label(b)}", cell.grid[i, j])
+                 for i, a in enumerate(cell.q_keys) for j, b in enumerate(cell.k_keys)]
+        terms += list(cell.extra.items())
+        top = sorted(terms, key=lambda t: -abs(t[1]))[:12]
+        fig = logit_waterfall([n for n, _ in top], [v for _, v in top], "these 12 together",
+                              f"The 12 largest of {len(terms)} terms", value_name="score")
+        st.plotly_chart(fig, key="attn_score_terms", config=chart_config("score-terms"))
+        return
+    qg, kg, grouped = cell.grouped()
+    fig = parts_grid([GROUP_WORDS[g] for g in qg], [GROUP_WORDS[g] for g in kg], grouped,
+                     f"Layer {cell.layer}, head {cell.head}: the score in parts",
+                     "Rows: the query's parts; columns: the key's parts; each cell one × the "
+                     f"other. They add up to {float(grouped.sum()):.3f}" + _extras(cell))
+    st.plotly_chart(fig, key="attn_score_grid", config=chart_config("score-parts"))
+
+
+def _extras(cell) -> str:
+    """The end of the grid's subtitle: what the grid leaves out, and the score with it."""
+    if not cell.extra:
+        return "."
+    said = {"relative position": "the distance bias", "soft cap": "the cap"}
+    added = " and ".join(f"{said[k]} ({v:+.3f})" for k, v in cell.extra.items())
+    return f"; with {added}, the score {cell.total():.3f}."
+
+
+def _special_terms(cell, cfg) -> None:
+    if "relative position" in cell.extra:
+        st.caption("This model adds a learned number for how far apart the two tokens are: "
+                   f"{cell.extra['relative position']:+.3f} of this score.")
+    if "soft cap" in cell.extra:
+        st.caption("This model squashes every score into a fixed range; here that changes it "
+                   f"by {cell.extra['soft cap']:+.3f}.")
+    if len(cell.shared_with) > 1:
+        others = ", ".join(str(h) for h in cell.shared_with if h != cell.head)
+        st.caption(f"Head {cell.head} shares its keys with head(s) {others} (key head "
+                   f"{cell.kv_head} of {cfg.n_kv_heads}).")
+
+
+def _rotary(cell) -> None:
+    st.markdown("This model marks where a token stands by turning its query and key. Each "
+                "pair of numbers turns at its own speed; the score splits exactly over them:")
+    fig = band_bars(cell.band_periods, cell.bands, "The score by how fast each pair turns",
+                    "Fast pairs (left) tell near from far; slow ones (right) barely turn.")
+    st.plotly_chart(fig, key="attn_score_bands", config=chart_config("score-bands"))
+    own = cell.query - cell.key
+    fig = distance_curve(cell.distances, cell.curve, own, "The same two tokens at other "
+                         "distances", f"The red dot is where they are: {own} tokens apart.")
+    st.plotly_chart(fig, key="attn_score_curve", config=chart_config("score-distance"))
+
+
+def _positional_grid(selection, trace) -> None:
+    memo = st.session_state.setdefault("_attn_positional", {})
+    key = (selection.model_name, selection.text, selection.pair)
+    if key not in memo:
+        memo.clear()
+        memo[key] = positional_map(selection.model, trace)
+    fig = positional_grid(memo[key], "How much of each head's pattern is place",
+                          "Click a head to open it above.")
+    st.plotly_chart(fig, key="attn_positional_grid", on_select=pick_head(
+        "attn_positional_grid", trace.cfg.n_heads), selection_mode="points",
+        config=chart_config("positional-heads"))
+    st.caption(POSITIONAL)
