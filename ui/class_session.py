@@ -49,6 +49,7 @@ class Membership:
     sent: dict = field(default_factory=dict)  # a student: question -> choice sent
     unsent: dict = field(default_factory=dict)  # a student: answers given while out of touch
     lost: float = 0.0  # time.monotonic() when the store stopped answering; 0 while it answers
+    calls: dict = field(default_factory=dict)  # store calls on their way (ui/class_calls.py)
     instead: str = ""  # a student: the model shown instead of one the teacher trained
     moved_away: bool = False  # a student: looking around because they changed their view
     rejoined_at: float = 0.0  # time.monotonic() when it came back by itself (a reload, a
