@@ -10,7 +10,6 @@ is 5 s; timings are not asserted here beyond a generous one)."""
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import sys
 import time
@@ -21,24 +20,14 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
 
-from deploy.launch import COOKIE, NGINX, REDIS, running_cluster  # noqa: E402
+from deploy.launch import COOKIE  # noqa: E402
 from class_client import ClassClient  # noqa: E402
+from tests.deploy.test_replicas_behind_nginx import cluster  # noqa: E402, F401 - a fixture
 
 pytestmark = pytest.mark.deploy
 
 LESSON = "reading-heatmaps"  # step 3 asks a choice
 LOST = "Lost touch with the class"
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    for tool in (NGINX, REDIS):
-        if not Path(tool).exists():
-            if os.environ.get("CI"):
-                pytest.fail(f"{tool} is not installed; .ci/run should have installed it")
-            pytest.skip(f"{tool} is not installed (apt-get install -y nginx redis-server)")
-    with running_cluster(tmp_path_factory.mktemp("outage"), replicas=2) as running:
-        yield running
 
 
 async def said_within(client: ClassClient, pattern: str, since: float, within_s: float):
