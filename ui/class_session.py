@@ -115,12 +115,16 @@ def lead(teacher_key: str) -> Membership | None:
 def end() -> None:
     """End the class this session leads (its students are told), and leave it."""
     m = teacher()
-    if m is not None:
-        try:
-            store().end_class(m.teacher_key)
-        finally:
-            st.session_state.pop(KEY, None)
-            _remember(lambda s, browser: s.forget(browser))
+    if m is None:
+        return
+    from teaching.class_store import NotTeacher
+
+    try:  # a store out of reach raises StoreDown: still leading, the Teach page says so
+        store().end_class(m.teacher_key)
+    except NotTeacher:  # ended or expired already
+        pass
+    st.session_state.pop(KEY, None)
+    _remember(lambda s, browser: s.forget(browser))
 
 
 def join(code: str, name: str = "") -> Membership:
