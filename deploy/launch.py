@@ -190,10 +190,24 @@ class Cluster:
         self.replicas[i].start()
         self.replicas[i].wait(within_s)
 
+    def stop_redis(self) -> None:
+        """SHUTDOWN SAVE, as an operator restarting Redis does: its data on disk, then gone."""
+        port = int(self.store.rsplit(":", 1)[1].split("/")[0])
+        with socket.create_connection(("127.0.0.1", port), 5) as conn:
+            conn.sendall(b"SHUTDOWN SAVE\r\n")
+            conn.recv(64)
+        self.procs[0].wait(timeout=30)
 
-def start_redis(folder: Path) -> tuple[subprocess.Popen, str]:
-    """redis-server on a free 127.0.0.1 port, no disk snapshots (class data is short-lived)."""
-    port = free_port()
+    def start_redis(self) -> None:
+        """Redis again on the same port, reading what stop_redis saved."""
+        port = int(self.store.rsplit(":", 1)[1].split("/")[0])
+        self.procs[0] = start_redis(self.folder, port)[0]
+
+
+def start_redis(folder: Path, port: int | None = None) -> tuple[subprocess.Popen, str]:
+    """redis-server on a free 127.0.0.1 port (or `port`), no timed disk snapshots (class data
+    is short-lived; SHUTDOWN SAVE still writes them, and a start in `folder` reads them)."""
+    port = port or free_port()
     out = open(folder / "redis.log", "wb")  # noqa: SIM115 - the child keeps its own copy
     proc = subprocess.Popen(
         [REDIS, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",

@@ -72,6 +72,8 @@ def given(lesson_id: str, number: int) -> str | None:
 
 
 def _revealed(m: Membership) -> frozenset:
+    if m.lost:  # out of touch: as the bar's poll last saw it (it reads again)
+        return m.revealed
     try:
         m.revealed = frozenset(class_session.store().view(m.class_id).revealed)
     except Exception:  # noqa: BLE001 - gone or out of touch: the bar's poll says which
@@ -85,6 +87,9 @@ def _send(m: Membership, question: str, choice: str | None) -> None:
         return
     from teaching.class_store import ClassError, StoreDown
 
+    if m.lost:  # out of touch: kept, and sent by the poll that finds the store again
+        m.unsent[question] = choice
+        return
     try:
         if class_session.store().answer(m.class_id, m.member_key, question, choice):
             m.sent[question] = choice
@@ -124,6 +129,8 @@ def _teacher(m: Membership, question: str, step: Step, settings: dict, texts: di
     from teaching.class_store import ClassError, StoreDown
 
     try:
+        if m.lost:  # out of touch (the bar says so): no call to wait for
+            raise StoreDown(m.class_id)
         revealed = question in class_session.store().view(m.class_id).revealed
     except StoreDown:  # out of touch (the bar says so): the step as it was, not revealed
         revealed = False
@@ -199,7 +206,10 @@ def _live_tally(teacher_key: str, question: str, shape: dict) -> None:
     names = st.checkbox("Show names", key=NAMES_KEY,
                         help="Off, nobody's name is shown, on the projector or here.")
     kept = st.session_state.get(TALLY_KEY)
+    m = class_session.teacher()
     try:
+        if m is not None and m.lost:  # out of touch (the bar says so): no call to wait for
+            raise StoreDown(question)
         tally = class_session.store().tally(teacher_key, question, with_names=names)
         st.session_state[TALLY_KEY] = tally
     except StoreDown:  # out of touch (the bar says so): the last count stays on screen

@@ -11,7 +11,7 @@ import time
 
 import streamlit as st
 
-from . import class_drift, class_follow, class_models, class_session, poll_timer
+from . import class_calls, class_drift, class_follow, class_models, class_session, poll_timer
 from .class_follow import ERROR_KEY, STUDENT_POLL_SECONDS, TEACHER_POLL_SECONDS, in_fragment_rerun
 from .text import md_escape
 
@@ -57,12 +57,13 @@ def _teacher_bar() -> None:
     count = None
     if not m.ended:
         try:
-            count = class_session.store().headcount(m.teacher_key)
+            count = class_calls.call(m, "headcount", class_session.store().headcount,
+                                     m.teacher_key)
             if not m.held:  # (a view not given yet: still out of touch, as under a lock)
                 class_follow.in_touch(m)
         except NotTeacher:
             m.ended = True
-        except Exception:  # noqa: BLE001 - StoreDown or the store's client: an outage
+        except Exception:  # noqa: BLE001 - StoreDown, Pending, the store's client: an outage
             class_follow.lost_touch(m)
     if m.lost and not m.ended:
         lost_line()

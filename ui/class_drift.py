@@ -62,11 +62,17 @@ KEEP_VALUES = 6  # values kept per key (newest last)
 UNFOLLOWED = ("teach", "join")  # pages a class never shows (ui/class_follow.NOT_FOLLOWED)
 SIDEBAR_KEYS = (MODEL_KEY, OTHER_KEY, TEXT_KEY, PAIR_KEY)
 SETTING_KEYS = tuple(spec.key(s.name) for spec in PAGE_SPECS for s in spec.settings)
+# a choice with nothing chosen is its default on screen (the Attention page's "More" control,
+# which a browser under load was seen to send back empty with nobody touching it)
+CHOICE_DEFAULTS = {spec.key(s.name): s.default for spec in PAGE_SPECS for s in spec.settings
+                   if s.kind == "choice" and s.default is not None}
 
 
 def _values() -> dict:
+    """The sidebar's and the pages' settings as the screen shows them."""
     state = st.session_state
-    return {key: state[key] for key in SIDEBAR_KEYS + SETTING_KEYS if key in state}
+    return {key: CHOICE_DEFAULTS.get(key) if state[key] is None else state[key]
+            for key in SIDEBAR_KEYS + SETTING_KEYS if key in state}
 
 
 def _differs(a, b) -> bool:

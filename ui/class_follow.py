@@ -24,7 +24,7 @@ import streamlit as st
 
 from teaching.pages import BY_PATH
 
-from . import class_drift, class_models, class_session, class_warm, view_state
+from . import class_calls, class_drift, class_models, class_session, class_warm, view_state
 from .class_session import Membership
 
 STUDENT_POLL_SECONDS = 0.5
@@ -124,42 +124,62 @@ def view_link(page: str) -> str | None:
 
 
 def publish(page: str | None = None) -> bool:
-    """The teacher's session: give the store this view if it changed. True when it did."""
+    """The teacher's session: give the store this view if it changed. True when it did. One
+    view is on its way at a time (ui/class_calls.py): one the store has not answered yet is
+    taken by a later call (the teacher's poll), and the newest view is given after it."""
     m = class_session.teacher()
     if m is None or m.ended:
         return False
     page = page or st.session_state.get(PAGE_KEY)
     link = view_link(page) if page else None
+    on_its_way = m.calls.get("publish")
+    if on_its_way is not None:
+        if not on_its_way.done():
+            m.held = link if link and link != m.published else m.held
+            return False
+        del m.calls["publish"]
+        _given(m, on_its_way)
     if link is None or link == m.published:
         return False
     if m.rejoined_at and not m.published:  # a teacher's session that came back by itself (a
         m.published = link  # reconnect, or a new tab): its first page is not pushed to the
         return False  # class; the teacher's next change is
+    sending = class_calls.start(m, "publish", class_session.store().set_view, m.teacher_key,
+                                link)
+    sending.link = link
+    if not class_calls.answered(sending):
+        m.held = link
+        lost_touch(m)
+        return False
+    del m.calls["publish"]
+    return _given(m, sending)
+
+
+def _given(m: Membership, sent) -> bool:
+    """What became of a view given to the store (a finished call of `publish`)."""
     from teaching.class_store import ClassError, NotTeacher, StoreDown
 
     try:
-        class_session.store().set_view(m.teacher_key, link)
+        sent.result()
     except NotTeacher:
         m.ended = True
         return False
-    except ClassError as exc:  # e.g. a view too long to share: said once, not retried
-        if isinstance(exc, StoreDown):
-            return _held(m, link)
-        _store_error(exc)
+    except ClassError as exc:
+        if not isinstance(exc, StoreDown):  # e.g. a view too long to share: said once, not
+            _store_error(exc)  # retried
+            m.published = sent.link
+            return False
+        m.held = sent.link  # out of touch until it is given: reads alone do not end this
+        lost_touch(m)  # outage (an SQLite file locked still reads)
+        return False
     except Exception:  # noqa: BLE001 - the store's client failed: as StoreDown
-        return _held(m, link)
-    m.published, m.held = link, ""
+        m.held = sent.link
+        lost_touch(m)
+        return False
+    m.published, m.held = sent.link, ""
     in_touch(m)
-    class_warm.warm(link)  # this replica: the step after a lesson step, before "Next"
+    class_warm.warm(sent.link)  # this replica: the step after a lesson step, before "Next"
     return True
-
-
-def _held(m: Membership, link: str) -> bool:
-    """The teacher's view could not be given: out of touch until it is (the teacher's poll
-    gives it once the store takes changes again; reads alone do not end this outage)."""
-    m.held = link
-    lost_touch(m)
-    return False
 
 
 def after_run(page: str) -> None:
@@ -188,6 +208,8 @@ def before_run(page_objects: dict, on_screen: str) -> None:
     m = class_session.student()
     if m is None or not m.following or m.ended or class_drift.check(m, on_screen, look_around):
         return  # (a student who moved on their own now looks around: ui/class_drift.py)
+    if m.lost:  # out of touch: this run keeps the view it has (the bar's poll reads again)
+        return
     view = read_view(m)
     if view is None:  # the class is over (then m.ended), or the store is out of touch
         return
@@ -255,37 +277,28 @@ def _set_following(following: bool) -> None:
         m.version = -1  # take the teacher's view again, even if it did not move
 
 
-def heartbeat(m: Membership, now: float | None = None) -> bool:
-    """Tell the store this student is still here (at most every SEEN_EVERY_SECONDS). False
-    when the store did not answer."""
+def heartbeat(m: Membership, now: float | None = None) -> None:
+    """Tell the store this student is still here (at most every SEEN_EVERY_SECONDS), without
+    waiting for it (ui/class_calls.py; a gone member or class: the view read says so)."""
     now = time.monotonic() if now is None else now
     if now - m.seen_at < class_session.SEEN_EVERY_SECONDS:
-        return True
+        return
     m.seen_at = now
-    from teaching.class_store import ClassError, StoreDown
-
-    try:
-        class_session.store().seen(m.class_id, m.member_key)
-    except StoreDown:
-        return False
-    except ClassError:  # a gone class or member: the view read says which
-        pass
-    except Exception:  # noqa: BLE001 - the store cannot be reached: as StoreDown
-        return False
-    return True
+    class_calls.send(m, "seen", class_session.store().seen, m.class_id, m.member_key)
 
 
 def read_view(m: Membership):
     """The class's view for a student; None when the class is over (m.ended is set) or the
-    store cannot be reached (m.lost is set: an outage, never the class's end)."""
+    store has not answered (m.lost is set: an outage, never the class's end). It waits for the
+    store at most class_calls.WAIT_SECONDS; a read still on its way is taken by the next."""
     from teaching.class_store import ClassNotFound
 
     try:
-        view = class_session.store().view(m.class_id)
+        view = class_calls.call(m, "view", class_session.store().view, m.class_id)
     except ClassNotFound:  # ended and gone, or expired
         m.ended = True
         return None
-    except Exception:  # noqa: BLE001 - StoreDown, or anything the store's client raised
+    except Exception:  # noqa: BLE001 - StoreDown, Pending, or the store's client failing
         lost_touch(m)
         return None
     in_touch(m)
@@ -296,10 +309,9 @@ def read_view(m: Membership):
 
 def poll(m: Membership) -> bool:
     """A student's poll: True when the app must run again (the view moved while following,
-    a question was revealed, or the class ended)."""
-    if not heartbeat(m):  # the store did not answer: no second call to wait for (the view
-        return False  # read alone says whether the class is out of touch: a locked SQLite
-    had_unsent = bool(m.lost and m.unsent)  # file refuses writes and still reads)
+    a question was revealed, the class ended, or answers given while out of touch are in)."""
+    heartbeat(m)
+    had_unsent = bool(m.lost and m.unsent)
     view = read_view(m)
     if m.ended:
         return True
@@ -312,6 +324,6 @@ def poll(m: Membership) -> bool:
     if revealed != m.revealed:
         m.revealed = revealed
         return True
-    if had_unsent and not m.unsent:  # answers given while out of touch are in now
+    if had_unsent and not m.unsent:
         return True
     return m.following and view.version != m.version

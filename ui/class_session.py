@@ -49,6 +49,7 @@ class Membership:
     sent: dict = field(default_factory=dict)  # a student: question -> choice sent
     unsent: dict = field(default_factory=dict)  # a student: answers given while out of touch
     lost: float = 0.0  # time.monotonic() when the store stopped answering; 0 while it answers
+    calls: dict = field(default_factory=dict)  # store calls on their way (ui/class_calls.py)
     instead: str = ""  # a student: the model shown instead of one the teacher trained
     moved_away: bool = False  # a student: looking around because they changed their view
     rejoined_at: float = 0.0  # time.monotonic() when it came back by itself (a reload, a
@@ -114,12 +115,16 @@ def lead(teacher_key: str) -> Membership | None:
 def end() -> None:
     """End the class this session leads (its students are told), and leave it."""
     m = teacher()
-    if m is not None:
-        try:
-            store().end_class(m.teacher_key)
-        finally:
-            st.session_state.pop(KEY, None)
-            _remember(lambda s, browser: s.forget(browser))
+    if m is None:
+        return
+    from teaching.class_store import NotTeacher
+
+    try:  # a store out of reach raises StoreDown: still leading, the Teach page says so
+        store().end_class(m.teacher_key)
+    except NotTeacher:  # ended or expired already
+        pass
+    st.session_state.pop(KEY, None)
+    _remember(lambda s, browser: s.forget(browser))
 
 
 def join(code: str, name: str = "") -> Membership:

@@ -22,7 +22,7 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 
 from page_links import page_text  # noqa: E402
 from redis_server import restartable_redis  # noqa: E402
-from test_live_class import _clean, bar, poll  # noqa: E402
+from test_live_class import _clean, bar, poll, start_class  # noqa: E402
 from test_live_class_answers import LESSON, student_in, teacher_on_step  # noqa: E402
 
 pytestmark = pytest.mark.app
@@ -144,3 +144,16 @@ def test_a_store_outage_ends_no_class_and_everyone_follows_once_it_is_back(store
     assert store.headcount(new.teacher_key).members == 2
     assert "2 following · 0 looking around · 2 joined" in bar(_clean(teacher.run()))
     assert LOST not in page_text(teacher, ("info", "markdown"))
+
+
+def test_the_teachers_end_during_an_outage_keeps_the_class_until_it_reaches_the_store(store,
+                                                                                    outage):
+    teacher, m = start_class()
+    outage.begin()
+    _clean(teacher.button(key="class_end").click().run())
+    assert teacher.session_state["_class"].class_id == m.class_id  # still leading it
+    assert "Please try again in a moment" in " ".join(e.value for e in teacher.error)
+    outage.end()
+    assert not store.view(m.class_id).ended
+    _clean(teacher.button(key="class_end").click().run())
+    assert "_class" not in teacher.session_state and store.view(m.class_id).ended

@@ -36,6 +36,17 @@ def test_a_setting_or_the_text_changed_is_a_move(m, key, value):
     assert class_drift.moved(m, "attention") and class_drift.moved(m, None)
 
 
+def test_a_choice_sent_back_empty_is_its_default_not_a_move(m):
+    """The Attention page's "More" control (a segmented control that can be emptied, drawn as
+    its first view then) came back empty from a browser under load with nobody touching it."""
+    st.session_state["attn_view"] = "All heads"
+    class_drift.remember(m, "attention")
+    st.session_state["attn_view"] = None
+    assert not class_drift.moved(m, "attention") and not class_drift.moved(m, None)
+    st.session_state["attn_view"] = "Token lines"  # another view: the student's own
+    assert class_drift.moved(m, None)
+
+
 def test_a_setting_the_last_run_did_not_hold_is_not_compared(m):
     st.session_state["hs_stat"] = "special"
     assert not class_drift.moved(m, "attention")
