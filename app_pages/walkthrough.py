@@ -354,6 +354,8 @@ def render() -> None:
         if teacher:
             st.info(step.teacher)
         st.latex(step.formula)
+        if step.symbols:
+            st.caption(step.symbols)
         # two tensors side by side where both fit (else one under the other: "wide_" rows stack);
         # one, or three (Q, K, V), one under the other at full width
         pair = len(step.shown) == 2
@@ -391,6 +393,8 @@ def figure(name: str) -> None:
     drawn = step.figure is not None and not (
         step.figure == "values" and step.shown[-1].dims[-2] not in POS_DIMS)
     st.latex(step.formula)
+    if step.symbols:
+        st.caption(step.symbols)
     if drawn:  # the figure first, then only the shapes; else the tensors' tables
         _figure(step, trace, pick, labels, selection.model)
         st.caption(" · ".join(f"{s.label}: shape {list(s.shape)}" for s in step.shown))

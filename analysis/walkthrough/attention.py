@@ -169,13 +169,19 @@ def score_steps(w: Walk, layer: int) -> None:
                  "trace.attention_mask", f"`attention_mask_bias(attention_mask, causal="
                  f"{cfg.causal}, window={window})`, the function the forward pass calls",
                  "turned into 0 (may look) and −∞ (blocked), as the model itself does"),
-           w.shown("masked scores", w.names.attn(layer, "scores"), BHQK)], "mask", layer)
+           w.shown("masked scores", w.names.attn(layer, "scores"), BHQK)], "mask", layer,
+          "S′ (“S prime”) is the table of scores of head h from the step before: how well "
+          "each query matches each key, scaled. M is the mask. S″ (“S double prime”) is the "
+          "sum of the two: the same scores, with −∞ where a query may not look. The softmax "
+          "turns S″ into attention.")
     w.add("softmax", g, "Softmax over keys",
           "Each row is exponentiated and divided by its sum: weights between 0 and 1 that add "
           "up to 1, how much query i attends to each key.",
           "This is the pattern the Attention page draws. Dropout on it exists in training only.",
           r"A_{ij} = \frac{e^{S''_{ij}}}{\sum_k e^{S''_{ik}}}",
-          [w.shown("attention pattern", w.names.attn(layer, "pattern"), BHQK)], "pattern", layer)
+          [w.shown("attention pattern", w.names.attn(layer, "pattern"), BHQK)], "pattern", layer,
+          "S″ is the table of masked scores from the step before; A is the attention pattern: "
+          "row i holds how much query i looks at each key j.")
 
 
 def output_steps(w: Walk, layer: int) -> None:
@@ -246,7 +252,9 @@ def _scale_step(w: Walk, layer: int, qk: torch.Tensor) -> None:
     w.add("scale", g, title, summary,
           "A dot product of d_head random numbers spreads like √d_head. Without a division, "
           "wide heads would give near one-hot softmaxes and tiny gradients.",
-          formula, shown, "scores", layer)
+          formula, shown, "scores", layer,
+          "S′ (“S prime”) is the table of scores of head h after this step; Q_h and K_h are "
+          "its queries and keys.")
 
 
 def _relative_bias_step(w: Walk, layer: int) -> None:
