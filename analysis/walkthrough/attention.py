@@ -70,7 +70,8 @@ def projection_steps(w: Walk, layer: int) -> None:
           + ("" if cfg.attn_bias else " (no bias: this model adds nothing after the product)")
           + ". This model keeps the same weights split per head, so these tensors are its hook "
           "tensors with the heads side by side again.",
-          (r"Q = XW_Q + b_Q,\quad K = XW_K + b_K,\quad V = XW_V + b_V" if cfg.attn_bias
+          (r"\begin{aligned} Q &= XW_Q + b_Q \\ K &= XW_K + b_K \\ V &= XW_V + b_V "
+           r"\end{aligned}" if cfg.attn_bias
            else r"Q = XW_Q,\quad K = XW_K,\quad V = XW_V"),
           [Shown(n.upper(), _join_heads(qkv[n]), ("batch", "pos", wd), w.names.attn(layer, n),
                  JOIN.format(f"hook_{n}", nh) + ": the heads side by side, as one Linear "
@@ -162,8 +163,8 @@ def score_steps(w: Walk, layer: int) -> None:
           "encoder's mask is one row per text, [batch, 1, 1, pos], broadcast over heads and "
           "queries. Rows are queries and columns keys, so the causal mask hides the upper "
           "triangle (books that draw keys as rows show it as the lower one).",
-          r"S''_h = S'_h + M,\quad M_{ij} = \begin{cases} 0 & \text{query } i \text{ may see key }"
-          r" j \\ -\infty & \text{otherwise} \end{cases}",
+          r"\begin{aligned} S''_h &= S'_h + M \\ M_{ij} &= \begin{cases} 0 & \text{query } i "
+          r"\text{ may see key } j \\ -\infty & \text{otherwise} \end{cases} \end{aligned}",
           [Shown("mask M", mask, ("batch", "heads (broadcast)",
                                   "q_pos" if cfg.causal else "q_pos (broadcast)", "k_pos"),
                  "trace.attention_mask", f"`attention_mask_bias(attention_mask, causal="
