@@ -25,7 +25,7 @@ from viz.attention import attention_heatmap
 from ui.callbacks import step_state
 from ui.charts import chart_config
 from ui.widgets import index_slider
-from ui.walkthrough_tokens import show_tokens
+from ui.walkthrough_tokens import column_formats, show_tokens
 from viz.labels import axis_labels, plain_text, visible_text
 from viz.numbers import percent
 from viz.style import HALF_PAGE_PX
@@ -133,7 +133,7 @@ def _show_tensor(shown: Shown, pick: dict, labels: list[str], n_layers: int,
     frame = pd.DataFrame(texts[:, :cols] if shown.probability
                          else display_values(pv.values[:, :cols], decimals),
                          index=index, columns=headers[:cols])
-    st.dataframe(frame, width="stretch", column_config=_column_formats(frame, decimals))
+    st.dataframe(frame, width="stretch", column_config=column_formats(frame, decimals))
     fixed = ", ".join(_fixed_words(dim, i, labels, n_layers) for dim, i in pv.fixed.items())
     st.caption(f"Preview: {_count(rows, pv.n_rows, pv.row_dim)} (rows) × "
                f"{_count(cols, pv.n_cols, pv.col_dim)} (columns)"
@@ -143,18 +143,6 @@ def _show_tensor(shown: Shown, pick: dict, labels: list[str], n_layers: int,
 def _percentages(values: np.ndarray) -> np.ndarray:
     """Probabilities as the app writes them everywhere: "61%", "0.07%", "< 0.01%"."""
     return np.array([percent(v) for v in values.ravel()], dtype=object).reshape(values.shape)
-
-
-def _column_formats(frame: pd.DataFrame, decimals: int) -> dict:
-    """Every number with the same fixed decimals ("2.370" under "4.319", never "2.37"), so a
-    column reads as a column; text cells ("−∞", "61%") right-aligned like the numbers."""
-    formats = {}
-    for name, column in frame.items():
-        if column.dtype.kind == "f":
-            formats[name] = st.column_config.NumberColumn(format=f"%.{decimals}f")
-        elif column.dtype.kind == "O":
-            formats[name] = st.column_config.TextColumn(alignment="right")
-    return formats
 
 
 def _count(shown: int, total: int, dim: str) -> str:
