@@ -15,6 +15,7 @@ from analysis.walkthrough.table import (
     FULL_PX, PAIR_PX, cell_texts, decimals_for, display_values, fitting_columns,
 )
 from analysis.cost import full_run_plan
+from ui import projector
 from ui.cache import get_model, shared
 from ui.heavy import room_for
 from ui.sidebar import require_trace
@@ -380,12 +381,15 @@ def figure(name: str) -> None:
             "layer": layer + 1}
     drawn = step.figure is not None and not (
         step.figure == "values" and step.shown[-1].dims[-2] not in POS_DIMS)
-    st.latex(step.formula)
+    above, below = st.container(), st.container()  # the formula above the figure; in
+    words, shown = (below, above) if projector.on() else (above, below)  # a room's, under it
+    words.latex(step.formula)
     if step.symbols:
-        st.caption(step.symbols)
-    if drawn:  # the figure first, then only the shapes; else the tensors' tables
-        _figure(step, trace, pick, labels, selection.model)
-        st.caption(" · ".join(f"{s.label}: shape {list(s.shape)}" for s in step.shown))
-        return
-    for shown in step.shown:
-        _show_tensor(shown, pick, labels, cfg.n_layers, selection.model.tokenizer.tokens)
+        words.caption(step.symbols)
+    with shown:
+        if drawn:  # the figure first, then only the shapes; else the tensors' tables
+            _figure(step, trace, pick, labels, selection.model)
+            st.caption(" · ".join(f"{s.label}: shape {list(s.shape)}" for s in step.shown))
+            return
+        for tensor in step.shown:
+            _show_tensor(tensor, pick, labels, cfg.n_layers, selection.model.tokenizer.tokens)
