@@ -292,7 +292,8 @@ def _about(selection, trace) -> None:
     cfg = trace.cfg
     st.caption(
         f"{shown_model_name(selection.model_name)}: {cfg.n_layers} layers × {cfg.n_heads} "
-        f"heads, {trace.n_tokens} tokens. Rows are queries (the token doing the looking), "
+        f"heads, {trace.n_tokens} token{'s' * (trace.n_tokens != 1)}. Rows are queries (the "
+        "token doing the looking), "
         "columns are keys (the tokens looked at); a row's weights are shares of one token's "
         "attention and add up to 1.", help=f"Inside the model each token is a list of "
         f"{cfg.d_model} numbers (d_model); each head works on {cfg.d_head} of them (d_head). "

@@ -80,30 +80,34 @@ def _navigation(lesson: Lesson, number: int, where: str) -> None:
     _buttons(st.columns(2), lesson, number, where)
 
 
-def _buttons(places, lesson: Lesson, number: int, where: str) -> None:
+def _buttons(places, lesson: Lesson, number: int, where: str, width: str = "stretch") -> None:
     """Previous, and Next (Finish on the last step), in two places (columns, or a row)."""
     back, forward = places
     back.button("◀ Previous", key=f"lesson_prev_{where}", disabled=number <= 1,
-                on_click=partial(go_to, lesson.id, number - 1), width="stretch")
+                on_click=partial(go_to, lesson.id, number - 1), width=width)
     if number < len(lesson.steps):
-        forward.button("Next ▶", key=f"lesson_next_{where}", type="primary", width="stretch",
+        forward.button("Next ▶", key=f"lesson_next_{where}", type="primary", width=width,
                        on_click=partial(go_to, lesson.id, number + 1))
     else:
         forward.button("Finish", key=f"lesson_finish_{where}", type="primary",
-                       width="stretch", on_click=_finish, args=(lesson.id,))
+                       width=width, on_click=_finish, args=(lesson.id,))
 
 
-def _room_bar(lesson: Lesson, number: int, title: str) -> None:
-    """Projector mode's one line above a step's figure: the step's title, where it is in the
-    lesson, and Previous and Next. The room sees the figure next, and the words under it."""
-    row = st.container(horizontal=True, vertical_alignment="center", key="lesson_room_bar")
-    row.markdown(f"### {md_escape(title)}", width="stretch")
-    row.caption(f"Step {number} of {len(lesson.steps)} · {md_escape(lesson.title)}",
-                width="content")
+def _room_bar(lesson: Lesson, number: int):
+    """Projector mode's one line above a step's figure: a place for the step's title (filled
+    once its facts are worked out), where it is in the lesson, and Previous and Next. The room
+    sees the figure next, and the words under it."""
+    # one line on any room screen: a long title wraps inside its place, the buttons keep theirs
+    row = st.container(horizontal=True, vertical_alignment="center", wrap=False,
+                       key="lesson_room_bar")
+    title = row.empty()
+    row.caption(f"Step {number} of {len(lesson.steps)}", width="content",
+                help=f"Lesson: {md_escape(lesson.title)}")
     if class_bar.follows_teacher():  # in a live class the teacher moves the steps
         class_bar.following_line()
-        return
-    _buttons([row, row], lesson, number, "top")
+    else:
+        _buttons([row, row], lesson, number, "top", width="content")
+    return title
 
 
 def _finish(lesson_id: str) -> None:
@@ -153,7 +157,9 @@ def _drifted(step) -> bool:
 def _step(lesson: Lesson, number: int) -> None:
     step = lesson.steps[number - 1]
     room = projector.on()  # the screen a room watches: the figure first, the words under it
-    if not room:
+    if room:
+        title = _room_bar(lesson, number)
+    else:
         st.caption(f"Lesson: {md_escape(lesson.title)}")
         _navigation(lesson, number, "top")
     try:
@@ -166,7 +172,7 @@ def _step(lesson: Lesson, number: int) -> None:
     # The words beside the one figure; a page with no figure of its own runs whole below them.
     # Side by side where both fit, one under the other on a narrow screen (ui/page_style.py).
     if room:
-        _room_bar(lesson, number, texts["title"])
+        title.markdown(f"#### {md_escape(texts['title'])}", width="stretch")
         shown, words = st.container(), st.container()
     else:
         words, shown = (st.container(key="wide_lesson_step").columns([5, 6], gap="medium")

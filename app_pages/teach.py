@@ -140,7 +140,8 @@ def _open_file() -> None:
             st.error(f"This lesson file has a problem on {md_escape(str(exc))}"
                      if exc.line else f"This lesson file has a problem: {md_escape(str(exc))}")
         else:
-            st.success(f"Opened “{md_escape(lesson.title)}” ({len(lesson.steps)} steps).")
+            n = len(lesson.steps)
+            st.success(f"Opened “{md_escape(lesson.title)}” ({n} step{'s' * (n != 1)}).")
             st.button("Start it", key="teach_start_upload", type="primary",
                       on_click=partial(_open_lesson, lesson.id))
     if settings.hosted():

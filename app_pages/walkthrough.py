@@ -15,6 +15,7 @@ from analysis.walkthrough.table import (
     FULL_PX, PAIR_PX, cell_texts, decimals_for, display_values, fitting_columns,
 )
 from analysis.cost import full_run_plan
+from ui import projector
 from ui.cache import get_model, shared
 from ui.heavy import room_for
 from ui.sidebar import require_trace
@@ -25,7 +26,7 @@ from viz.attention import attention_heatmap
 from ui.callbacks import step_state
 from ui.charts import chart_config
 from ui.widgets import index_slider
-from ui.walkthrough_tokens import show_tokens
+from ui.walkthrough_tokens import column_formats, show_tokens
 from viz.labels import axis_labels, plain_text, visible_text
 from viz.numbers import percent
 from viz.style import HALF_PAGE_PX
@@ -133,7 +134,7 @@ def _show_tensor(shown: Shown, pick: dict, labels: list[str], n_layers: int,
     frame = pd.DataFrame(texts[:, :cols] if shown.probability
                          else display_values(pv.values[:, :cols], decimals),
                          index=index, columns=headers[:cols])
-    st.dataframe(frame, width="stretch", column_config=_column_formats(frame, decimals))
+    st.dataframe(frame, width="stretch", column_config=column_formats(frame, decimals))
     fixed = ", ".join(_fixed_words(dim, i, labels, n_layers) for dim, i in pv.fixed.items())
     st.caption(f"Preview: {_count(rows, pv.n_rows, pv.row_dim)} (rows) × "
                f"{_count(cols, pv.n_cols, pv.col_dim)} (columns)"
@@ -143,18 +144,6 @@ def _show_tensor(shown: Shown, pick: dict, labels: list[str], n_layers: int,
 def _percentages(values: np.ndarray) -> np.ndarray:
     """Probabilities as the app writes them everywhere: "61%", "0.07%", "< 0.01%"."""
     return np.array([percent(v) for v in values.ravel()], dtype=object).reshape(values.shape)
-
-
-def _column_formats(frame: pd.DataFrame, decimals: int) -> dict:
-    """Every number with the same fixed decimals ("2.370" under "4.319", never "2.37"), so a
-    column reads as a column; text cells ("−∞", "61%") right-aligned like the numbers."""
-    formats = {}
-    for name, column in frame.items():
-        if column.dtype.kind == "f":
-            formats[name] = st.column_config.NumberColumn(format=f"%.{decimals}f")
-        elif column.dtype.kind == "O":
-            formats[name] = st.column_config.TextColumn(alignment="right")
-    return formats
 
 
 def _count(shown: int, total: int, dim: str) -> str:
@@ -354,6 +343,8 @@ def render() -> None:
         if teacher:
             st.info(step.teacher)
         st.latex(step.formula)
+        if step.symbols:
+            st.caption(step.symbols)
         # two tensors side by side where both fit (else one under the other: "wide_" rows stack);
         # one, or three (Q, K, V), one under the other at full width
         pair = len(step.shown) == 2
@@ -390,10 +381,15 @@ def figure(name: str) -> None:
             "layer": layer + 1}
     drawn = step.figure is not None and not (
         step.figure == "values" and step.shown[-1].dims[-2] not in POS_DIMS)
-    st.latex(step.formula)
-    if drawn:  # the figure first, then only the shapes; else the tensors' tables
-        _figure(step, trace, pick, labels, selection.model)
-        st.caption(" · ".join(f"{s.label}: shape {list(s.shape)}" for s in step.shown))
-        return
-    for shown in step.shown:
-        _show_tensor(shown, pick, labels, cfg.n_layers, selection.model.tokenizer.tokens)
+    above, below = st.container(), st.container()  # the formula above the figure; in
+    words, shown = (below, above) if projector.on() else (above, below)  # a room's, under it
+    words.latex(step.formula)
+    if step.symbols:
+        words.caption(step.symbols)
+    with shown:
+        if drawn:  # the figure first, then only the shapes; else the tensors' tables
+            _figure(step, trace, pick, labels, selection.model)
+            st.caption(" · ".join(f"{s.label}: shape {list(s.shape)}" for s in step.shown))
+            return
+        for tensor in step.shown:
+            _show_tensor(tensor, pick, labels, cfg.n_layers, selection.model.tokenizer.tokens)

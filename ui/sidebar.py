@@ -303,7 +303,7 @@ def trace_notes(selection: Selection, trace: Trace, context_note: bool = True) -
     if dropped and context_note:
         notes.append(f"The text is longer than the model's context of {trace.cfg.n_ctx} "
                      f"tokens: it ran on the first {trace.n_tokens} tokens and "
-                     f"{dropped:,} were dropped.")
+                     f"{dropped:,} {'was' if dropped == 1 else 'were'} dropped.")
     if trace.notice:
         notes.append(md_escape(trace.notice))
     for note in notes:

@@ -1,6 +1,7 @@
 """The walkthrough's first step: every position's token, id and mask (and token type) in one
 scrolling table that shows them all and says how many there are. (A plotly table showed the
-first 30 rows of a long text and hid the rest below its edge without a word.)"""
+first 30 rows of a long text and hid the rest below its edge without a word.) And how every
+table of the walkthrough writes its numbers."""
 
 from __future__ import annotations
 
@@ -42,3 +43,15 @@ def show_tokens(trace, with_types: bool) -> None:
     scroll = "; scroll the table to see them all" if ROW_PX * (n + 1) + 3 > MAX_HEIGHT else ""
     st.caption(f"All {n} positions{scroll}." + (
         " Mask 0 marks padding: no query attends to it." if padded else ""))
+
+
+def column_formats(frame: pd.DataFrame, decimals: int) -> dict:
+    """Every number with the same fixed decimals ("2.370" under "4.319", never "2.37"), so a
+    column reads as a column; text cells ("−∞", "61%") right-aligned like the numbers."""
+    formats = {}
+    for name, column in frame.items():
+        if column.dtype.kind == "f":
+            formats[name] = st.column_config.NumberColumn(format=f"%.{decimals}f")
+        elif column.dtype.kind == "O":
+            formats[name] = st.column_config.TextColumn(alignment="right")
+    return formats

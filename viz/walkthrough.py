@@ -12,6 +12,7 @@ import html
 import numpy as np
 import plotly.graph_objects as go
 
+from .heatmap_fit import MIN_CELL_PX
 from .labels import axis_labels, looks_byte_level, token_label
 from .numbers import percent
 from .style import (COLORBAR_MARGIN, COLORSCALE, DIVERGING, MASKED_GREY, TEMPLATE,
@@ -274,25 +275,28 @@ def top_tokens_bar(tokens: list[str], probs, title: str) -> go.Figure:
 
 
 # A long axis opens on its first WINDOW_CELLS entries: cells of about 15 px on the narrowest
-# plot (an 800 px window with the sidebar open), where all 325 would be 1 px slivers.
-WINDOW_CELLS = 20
+# plot (NARROWEST_PLOT_PX: an 800 px window with the sidebar open), where all 325 would be 1 px
+# slivers. An axis whose every cell is at least MIN_CELL_PX there (the Attention page's
+# readable minimum) opens whole: a 22-character sentence is shown to its last character.
+WINDOW_CELLS, NARROWEST_PLOT_PX = 20, 300
+WHOLE_CELLS = NARROWEST_PLOT_PX // MIN_CELL_PX  # 37
 ZOOMED = {"values": "xy", "allowed": "xy", "scores": "xy", "mask": "xy", "pattern": "xy",
           "stack": "x"}  # which axes of each step figure hold tokens or features
 
 
 def open_on_start(fig: go.Figure, kind: str) -> go.Figure:
-    """Open a step figure (`kind` as in ZOOMED) whose axes hold more than WINDOW_CELLS entries
-    on the first ones, labelled, with drag to move and double-click to see all; the subtitle
-    says what is shown. Other figures are returned as they are."""
+    """Open a step figure (`kind` as in ZOOMED) whose axes hold more than WHOLE_CELLS entries
+    on the first WINDOW_CELLS, labelled, with drag to move and double-click to see all; the
+    subtitle says what is shown. Other figures are returned as they are."""
     axes = ZOOMED.get(kind, "")
     if not axes or not fig.data or getattr(fig.data[0], "z", None) is None:
         return fig
     n_y, n_x = np.asarray(fig.data[0].z).shape
     parts = []
-    if "x" in axes and n_x > WINDOW_CELLS:
+    if "x" in axes and n_x > WHOLE_CELLS:
         fig.update_xaxes(range=[-0.5, WINDOW_CELLS - 0.5], autorange=False, showticklabels=True)
         parts.append(f"the first {WINDOW_CELLS} of {n_x} columns")
-    if "y" in axes and n_y > WINDOW_CELLS:
+    if "y" in axes and n_y > WHOLE_CELLS:
         fig.update_yaxes(range=[WINDOW_CELLS - 0.5, -0.5], autorange=False, showticklabels=True)
         parts.append(f"the first {WINDOW_CELLS} of {n_y} rows")
     if parts:

@@ -70,7 +70,8 @@ def projection_steps(w: Walk, layer: int) -> None:
           + ("" if cfg.attn_bias else " (no bias: this model adds nothing after the product)")
           + ". This model keeps the same weights split per head, so these tensors are its hook "
           "tensors with the heads side by side again.",
-          (r"Q = XW_Q + b_Q,\quad K = XW_K + b_K,\quad V = XW_V + b_V" if cfg.attn_bias
+          (r"\begin{aligned} Q &= XW_Q + b_Q \\ K &= XW_K + b_K \\ V &= XW_V + b_V "
+           r"\end{aligned}" if cfg.attn_bias
            else r"Q = XW_Q,\quad K = XW_K,\quad V = XW_V"),
           [Shown(n.upper(), _join_heads(qkv[n]), ("batch", "pos", wd), w.names.attn(layer, n),
                  JOIN.format(f"hook_{n}", nh) + ": the heads side by side, as one Linear "
@@ -164,20 +165,26 @@ def score_steps(w: Walk, layer: int) -> None:
           "encoder's mask is one row per text, [batch, 1, 1, pos], broadcast over heads and "
           "queries. Rows are queries and columns keys, so the causal mask hides the upper "
           "triangle (books that draw keys as rows show it as the lower one).",
-          r"S''_h = S'_h + M,\quad M_{ij} = \begin{cases} 0 & \text{query } i \text{ may see key }"
-          r" j \\ -\infty & \text{otherwise} \end{cases}",
+          r"\begin{aligned} S''_h &= S'_h + M \\ M_{ij} &= \begin{cases} 0 & \text{query } i "
+          r"\text{ may see key } j \\ -\infty & \text{otherwise} \end{cases} \end{aligned}",
           [Shown("mask M", mask, ("batch", "heads (broadcast)", "q_pos" if cfg.causal or window
                                   else "q_pos (broadcast)", "k_pos"),
                  "trace.attention_mask", f"`attention_mask_bias(attention_mask, causal="
                  f"{cfg.causal}, window={window})`, the function the forward pass calls",
                  "turned into 0 (may look) and −∞ (blocked), as the model itself does"),
-           w.shown("masked scores", w.names.attn(layer, "scores"), BHQK)], "mask", layer)
+           w.shown("masked scores", w.names.attn(layer, "scores"), BHQK)], "mask", layer,
+          "S′ (“S prime”) is the table of scores of head h from the step before: how well "
+          "each query matches each key, scaled. M is the mask. S″ (“S double prime”) is the "
+          "sum of the two: the same scores, with −∞ where a query may not look. The softmax "
+          "turns S″ into attention.")
     w.add("softmax", g, "Softmax over keys",
           "Each row is exponentiated and divided by its sum: weights between 0 and 1 that add "
           "up to 1, how much query i attends to each key.",
           "This is the pattern the Attention page draws. Dropout on it exists in training only.",
           r"A_{ij} = \frac{e^{S''_{ij}}}{\sum_k e^{S''_{ik}}}",
-          [w.shown("attention pattern", w.names.attn(layer, "pattern"), BHQK)], "pattern", layer)
+          [w.shown("attention pattern", w.names.attn(layer, "pattern"), BHQK)], "pattern", layer,
+          "S″ is the table of masked scores from the step before; A is the attention pattern: "
+          "row i holds how much query i looks at each key j.")
 
 
 def output_steps(w: Walk, layer: int) -> None:
@@ -248,7 +255,9 @@ def _scale_step(w: Walk, layer: int, qk: torch.Tensor) -> None:
     w.add("scale", g, title, summary,
           "A dot product of d_head random numbers spreads like √d_head. Without a division, "
           "wide heads would give near one-hot softmaxes and tiny gradients.",
-          formula, shown, "scores", layer)
+          formula, shown, "scores", layer,
+          "S′ (“S prime”) is the table of scores of head h after this step; Q_h and K_h are "
+          "its queries and keys.")
 
 
 def _relative_bias_step(w: Walk, layer: int) -> None:

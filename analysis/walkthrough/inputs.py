@@ -28,8 +28,8 @@ def input_steps(w: Walk) -> None:
           "in the embedding table. BERT-style models add [CLS] at the start and [SEP] after each "
           "sentence, GPT-2 adds nothing, Llama a beginning-of-sequence token. Texts that share "
           "a batch must have one length, so the shorter ones are padded on the right.",
-          r"\text{text} \xrightarrow{\text{tokenizer}} (t_0, \dots, t_{T-1}) \mapsto "
-          r"\text{ids} \in \{0, \dots, V-1\}^{B \times T}",
+          r"\begin{aligned} \text{text} &\xrightarrow{\text{tokenizer}} (t_0, \dots, t_{T-1}) \\"
+          r" &\mapsto \text{ids} \in \{0, \dots, V-1\}^{B \times T} \end{aligned}",
           [Shown("input ids", t.input_ids, ("batch", "pos"), "trace.input_ids")], "tokens")
     padding = ("1 marks a real token, 0 a padding token that only fills a row up to the "
                "batch's length. " + (f"Here {plural(n_pad, 'position')} {'is' if n_pad == 1 else 'are'} padding."
@@ -116,8 +116,8 @@ def embedding_steps(w: Walk) -> None:
               + (" RoBERTa numbers positions from the padding id + 1." if cfg.position_offset
                  else ""),
               r"E_{\text{pos}}[b, j] = W_{\text{pos}}[j]" if learned else
-              r"PE_{j,2i} = \sin\big(j / 10000^{2i/d}\big),\;PE_{j,2i+1} = "
-              r"\cos\big(j / 10000^{2i/d}\big)",
+              r"\begin{aligned} PE_{j,2i} &= \sin\big(j / 10000^{2i/d}\big) \\ PE_{j,2i+1} &= "
+              r"\cos\big(j / 10000^{2i/d}\big) \end{aligned}",
               [w.shown("position embedding", w.names.embed("pos"), dims)], "values")
     if w.has(w.names.embed("sum", required=False)):
         parts = " + ".join(rf"E_{{\text{{{p}}}}}" for p in ("tok", "type", "pos")

@@ -140,6 +140,7 @@ class Step:
     shown: tuple[Shown, ...]
     figure: str | None = None  # tokens, values, scores, mask, pattern, activation, stack, top
     layer: int | None = None
+    symbols: str = ""  # the formula's letters in plain words, where they are not obvious
 
 
 @dataclass(frozen=True)
@@ -239,9 +240,10 @@ class Walk:
         return name in self.trace.cache or (name.endswith(DERIVED) and layer is not None
                                             and self.names.attn(layer, "q") in self.trace.cache)
 
-    def add(self, key, group, title, summary, teacher, formula, shown, figure=None, layer=None):
+    def add(self, key, group, title, summary, teacher, formula, shown, figure=None, layer=None,
+            symbols=""):
         self.steps.append(Step(key, group, title, summary, teacher, formula, tuple(shown),
-                               figure, layer))
+                               figure, layer, symbols))
 
     def shown(self, label: str, name: str, dims: tuple[str, ...]) -> Shown:
         return Shown(label, self.hook(name), dims, name)

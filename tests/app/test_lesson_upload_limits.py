@@ -82,3 +82,9 @@ def test_a_cell_question_about_a_word_the_text_lacks_says_so_when_started():
     errors = _said(at, "error")
     assert "cannot be shown" in errors and "row of “dog”" in errors, errors
     assert "line 5:" in errors
+
+
+@pytest.mark.parametrize("steps, said", [(1, "(1 step)."), (2, "(2 steps).")])
+def test_an_opened_lesson_counts_its_steps_in_words(steps, said):
+    at = _upload(_teach(), HEAD + STEP * steps)
+    assert f"Opened “Hostile” {said}" in _said(at, "success"), _said(at, "error")

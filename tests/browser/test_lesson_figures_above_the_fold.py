@@ -37,21 +37,27 @@ def _answer(page, step) -> None:
         box.press("Enter")
 
 
+def open_step(page, server: str, lesson, number: int, extra: str = "") -> None:
+    """Open step `number` of the lesson from its link (with `extra`: "&projector=1"), answer
+    its question when it has one (its figure hidden until then), and wait for the figure."""
+    step = lesson.steps[number - 1]
+    page.goto(f"{server}/lessons?lesson={lesson.id}&step={number}{extra}",
+              wait_until="domcontentloaded")
+    page.get_by_text(f"Step {number} of {len(lesson.steps)}").first.wait_for(timeout=240_000)
+    _settle(page)
+    if step.question is not None:
+        assert page.locator(DRAWN).count() == 0, (lesson.id, number)  # hidden first
+        _answer(page, step)
+    page.locator(DRAWN).first.wait_for(timeout=300_000)
+    _settle(page)
+
+
 def test_every_bundled_lesson_step_shows_its_figure_above_the_fold(server, browser):  # noqa: F811
     page = browser.new_page(viewport={"width": 1400, "height": FOLD})
     below = []
     for lesson in LESSONS:
         for number, step in enumerate(lesson.steps, 1):
-            page.goto(f"{server}/lessons?lesson={lesson.id}&step={number}",
-                      wait_until="domcontentloaded")
-            page.get_by_text(f"Step {number} of {len(lesson.steps)}").first.wait_for(
-                timeout=240_000)
-            _settle(page)
-            if step.question is not None:
-                assert page.locator(DRAWN).count() == 0, (lesson.id, number)  # hidden first
-                _answer(page, step)
-            page.locator(DRAWN).first.wait_for(timeout=300_000)
-            _settle(page)
+            open_step(page, server, lesson, number)
             top = page.locator(DRAWN).first.bounding_box()["y"]
             outside = page.locator(".js-plotly-plot").count() - page.locator(
                 f"{FIGURE} .js-plotly-plot").count() - (step.question is not None and

@@ -17,7 +17,7 @@ import urllib.parse
 import pytest
 
 from test_browser import _settle, browser, server  # noqa: F401  (fixtures)
-from test_lesson_figures_above_the_fold import DRAWN, LESSONS, _answer
+from test_lesson_figures_above_the_fold import DRAWN, LESSONS, open_step
 
 pytestmark = pytest.mark.browser
 
@@ -69,16 +69,8 @@ def test_every_lesson_step_shows_its_figure_in_the_first_screen(server, browser,
     page = browser.new_page(viewport={"width": screen[0], "height": screen[1]})
     short = []
     for lesson in LESSONS:
-        for number, step in enumerate(lesson.steps, 1):
-            page.goto(f"{server}/lessons?lesson={lesson.id}&step={number}&projector=1",
-                      wait_until="domcontentloaded")
-            page.get_by_text(f"Step {number} of {len(lesson.steps)}").first.wait_for(
-                timeout=240_000)
-            _settle(page)
-            if step.question is not None:
-                _answer(page, step)
-            page.locator(DRAWN).first.wait_for(timeout=300_000)
-            _settle(page)
+        for number in range(1, len(lesson.steps) + 1):
+            open_step(page, server, lesson, number, "&projector=1")
             page.evaluate("s => document.querySelector(s).setAttribute('data-main', '1')",
                           DRAWN)
             seen = _in_sight(page, "[data-main]")
