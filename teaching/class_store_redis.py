@@ -84,10 +84,34 @@ if redis.call('PTTL', p .. 'live') < ms then redis.call('PEXPIRE', p .. 'live', 
 return 'ok'
 """
 
+# drop(c, m): member m gone from the class whose hash key is c. Its answers go too (the count
+# of answers the class keeps goes down by as many), and the browser remembered as it.
+DROP = """
+local function drop(c, m)
+  if not m then return end
+  local b = redis.call('HGET', c .. ':rejoin-of', m)
+  if b then
+    local entry = p .. 'rejoin:' .. b
+    if redis.call('GET', entry) == 's|' .. string.sub(c, string.len(p) + 3) .. '|' .. m then
+      redis.call('DEL', entry)
+      redis.call('SREM', c .. ':rejoin', b)
+    end
+    redis.call('HDEL', c .. ':rejoin-of', m)
+  end
+  for _, q in ipairs(redis.call('HKEYS', c .. ':questions')) do
+    if redis.call('HDEL', c .. ':a:' .. q, m) == 1 then redis.call('HINCRBY', c, 'answers', -1) end
+  end
+  redis.call('HDEL', c .. ':members', m)
+  redis.call('HDEL', c .. ':following', m)
+  redis.call('ZREM', c .. ':seen', m)
+end
+"""
+
 # ARGV[3] code ('' when not a code), [4] window, [5] failed limit, [6] 'join' or 'look',
-# then for a join: [7] name, [8] member key, [9] member limit, [10] join limit.
-JOIN = """
-local failed = p .. 'failed:' .. ARGV[4]
+# [7] the client's bucket, then for a join: [8] name, [9] member key, [10] members present at
+# most, [11] join limit, [12] join limit per client, [13] present since, [14] rows at most.
+JOIN = DROP + """
+local failed = p .. 'failed:' .. ARGV[7] .. ':' .. ARGV[4]
 if tonumber(redis.call('GET', failed) or '0') >= tonumber(ARGV[5]) then return {'guessing'} end
 local id = ARGV[3] ~= '' and redis.call('GET', p .. 'code:' .. ARGV[3]) or nil
 local c = live(id)
@@ -97,17 +121,30 @@ if not c or redis.call('HGET', c, 'ended') ~= '0' then
   return {'unknown'}
 end
 if ARGV[6] == 'look' then return {'ok', id} end
-if redis.call('HLEN', c .. ':members') >= tonumber(ARGV[9]) then return {'full'} end
-if not count(c .. ':rate:joins:' .. ARGV[4], c, tonumber(ARGV[10])) then return {'rush'} end
-local name, member = ARGV[7], ARGV[8]
+if redis.call('ZCOUNT', c .. ':seen', '(' .. ARGV[13], '+inf') >= tonumber(ARGV[10]) then
+  return {'full'}
+end
+if redis.call('HLEN', c .. ':members') >= tonumber(ARGV[14]) then
+  drop(c, redis.call('ZRANGE', c .. ':seen', 0, 0)[1])
+end
+if not count(c .. ':rate:joins:' .. ARGV[7] .. ':' .. ARGV[4], c, tonumber(ARGV[12]))
+   or not count(c .. ':rate:joins:' .. ARGV[4], c, tonumber(ARGV[11])) then return {'rush'} end
+local name, member = ARGV[8], ARGV[9]
 if name == '' then name = 'Student ' .. redis.call('HINCRBY', c, 'joined', 1)
 else redis.call('HINCRBY', c, 'joined', 1) end
 redis.call('HSET', c .. ':members', member, name)
 redis.call('HSET', c .. ':following', member, '1')
 redis.call('ZADD', c .. ':seen', now, member)
 for _, k in ipairs({c .. ':members', c .. ':following', c .. ':seen'}) do keep(k, c) end
-return {'ok', name}
+return {'ok', name, id}
 """ % RATE_TTL
+
+# ARGV[3] class id, [4] member key.
+LEAVE = DROP + """
+local c = p .. 'c:' .. ARGV[3]
+if redis.call('EXISTS', c) == 1 then drop(c, ARGV[4]) end
+return 1
+"""
 
 # ARGV[3] teacher key, [4] 'id' (live classes only) or 'code' (ended ones too).
 TEACHER_CLASS = """
@@ -243,7 +280,7 @@ class RedisClassStore(RedisRejoin, cs.ClassStore):
         self._scripts = {name: self.redis.register_script(PRELUDE + body) for name, body in
                          dict(start=START, join=JOIN, teacher_class=TEACHER_CLASS,
                               set_view=SET_VIEW, view=VIEW, touch=TOUCH, headcount=HEADCOUNT,
-                              answer=ANSWER, tally=TALLY, reveal=REVEAL, end=END,
+                              answer=ANSWER, tally=TALLY, reveal=REVEAL, end=END, leave=LEAVE,
                               delete=DELETE, **REDIS_SCRIPTS).items()}
 
     def _run(self, name: str, *args, now: float | None = None):
@@ -270,13 +307,14 @@ class RedisClassStore(RedisRejoin, cs.ClassStore):
                 break
         raise cs.Refused(cs.TOO_MANY_CLASSES)
 
-    def _lookup(self, code: object, mode: str, *more):
+    def _lookup(self, code: object, client: object, mode: str, *more):
         now = self.clock()
         return self._run("join", normalise_code(code) or "", cs.window(now),
-                         cs.FAILED_CODES_PER_WINDOW, mode, *more, now=now)
+                         cs.FAILED_CODES_PER_WINDOW, mode, cs.client_bucket(client), *more,
+                         now=now)
 
-    def class_by_code(self, code: str) -> str | None:
-        found = self._lookup(code, "look")
+    def class_by_code(self, code: str, client: str = "") -> str | None:
+        found = self._lookup(code, client, "look")
         return found[1] if found[0] == "ok" else None
 
     def teacher_class(self, teacher_key: str) -> str | None:
@@ -285,13 +323,19 @@ class RedisClassStore(RedisRejoin, cs.ClassStore):
     def join_code(self, teacher_key: str) -> str | None:
         return self._run("teacher_class", teacher_key, "code") or None
 
-    def join(self, code: str, name: str = "") -> cs.Member:
+    def join(self, code: str, name: str = "", client: str = "") -> cs.Member:
         name, key = cs.member_name(name), new_key()
-        result = self._lookup(code, "join", name, key, cs.MAX_MEMBERS, cs.JOINS_PER_WINDOW)
+        result = self._lookup(code, client, "join", name, key, cs.MAX_MEMBERS,
+                              cs.JOINS_PER_WINDOW, cs.JOINS_PER_CLIENT,
+                              repr(self.clock() - cs.PRESENT_SECONDS), cs.MAX_MEMBER_ROWS)
         if result[0] == "ok":
-            return cs.Member(member_key=key, name=result[1])
+            return cs.Member(member_key=key, name=result[1], class_id=result[2])
         raise {"guessing": cs.Refused(cs.GUESSING), "unknown": cs.ClassNotFound(cs.UNKNOWN_CODE),
                "full": cs.ClassFull(cs.FULL), "rush": cs.Refused(cs.JOIN_RUSH)}[result[0]]
+
+    def leave(self, class_id: str, member_key: str) -> None:
+        if cs.is_token(class_id) and cs.is_token(member_key):
+            self._run("leave", class_id, member_key)
 
     def set_view(self, teacher_key: str, link: str) -> int:
         version = self._run("set_view", teacher_key, cs.check_link(link))
