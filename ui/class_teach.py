@@ -26,8 +26,9 @@ def qr_png(text: str) -> bytes:
 
 
 def take_teacher_link() -> None:
-    """/teach?class=<key>: this session leads that class (the key leaves the address bar at
-    once, so a projector never shows it)."""
+    """/teach?class=<key>: this session leads that class. app.py calls it first thing in a run
+    of the Teach page, so the key leaves the address bar before anything else of the run writes
+    the address (a projector never shows it, and no later address holds it)."""
     key = st.query_params.get(LINK_PARAM)
     if key is None:
         return
@@ -73,7 +74,6 @@ def _show_teacher_link(shown: bool) -> None:
 
 def render() -> None:
     """The live class section of the Teach page."""
-    take_teacher_link()
     problem = st.session_state.pop("_class_teach_error", None)
     if problem:
         st.error(problem)
