@@ -67,9 +67,11 @@ async def wait_for(check, within_s: float, poll_s: float = 0.05):
 
 async def start_teacher(cluster, timeout_s: float) -> tuple[ClassClient, str, str]:
     """The teacher on replica 0: the Teach page, "Start a class"; the join code and link."""
-    teacher = ClassClient(cluster.url + "/teach", keys=("class_start", "lesson_next_top"))
+    teacher = ClassClient(cluster.url + "/teach", keys=("class_start", "class_show_teacher_link",
+                                                        "lesson_next_top"))
     teacher.cookies[COOKIE] = cluster.cookie_for(0, "teacher")
-    for step in (teacher.open(timeout_s), teacher.click("class_start", timeout_s)):
+    for step in (teacher.open(timeout_s), teacher.click("class_start", timeout_s),
+                 teacher.click("class_show_teacher_link", timeout_s)):  # drawn when asked
         result = await step
         if not result["ok"]:
             raise RuntimeError(f"the teacher could not start a class: {result}")

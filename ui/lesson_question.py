@@ -70,6 +70,8 @@ def _pick_cell(where: tuple, step: Step, settings: dict, row_text: str, source: 
 
 def ask(lesson_id: str, number: int, step: Step, settings: dict, texts: dict) -> bool:
     """Draw the question; True once the learner has answered (the figure may be shown)."""
+    if class_answers.leading():  # the teacher of a live class: the class answers, not them
+        return bool(class_answers.hold(lesson_id, number, step, settings, texts, None))
     q = step.question
     where = (lesson_id, number)
     st.markdown(f"**Predict first.** {safe_markdown(texts['prompt'])}")

@@ -57,6 +57,20 @@ def _start_and_open_step(page, server: str, step: int) -> None:
     page.wait_for_timeout(1500)  # the live count's first redraw
 
 
+def _answers(page, choices: list[str]) -> None:
+    """Students join the class shown in the teacher's bar and answer (through the store)."""
+    import re
+
+    from teaching.class_store import open_store
+
+    code = re.search(r"Class ([A-Z0-9]{3}-[A-Z0-9]{3})", page.locator(
+        '[data-testid="stMain"]').inner_text()).group(1)
+    store = open_store(os.environ["ATTENTION_LAB_CLASS_STORE"])
+    for n, choice in enumerate(choices):
+        member = store.join(code, f"S{n}", client=f"10.0.0.{n}")
+        assert store.answer(member.class_id, member.member_key, f"{LESSON}:{STEP}", choice)
+
+
 def _shot(page, name: str) -> None:
     folder = os.environ.get("ROOM_SHOTS")
     if folder:
@@ -72,10 +86,13 @@ def test_the_teacher_sees_answers_figure_place_and_reveal_in_the_first_screen(
     size = SCREENS[screen]
     page = browser.new_context(viewport=size).new_page()
     _start_and_open_step(page, server, step)
+    if step == STEP:  # three students answer: the teacher's count shows them, live
+        _answers(page, ["exactly one", "exactly one", "it depends on the sentence"])
+        page.get_by_text("3 answered").first.wait_for(timeout=30_000)
     _shot(page, f"teacher-question-step{step}-{screen}")
     reveal = _box(page, page.get_by_role("button", name="Reveal to everyone"))
     answers = _box(page, page.locator('[data-testid="stPlotlyChart"]'))
-    place = _box(page, page.get_by_text("The figure appears here when you reveal the answer"))
+    place = _box(page, page.get_by_text("The figure appears when you reveal the answer"))
     assert reveal["y"] >= 0 and reveal["y"] + reveal["height"] <= size["height"], reveal
     assert answers["y"] + answers["height"] / 2 <= size["height"], answers  # half of it, at least
     assert place["y"] + place["height"] <= size["height"], place
