@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.app_server import running_app
-from tests.browser.test_live_class_browser import _idle, _open
+from tests.browser.test_live_class_browser import _idle, _open, server  # noqa: F401 - fixture
 from tests.browser.test_narrow import browser  # noqa: F401 - fixture
 
 pytestmark = pytest.mark.browser
@@ -22,21 +21,6 @@ CELL_STEP = 2  # "click the brightest cell"
 SCREENS = {"1024x768": {"width": 1024, "height": 768}, "1280x720": {"width": 1280, "height": 720}}
 FOR_STUDENTS = ("Check my answer", "once you have answered", "Pick one answer first",
                 "Make your guess first", "Or choose the key token")
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("teacher-question")
-    before = os.environ.get("ATTENTION_LAB_CLASS_STORE")
-    os.environ["ATTENTION_LAB_CLASS_STORE"] = f"sqlite:///{folder / 'classes.sqlite'}"
-    try:
-        with running_app(folder / "server.log") as url:
-            yield url
-    finally:
-        if before is None:
-            os.environ.pop("ATTENTION_LAB_CLASS_STORE", None)
-        else:
-            os.environ["ATTENTION_LAB_CLASS_STORE"] = before
 
 
 def _box(page, locator) -> dict:
