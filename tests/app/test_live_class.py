@@ -146,6 +146,7 @@ def test_a_bad_code_says_so(store, code):
     student = join(code)
     said = " ".join(e.value for e in student.error)
     assert ("Type the class code" in said) if not code else ("class" in said and "code" in said)
+    assert code or "six letters and digits" in said  # codes have digits: 3AT-BGK
     assert "_class" not in student.session_state
 
 
