@@ -145,8 +145,9 @@ def _teacher(m: Membership, question: str, step: Step, settings: dict, texts: di
 
 def _waiting(m: Membership, question: str, shape: dict, texts: dict) -> None:
     """Before the reveal, in the first screen: the step's title, the question and the figure's
-    place on one side; "Reveal to everyone" and the class's answers, live, on the other."""
-    words, answers = st.columns([3, 2], gap="medium")
+    place on one side; "Reveal to everyone" and the class's answers, live, on the other (one
+    under the other where both do not fit: ui/page_style.py)."""
+    words, answers = st.container(key="pair_class_question").columns([3, 2], gap="medium")
     with words:
         st.header(texts["title"], anchor=False)
         st.markdown(f"**Ask the class.** {safe_markdown(texts['prompt'])}")
