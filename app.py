@@ -9,7 +9,7 @@ from pathlib import Path
 import streamlit as st  # noqa: E402
 
 from ui import (  # noqa: E402 - none of these loads torch (ui.cache and ui.sidebar do: below)
-    busy, class_bar, class_follow, lesson_link, page_registry, page_style, projector,
+    busy, class_bar, class_follow, class_teach, lesson_link, page_registry, page_style, projector,
     runner_handover, sessions, settings, teacher_tools, uploads, urlstate, view_state,
 )
 
@@ -32,6 +32,8 @@ PAGE_OBJECTS = page_registry.pages()  # from the declarations in teaching/pages.
 # every page listed, none behind "View more"
 page = st.navigation(page_registry.sections(PAGE_OBJECTS), expanded=True)
 view_state.start_run()
+if page.url_path == "teach":  # a teacher link: its key leaves the address before anything
+    class_teach.take_teacher_link()  # else of this run writes the address (the view's settings)
 # a student following a live class takes the class's view (a jump, or a lesson step)
 class_follow.before_run(PAGE_OBJECTS, page_registry.path_of(page))
 jumped = view_state.take_jump()  # a jump button or grid click set the view: open its page

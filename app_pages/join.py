@@ -18,7 +18,7 @@ def _join() -> None:
     code = str(st.session_state.get(CODE_KEY, "")).strip()
     name = str(st.session_state.get(NAME_KEY, "")).strip()
     if not code:
-        st.session_state[ERROR_KEY] = "Type the class code first: six letters, like ABC-DEF."
+        st.session_state[ERROR_KEY] = "Type the class code first: six letters and digits, like ABC-234."
         return
     try:
         class_session.join(code, name)

@@ -16,7 +16,7 @@ import streamlit as st
 from teaching.facts import FactError
 from teaching.format import Lesson, LessonError
 from teaching.render import safe_markdown
-from ui import class_bar, class_session, projector
+from ui import class_answers, class_bar, class_session, projector
 from ui.lesson_library import catalogue
 from ui.lesson_progress import (
     answered_right, done_title, first_answer, progress, progress_words, right_first_time,
@@ -169,6 +169,9 @@ def _step(lesson: Lesson, number: int) -> None:
         _navigation(lesson, number, "bottom")
         return
     view = step_view(step, settings)
+    # The teacher of a live class before the reveal: the class's answers, the figure's place
+    # and Reveal across the page, first (ui/class_answers.py), the step's words after them.
+    waits = step.question is not None and class_answers.teacher_waits(lesson.id, number)
     # The words beside the one figure; a page with no figure of its own runs whole below them.
     # Side by side where both fit, one under the other on a narrow screen (ui/page_style.py).
     if room:
@@ -176,9 +179,9 @@ def _step(lesson: Lesson, number: int) -> None:
         shown, words = st.container(), st.container()
     else:
         words, shown = (st.container(key="wide_lesson_step").columns([5, 6], gap="medium")
-                        if focused(step) else (st.container(), st.container()))
+                        if focused(step) and not waits else (st.container(), st.container()))
     with words:
-        answered = _words(lesson, number, step, settings, texts, titled=not room)
+        answered = _words(lesson, number, step, settings, texts, titled=not room, waits=waits)
         if answered:  # the rest of the page, in the step's view
             st.link_button("Open the full page ↗", view.to_link(_server()),
                            help="This page with every view and control, in the same model, "
@@ -189,16 +192,21 @@ def _step(lesson: Lesson, number: int) -> None:
             with st.container(key="lesson_figure"):
                 draw_figure(step)
             step_done(lesson.id, number, texts["title"])
-        elif focused(step) and answer_of(lesson.id, number) is None:  # not after an answer
+        elif focused(step) and not waits and answer_of(lesson.id, number) is None:
             st.caption("The figure appears here once you have answered.")
     _navigation(lesson, number, "bottom")
     _class_link(lesson, number, view)
 
 
 def _words(lesson: Lesson, number: int, step, settings: dict, texts: dict,
-           titled: bool = True) -> bool:
+           titled: bool = True, waits: bool = False) -> bool:
     """The step's title (unless `titled` is False: projector mode has it above the figure),
-    explanation and question; True once the figure may be shown."""
+    explanation and question; True once the figure may be shown. `waits`: the teacher before
+    the reveal: the class's answers and Reveal (ui/class_answers.py), the explanation after."""
+    if waits:
+        answered = ask(lesson.id, number, step, settings, texts)
+        st.markdown(safe_markdown(texts["explain"]))
+        return answered
     if titled:
         st.header(texts["title"], anchor=False)
     st.markdown(safe_markdown(texts["explain"]))

@@ -67,18 +67,18 @@ async def wait_for(check, within_s: float, poll_s: float = 0.05):
 
 async def start_teacher(cluster, timeout_s: float) -> tuple[ClassClient, str, str]:
     """The teacher on replica 0: the Teach page, "Start a class"; the join code and link."""
-    teacher = ClassClient(cluster.url + "/teach", keys=("class_start", "lesson_next_top"))
+    show = "class_show_teacher_link"  # the teacher link is drawn only when asked for
+    teacher = ClassClient(cluster.url + "/teach", keys=("class_start", show, "lesson_next_top"))
     teacher.cookies[COOKIE] = cluster.cookie_for(0, "teacher")
-    for step in (teacher.open(timeout_s), teacher.click("class_start", timeout_s)):
-        result = await step
+    for key in ("", "class_start", show):
+        result = await (teacher.click(key, timeout_s) if key else teacher.open(timeout_s))
         if not result["ok"]:
             raise RuntimeError(f"the teacher could not start a class: {result}")
     code, link = teacher.said(CODE), teacher.said(r"/teach\?class=")
     if not code or not link:
         raise RuntimeError("the Teach page showed no join code or teacher link")
     teacher.start_polling()
-    teacher.teacher_key = link.strip().rsplit("class=", 1)[-1]
-    teacher.store_url = cluster.store
+    teacher.teacher_key, teacher.store_url = link.strip().rsplit("class=", 1)[-1], cluster.store
     return teacher, code, link.strip()
 
 

@@ -247,9 +247,11 @@ def start_nginx(folder: Path, listen: str, ports: list[int]) -> subprocess.Popen
 
 def replica_env(store: str, secret: str, extra: dict | None) -> dict:
     """Every replica's environment: the same class store and the same cookie secret (a
-    browser moved to another replica keeps its cookies valid), offline, small malloc arenas."""
+    browser moved to another replica keeps its cookies valid), the client's address from the
+    header nginx sets (the template's X-Real-IP), offline, small malloc arenas."""
     return dict(os.environ, ATTENTION_LAB_CLASS_STORE=store, STREAMLIT_SERVER_COOKIE_SECRET=secret,
-                HF_HUB_OFFLINE="1", MALLOC_ARENA_MAX="1", **(extra or {}))
+                ATTENTION_LAB_CLIENT_HEADER="X-Real-IP", HF_HUB_OFFLINE="1", MALLOC_ARENA_MAX="1",
+                **(extra or {}))
 
 
 @contextlib.contextmanager

@@ -27,8 +27,9 @@ from typing import Callable
 from teaching.class_codes import MAX_NAME_CHARS  # noqa: F401 (a bound too)
 from teaching.class_store_base import (  # noqa: F401 (the public names, re-exported)
     ANSWERS_PER_WINDOW, DEFAULT_CLASS_HOURS, MAX_ANSWERS, FAILED_CODES_PER_WINDOW, JOINS_PER_WINDOW,
-    MAX_CHOICE_CHARS, MAX_LINK_BYTES, MAX_LIVE_CLASSES, MAX_MEMBERS, MAX_QUESTION_CHARS,
-    MAX_QUESTIONS, MAX_REMEMBERED, PRESENT_SECONDS, RATE_WINDOW, ClassError, ClassFull, ClassNotFound,
+    JOINS_PER_CLIENT, MAX_CHOICE_CHARS, MAX_LINK_BYTES, MAX_LIVE_CLASSES, MAX_MEMBER_ROWS,
+    MAX_MEMBERS, MAX_QUESTION_CHARS, MAX_QUESTIONS, MAX_REMEMBERED, PRESENT_SECONDS, RATE_WINDOW,
+    TEACHER_AWAY_SECONDS, ClassError, ClassFull, ClassNotFound,
     ClassStore, ClassView, Headcount, Member, NewClass, NotTeacher, Refused, Remembered,
     StoreDown, Tally,
     class_hours)

@@ -30,8 +30,16 @@ MAX_LIVE_CLASSES = 500  # classes not yet expired, per store
 RATE_WINDOW = 10.0  # seconds; the rate limits below count per window
 ANSWERS_PER_WINDOW = 10  # per member
 JOINS_PER_WINDOW = 30  # per class
-FAILED_CODES_PER_WINDOW = 50  # unknown codes tried, all clients together
+JOINS_PER_CLIENT = 10  # per class and client: no one client takes a class's whole budget
+FAILED_CODES_PER_WINDOW = 50  # unknown codes tried, per client (never all clients together)
 PRESENT_SECONDS = 30.0  # a member not seen for this long is not counted as present
+# A class's places count its members present (seen in the last PRESENT_SECONDS); a member who
+# leaves is gone. The rows it keeps are bounded too: past this many, a join makes room by
+# dropping the member absent longest (never one present).
+MAX_MEMBER_ROWS = 2 * MAX_MEMBERS
+# The teacher's role comes back by itself (a reload, a replica that died) only to the browser
+# whose teacher tab was last seen this recently; after that only the teacher link leads.
+TEACHER_AWAY_SECONDS = 120.0
 DEFAULT_CLASS_HOURS = 4.0
 _TOKEN = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
@@ -74,6 +82,7 @@ class NewClass:
 class Member:
     member_key: str
     name: str
+    class_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -104,6 +113,7 @@ UNKNOWN_CODE = "No live class has that code. Check it with your teacher."
 NOT_TEACHER = "This is not the teacher link of a live class (it may have ended or expired)."
 FULL = f"This class is full: it already has {MAX_MEMBERS} members."
 JOIN_RUSH = "Many people are joining this class right now. Please try again in a few seconds."
+LEFT = "You have left the class."
 TOO_MANY_CLASSES = (f"The server already has {MAX_LIVE_CLASSES} live classes, its limit. "
                     "Please end a class you no longer use, or try again later.")
 LINK_TOO_LONG = (f"This view is too long to share with the class (over {MAX_LINK_BYTES:,} "
@@ -169,6 +179,15 @@ def make_tally(question: str, rows, with_names: bool) -> Tally:
                  names={c: sorted(n) for c, n in names.items()} if with_names else None)
 
 
+def client_bucket(client: object) -> str:
+    """How the store names a client (the address a join comes from) in its rate limits: a
+    short hash, so any text an operator's proxy passes on makes a bounded key."""
+    import hashlib
+
+    text = client if isinstance(client, str) else ""
+    return hashlib.sha256(("attention-lab-client:" + text[:200]).encode()).hexdigest()[:24]
+
+
 def window(now: float) -> int:
     """The rate-limit window a moment falls in."""
     return int(now // RATE_WINDOW)
@@ -187,9 +206,9 @@ class ClassStore(abc.ABC):
         """A new class: raises Refused when MAX_LIVE_CLASSES are live."""
 
     @abc.abstractmethod
-    def class_by_code(self, code: str) -> str | None:
+    def class_by_code(self, code: str, client: str = "") -> str | None:
         """The class id for a join code (any case, dash optional); None when unknown, ended or
-        expired, and also None while too many wrong codes are being tried."""
+        expired, and also None while this client has tried too many wrong codes."""
 
     @abc.abstractmethod
     def teacher_class(self, teacher_key: str) -> str | None:
@@ -201,9 +220,16 @@ class ClassStore(abc.ABC):
         the link on another machine can show it; None when the key is unknown or expired."""
 
     @abc.abstractmethod
-    def join(self, code: str, name: str = "") -> Member:
-        """Join by code: ClassNotFound, ClassFull, Refused (join rate, guessing, bad name).
-        An empty name becomes "Student <n>" (n: the order of joining)."""
+    def join(self, code: str, name: str = "", client: str = "") -> Member:
+        """Join by code from `client` (the address it comes from, "" when unknown: one
+        client): ClassNotFound, ClassFull (MAX_MEMBERS present), Refused (this client's
+        wrong codes, the class's or this client's join rate, a bad name). An empty name
+        becomes "Student <n>" (n: the order of joining)."""
+
+    @abc.abstractmethod
+    def leave(self, class_id: str, member_key: str) -> None:
+        """The member leaves: gone from the class with its answers, its place free at once.
+        Unknown members and classes are fine (nothing to do)."""
 
     @abc.abstractmethod
     def set_view(self, teacher_key: str, link: str) -> int:
@@ -316,12 +342,15 @@ class Rejoin(abc.ABC):
 
     @abc.abstractmethod
     def remember_teacher(self, teacher_key: str, browser: str) -> bool:
-        """This browser leads the class of this teacher key (False as for remember)."""
+        """This browser leads the class of this teacher key, and its teacher tab is here now
+        (the teacher's session says so again every few seconds). False as for remember."""
 
     @abc.abstractmethod
     def recall(self, browser: str) -> Remembered | None:
         """Where this browser was, while its class is live and not ended (and a student is
-        still a member); None otherwise."""
+        still a member); None otherwise. A teacher's browser only while its teacher tab was
+        seen in the last TEACHER_AWAY_SECONDS: after that the entry is dropped, and only the
+        teacher link leads the class from this browser."""
 
     @abc.abstractmethod
     def forget(self, browser: str) -> None:

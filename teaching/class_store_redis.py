@@ -1,8 +1,8 @@
 """The live class store in Redis, shared by every replica of the app.
 
-Every change is one Lua script, so Redis runs it whole with nothing in between (a join checks
-"is the class full?" and adds the member in one step; a view change adds one to the version
-and sets the link together). Every key starts with the store's prefix (default
+Every change is one Lua script (teaching/class_store_redis_scripts.py), so Redis runs it whole
+with nothing in between (a join checks "is the class full?" and adds the member in one step; a
+view change adds one to the version and sets the link together). Every key starts with the store's prefix (default
 `attention-lab:class:`, or `?prefix=...` on the URL) and carries a time to live: a class's keys
 live as long as the class (rate-limit counters 20 s), so Redis itself deletes everything when
 the class's hours are up, even if no replica is running then. `expire()` deletes classes whose
@@ -16,7 +16,9 @@ Keys, with `c` = `<prefix>c:<class id>`:
   c:questions       hash question -> 1 when revealed, else 0
   c:a:<question>    hash member key -> choice
   c:rejoin         set of browsers that come back to it (teaching/class_store_rejoin.py)
-  c:rate:...        rate-limit counters;  <prefix>failed:<window>  unknown codes tried
+  c:rejoin-of       hash member key -> its browser (so a member who goes takes its entry)
+  c:rate:...        rate-limit counters (joins per class, and per class and client)
+  <prefix>failed:<client>:<window>  unknown codes one client tried (never all together)
   <prefix>live      sorted set of class ids by expiry time (the cap on live classes)
 """
 
@@ -32,198 +34,13 @@ import redis
 from teaching import class_store_base as cs
 from teaching.class_codes import new_code, new_key, normalise_code
 from teaching.class_store_answers import ANSWER_SCRIPTS, RedisAnswers
+from teaching.class_store_redis_scripts import (ANSWER, DELETE, END, HEADCOUNT, JOIN, LEAVE,
+                                                PRELUDE, REVEAL, SET_VIEW, START, TALLY,
+                                                TEACHER_CLASS, TOUCH, VIEW)
 from teaching.class_store_rejoin import REDIS_SCRIPTS, RedisRejoin
 
 DEFAULT_PREFIX = "attention-lab:class:"
 UNREACHABLE = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)  # -> StoreDown
-RATE_TTL = int(2 * cs.RATE_WINDOW)
-
-# Shared start of every script: ARGV[1] prefix, ARGV[2] now. live(id) -> the class's hash key
-# while its time is not up by the store's clock; teacher(key, ended_ok) likewise by teacher key;
-# keep(key, c) gives a key the class's remaining time to live.
-PRELUDE = """
-local p, now = ARGV[1], tonumber(ARGV[2])
-local function live(id)
-  if not id then return nil end
-  local c = p .. 'c:' .. id
-  local e = redis.call('HGET', c, 'expires')
-  if not e or tonumber(e) <= now then return nil end
-  return c
-end
-local function teacher(key, ended_ok)
-  local c = live(redis.call('GET', p .. 'teacher:' .. key))
-  if c and (ended_ok or redis.call('HGET', c, 'ended') == '0') then return c end
-  return nil
-end
-local function keep(key, c)
-  local ms = redis.call('PTTL', c)
-  if ms > 0 then redis.call('PEXPIRE', key, ms) end
-end
-local function count(key, c, limit)
-  local n = redis.call('INCR', key)
-  if n == 1 then
-    local ms = math.min(redis.call('PTTL', c), %d)
-    if ms > 0 then redis.call('PEXPIRE', key, ms) end
-  end
-  return n <= limit
-end
-""" % (RATE_TTL * 1000)
-
-START = """
-local id, code, key, expires = ARGV[3], ARGV[4], ARGV[5], ARGV[6]
-local ms, limit = tonumber(ARGV[7]), tonumber(ARGV[8])
-if redis.call('ZCOUNT', p .. 'live', '(' .. ARGV[2], '+inf') >= limit then return 'full' end
-if live(redis.call('GET', p .. 'code:' .. code)) then return 'taken' end
-local c = p .. 'c:' .. id
-redis.call('HSET', c, 'code', code, 'teacher', key, 'version', 0, 'link', '', 'ended', 0,
-           'expires', expires, 'joined', 0)
-redis.call('PEXPIRE', c, ms)
-redis.call('SET', p .. 'code:' .. code, id, 'PX', ms)
-redis.call('SET', p .. 'teacher:' .. key, id, 'PX', ms)
-redis.call('ZADD', p .. 'live', expires, id)
-if redis.call('PTTL', p .. 'live') < ms then redis.call('PEXPIRE', p .. 'live', ms) end
-return 'ok'
-"""
-
-# ARGV[3] code ('' when not a code), [4] window, [5] failed limit, [6] 'join' or 'look',
-# then for a join: [7] name, [8] member key, [9] member limit, [10] join limit.
-JOIN = """
-local failed = p .. 'failed:' .. ARGV[4]
-if tonumber(redis.call('GET', failed) or '0') >= tonumber(ARGV[5]) then return {'guessing'} end
-local id = ARGV[3] ~= '' and redis.call('GET', p .. 'code:' .. ARGV[3]) or nil
-local c = live(id)
-if not c or redis.call('HGET', c, 'ended') ~= '0' then
-  redis.call('INCR', failed)
-  redis.call('EXPIRE', failed, %d)
-  return {'unknown'}
-end
-if ARGV[6] == 'look' then return {'ok', id} end
-if redis.call('HLEN', c .. ':members') >= tonumber(ARGV[9]) then return {'full'} end
-if not count(c .. ':rate:joins:' .. ARGV[4], c, tonumber(ARGV[10])) then return {'rush'} end
-local name, member = ARGV[7], ARGV[8]
-if name == '' then name = 'Student ' .. redis.call('HINCRBY', c, 'joined', 1)
-else redis.call('HINCRBY', c, 'joined', 1) end
-redis.call('HSET', c .. ':members', member, name)
-redis.call('HSET', c .. ':following', member, '1')
-redis.call('ZADD', c .. ':seen', now, member)
-for _, k in ipairs({c .. ':members', c .. ':following', c .. ':seen'}) do keep(k, c) end
-return {'ok', name}
-""" % RATE_TTL
-
-# ARGV[3] teacher key, [4] 'id' (live classes only) or 'code' (ended ones too).
-TEACHER_CLASS = """
-local c = teacher(ARGV[3], ARGV[4] == 'code')
-if not c then return false end
-if ARGV[4] == 'code' then return redis.call('HGET', c, 'code') end
-return string.sub(c, string.len(p) + 3)
-"""
-
-SET_VIEW = """
-local c = teacher(ARGV[3], false)
-if not c then return -1 end
-redis.call('HSET', c, 'link', ARGV[4])
-return redis.call('HINCRBY', c, 'version', 1)
-"""
-
-VIEW = """
-local c = live(ARGV[3])
-if not c then return false end
-local v = redis.call('HMGET', c, 'version', 'link', 'ended')
-local q = redis.call('HGETALL', c .. ':questions')
-local revealed = {}
-for i = 1, #q, 2 do if q[i + 1] == '1' then table.insert(revealed, q[i]) end end
-return {v[1], v[2], v[3], revealed}
-"""
-
-# ARGV[3] class id, [4] member key, [5] '1'/'0' to set following, '' to leave it.
-TOUCH = """
-local c = live(ARGV[3])
-if not c or redis.call('HEXISTS', c .. ':members', ARGV[4]) == 0 then return 0 end
-redis.call('ZADD', c .. ':seen', now, ARGV[4])
-if ARGV[5] ~= '' then redis.call('HSET', c .. ':following', ARGV[4], ARGV[5]) end
-return 1
-"""
-
-HEADCOUNT = """
-local c = teacher(ARGV[3], true)
-if not c then return false end
-local present = redis.call('ZRANGEBYSCORE', c .. ':seen', '(' .. ARGV[4], '+inf')
-local following = 0
-if #present > 0 then
-  for _, f in ipairs(redis.call('HMGET', c .. ':following', unpack(present))) do
-    if f == '1' then following = following + 1 end
-  end
-end
-return {#present, following}
-"""
-
-# ARGV[3] class id, [4] member, [5] question, [6] choice, [7] window, [8] answers per window,
-# [9] questions per class, [10] answers kept per class.
-ANSWER = """
-local c = live(ARGV[3])
-if not c or redis.call('HGET', c, 'ended') ~= '0' then return 0 end
-if redis.call('HEXISTS', c .. ':members', ARGV[4]) == 0 then return 0 end
-local revealed = redis.call('HGET', c .. ':questions', ARGV[5])
-if revealed == '1' then return 0 end
-if not revealed and redis.call('HLEN', c .. ':questions') >= tonumber(ARGV[9]) then return 0 end
-local given = c .. ':a:' .. ARGV[5]
-local new = redis.call('HEXISTS', given, ARGV[4]) == 0
-if new and tonumber(redis.call('HGET', c, 'answers') or '0') >= tonumber(ARGV[10]) then
-  return 0
-end
-if not count(c .. ':rate:a:' .. ARGV[4] .. ':' .. ARGV[7], c, tonumber(ARGV[8])) then return 0 end
-if new then redis.call('HINCRBY', c, 'answers', 1) end
-if not revealed then
-  redis.call('HSET', c .. ':questions', ARGV[5], '0')
-  keep(c .. ':questions', c)
-end
-redis.call('HSET', given, ARGV[4], ARGV[6])
-keep(given, c)
-redis.call('ZADD', c .. ':seen', now, ARGV[4])
-return 1
-"""
-
-TALLY = """
-local c = teacher(ARGV[3], true)
-if not c then return false end
-local answers = redis.call('HGETALL', c .. ':a:' .. ARGV[4])
-local out = {}
-for i = 1, #answers, 2 do
-  table.insert(out, answers[i + 1])
-  table.insert(out, redis.call('HGET', c .. ':members', answers[i]) or '')
-end
-return out
-"""
-
-REVEAL = """
-local c = teacher(ARGV[3], false)
-if not c then return 'not_teacher' end
-local q = c .. ':questions'
-if redis.call('HEXISTS', q, ARGV[4]) == 0 and redis.call('HLEN', q) >= tonumber(ARGV[5]) then
-  return 'too_many'
-end
-redis.call('HSET', q, ARGV[4], '1')
-keep(q, c)
-return 'ok'
-"""
-
-# ARGV[3] class id, [4] its code, [5] its teacher key (its other keys are deleted before).
-DELETE = """
-for _, k in ipairs({p .. 'code:' .. ARGV[4], p .. 'teacher:' .. ARGV[5]}) do
-  if redis.call('GET', k) == ARGV[3] then redis.call('DEL', k) end
-end
-redis.call('ZREM', p .. 'live', ARGV[3])
-return 1
-"""
-
-END = """
-local c = teacher(ARGV[3], true)
-if not c then return 0 end
-redis.call('HSET', c, 'ended', 1)
-return 1
-"""
-
-
 def _split_url(url: str) -> tuple[str, str | None]:
     """A Redis URL without our own `prefix=` query parameter, and that prefix."""
     parts = urlsplit(url)
@@ -244,7 +61,7 @@ class RedisClassStore(RedisAnswers, RedisRejoin, cs.ClassStore):
         self._scripts = {name: self.redis.register_script(PRELUDE + body) for name, body in
                          dict(start=START, join=JOIN, teacher_class=TEACHER_CLASS,
                               set_view=SET_VIEW, view=VIEW, touch=TOUCH, headcount=HEADCOUNT,
-                              answer=ANSWER, tally=TALLY, reveal=REVEAL, end=END,
+                              answer=ANSWER, tally=TALLY, reveal=REVEAL, end=END, leave=LEAVE,
                               delete=DELETE, **REDIS_SCRIPTS, **ANSWER_SCRIPTS).items()}
 
     def _run(self, name: str, *args, now: float | None = None):
@@ -273,13 +90,14 @@ class RedisClassStore(RedisAnswers, RedisRejoin, cs.ClassStore):
                 break
         raise cs.Refused(cs.TOO_MANY_CLASSES)
 
-    def _lookup(self, code: object, mode: str, *more):
+    def _lookup(self, code: object, client: object, mode: str, *more):
         now = self.clock()
         return self._run("join", normalise_code(code) or "", cs.window(now),
-                         cs.FAILED_CODES_PER_WINDOW, mode, *more, now=now)
+                         cs.FAILED_CODES_PER_WINDOW, mode, cs.client_bucket(client), *more,
+                         now=now)
 
-    def class_by_code(self, code: str) -> str | None:
-        found = self._lookup(code, "look")
+    def class_by_code(self, code: str, client: str = "") -> str | None:
+        found = self._lookup(code, client, "look")
         return found[1] if found[0] == "ok" else None
 
     def teacher_class(self, teacher_key: str) -> str | None:
@@ -288,13 +106,19 @@ class RedisClassStore(RedisAnswers, RedisRejoin, cs.ClassStore):
     def join_code(self, teacher_key: str) -> str | None:
         return self._run("teacher_class", teacher_key, "code") or None
 
-    def join(self, code: str, name: str = "") -> cs.Member:
+    def join(self, code: str, name: str = "", client: str = "") -> cs.Member:
         name, key = cs.member_name(name), new_key()
-        result = self._lookup(code, "join", name, key, cs.MAX_MEMBERS, cs.JOINS_PER_WINDOW)
+        result = self._lookup(code, client, "join", name, key, cs.MAX_MEMBERS,
+                              cs.JOINS_PER_WINDOW, cs.JOINS_PER_CLIENT,
+                              repr(self.clock() - cs.PRESENT_SECONDS), cs.MAX_MEMBER_ROWS)
         if result[0] == "ok":
-            return cs.Member(member_key=key, name=result[1])
+            return cs.Member(member_key=key, name=result[1], class_id=result[2])
         raise {"guessing": cs.Refused(cs.GUESSING), "unknown": cs.ClassNotFound(cs.UNKNOWN_CODE),
                "full": cs.ClassFull(cs.FULL), "rush": cs.Refused(cs.JOIN_RUSH)}[result[0]]
+
+    def leave(self, class_id: str, member_key: str) -> None:
+        if cs.is_token(class_id) and cs.is_token(member_key):
+            self._run("leave", class_id, member_key)
 
     def set_view(self, teacher_key: str, link: str) -> int:
         version = self._run("set_view", teacher_key, cs.check_link(link))

@@ -30,7 +30,7 @@ from typing import Callable
 from teaching import class_store_base as cs
 from teaching.class_codes import new_code, new_key, normalise_code
 from teaching.class_store_answers import SqliteAnswers
-from teaching.class_store_rejoin import SQLITE_SCHEMA, SqliteRejoin
+from teaching.class_store_rejoin import SQLITE_SCHEMA, SqliteRejoin, sqlite_upgrade
 
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS classes (id TEXT PRIMARY KEY, code TEXT UNIQUE NOT NULL,
@@ -51,7 +51,6 @@ SCHEMA = (
     "CREATE INDEX IF NOT EXISTS rates_class ON rates (class_id)",
 ) + SQLITE_SCHEMA
 CLASS_TABLES = ("answers", "questions", "members", "rates", "rejoin")  # each has a class_id column
-FAILED = "failed-codes"  # the rates row counting unknown codes, all clients together
 
 
 class SqliteClassStore(SqliteAnswers, SqliteRejoin, cs.ClassStore):
@@ -74,6 +73,7 @@ class SqliteClassStore(SqliteAnswers, SqliteRejoin, cs.ClassStore):
         db = self._db()
         for statement in SCHEMA:
             db.execute(statement)
+        sqlite_upgrade(db)
 
     # -- connections and transactions -------------------------------------------------------
     def _db(self) -> sqlite3.Connection:
@@ -157,20 +157,23 @@ class SqliteClassStore(SqliteAnswers, SqliteRejoin, cs.ClassStore):
         return True
 
     @staticmethod
-    def _guessing(db, now: float) -> bool:
-        row = db.execute("SELECT win, n FROM rates WHERE bucket = ?", (FAILED,)).fetchone()
+    def _guessing(db, now: float, bucket: str) -> bool:
+        row = db.execute("SELECT win, n FROM rates WHERE bucket = ?", (bucket,)).fetchone()
         return bool(row and row[0] == cs.window(now) and row[1] >= cs.FAILED_CODES_PER_WINDOW)
 
-    def _by_code(self, db, now: float, code: object) -> str | None | cs.ClassError:
-        """The live class for a code, counting unknown codes; Refused while guessing."""
-        if self._guessing(db, now):
+    def _by_code(self, db, now: float, code: object,
+                 client: object) -> str | None | cs.ClassError:
+        """The live class for a code, counting this client's unknown codes; Refused while
+        this client is guessing (other clients are not held up)."""
+        bucket = f"failed:{cs.client_bucket(client)}"
+        if self._guessing(db, now, bucket):
             return cs.Refused(cs.GUESSING)
         stored = normalise_code(code)
         row = stored and db.execute(
             "SELECT id FROM classes WHERE code = ? AND expires > ? AND ended = 0",
             (stored, now)).fetchone()
         if not row:
-            self._bump(db, FAILED, None, now, cs.FAILED_CODES_PER_WINDOW)
+            self._bump(db, bucket, None, now, cs.FAILED_CODES_PER_WINDOW)
             return None
         return row[0]
 
@@ -190,6 +193,8 @@ class SqliteClassStore(SqliteAnswers, SqliteRejoin, cs.ClassStore):
             db.execute("DELETE FROM classes WHERE id = ?", (class_id,))
 
     def _sweep(self, db, now: float) -> int:
+        """Delete the classes whose time is up, and clients' counts of past windows."""
+        db.execute("DELETE FROM rates WHERE class_id IS NULL AND win < ?", (cs.window(now),))
         ids = [r[0] for r in db.execute("SELECT id FROM classes WHERE expires <= ?", (now,))]
         self._delete(db, ids)
         return len(ids)
@@ -214,9 +219,9 @@ class SqliteClassStore(SqliteAnswers, SqliteRejoin, cs.ClassStore):
                 continue
         return cs.Refused(cs.TOO_MANY_CLASSES)
 
-    def class_by_code(self, code: str) -> str | None:
+    def class_by_code(self, code: str, client: str = "") -> str | None:
         def work(db, now):
-            found = self._by_code(db, now, code)
+            found = self._by_code(db, now, code, client)
             return found if isinstance(found, str) else None  # None while guessing, too
         return self._tx(work)
 
@@ -230,26 +235,59 @@ class SqliteClassStore(SqliteAnswers, SqliteRejoin, cs.ClassStore):
             return row[0] if row else None
         return self._tx(work, write=False)
 
-    def join(self, code: str, name: str = "") -> cs.Member:
-        return self._tx(self._join, code, cs.member_name(name))
+    def join(self, code: str, name: str = "", client: str = "") -> cs.Member:
+        return self._tx(self._join, code, cs.member_name(name), client)
 
-    def _join(self, db, now: float, code: str, name: str):
+    def _join(self, db, now: float, code: str, name: str, client: str):
         self._sweep(db, now)
-        class_id = self._by_code(db, now, code)
+        class_id = self._by_code(db, now, code, client)
         if not isinstance(class_id, str):
             return class_id or cs.ClassNotFound(cs.UNKNOWN_CODE)
-        (members,) = db.execute("SELECT COUNT(*) FROM members WHERE class_id = ?",
-                                (class_id,)).fetchone()
-        if members >= cs.MAX_MEMBERS:
+        if not self._room(db, now, class_id):
             return cs.ClassFull(cs.FULL)
-        if not self._bump(db, f"joins:{class_id}", class_id, now, cs.JOINS_PER_WINDOW):
+        if not (self._bump(db, f"joins:{class_id}:{cs.client_bucket(client)}", class_id, now,
+                           cs.JOINS_PER_CLIENT)
+                and self._bump(db, f"joins:{class_id}", class_id, now, cs.JOINS_PER_WINDOW)):
             return cs.Refused(cs.JOIN_RUSH)
         db.execute("UPDATE classes SET joined = joined + 1 WHERE id = ?", (class_id,))
         (number,) = db.execute("SELECT joined FROM classes WHERE id = ?", (class_id,)).fetchone()
-        member = cs.Member(member_key=new_key(), name=name or f"Student {number}")
+        member = cs.Member(member_key=new_key(), name=name or f"Student {number}",
+                           class_id=class_id)
         db.execute("INSERT INTO members VALUES (?, ?, ?, 1, ?)",
                    (member.member_key, class_id, member.name, now))
         return member
+
+    def _room(self, db, now: float, class_id: str) -> bool:
+        """A place for one more: fewer than MAX_MEMBERS present, and a row to keep it in (the
+        member absent longest is dropped to make one)."""
+        (present,) = db.execute("SELECT COUNT(*) FROM members WHERE class_id = ? AND seen > ?",
+                                (class_id, now - cs.PRESENT_SECONDS)).fetchone()
+        if present >= cs.MAX_MEMBERS:
+            return False
+        (rows,) = db.execute("SELECT COUNT(*) FROM members WHERE class_id = ?",
+                             (class_id,)).fetchone()
+        if rows >= cs.MAX_MEMBER_ROWS:
+            (oldest,) = db.execute("SELECT member_key FROM members WHERE class_id = ? ORDER BY "
+                                   "seen LIMIT 1", (class_id,)).fetchone()
+            self._drop(db, class_id, oldest)
+        return True
+
+    @staticmethod
+    def _drop(db, class_id: str, member_key: str) -> None:
+        """A member gone from its class, with its answers and the browsers that led to it."""
+        gone = db.execute("DELETE FROM answers WHERE class_id = ? AND member_key = ?",
+                          (class_id, member_key)).rowcount
+        if gone:
+            db.execute("UPDATE rates SET n = MAX(0, n - ?) WHERE bucket = ?",
+                       (gone, f"answers-kept:{class_id}"))
+        db.execute("DELETE FROM rejoin WHERE class_id = ? AND member_key = ?",
+                   (class_id, member_key))
+        db.execute("DELETE FROM members WHERE class_id = ? AND member_key = ?",
+                   (class_id, member_key))
+
+    def leave(self, class_id: str, member_key: str) -> None:
+        if cs.is_token(class_id) and cs.is_token(member_key):
+            self._tx(lambda db, now: self._drop(db, class_id, member_key))
 
     def set_view(self, teacher_key: str, link: str) -> int:
         link = cs.check_link(link)

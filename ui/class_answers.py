@@ -4,9 +4,11 @@ store, and the answer is revealed to everyone at once by the teacher.
 `hold` is the one call ui/lesson_question.py makes. Outside a class it returns None and the
 question behaves as it always did. A following student's answer is sent (question id
 "<lesson id>:<step>"; the choice is the option's words, or "row,col" for a clicked cell), and
-the step then waits for the teacher's reveal. The teacher sees the live count per option (or
-the clicked keys), names only when asked, a "Reveal to everyone" button, and after the reveal
-the model's answer beside the class's.
+the step then waits for the teacher's reveal. The teacher (whose screen the room watches) sees
+no options of their own: the question, the live count per option (or the clicked keys), names
+only when asked, and "Reveal to everyone" beside the figure's place, all in the first screen
+(`teacher_waits`: the lessons page puts the step's words after them); after the reveal the
+model's answer beside the class's.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import streamlit as st
 
 from teaching.facts import find_row, plain
 from teaching.format import Step
+from teaching.render import safe_markdown
 from viz.class_tally import cell_tally, choice_tally
 from viz.labels import visible_text
 
@@ -125,6 +128,26 @@ def _choice(step: Step, settings: dict, texts: dict, got: dict) -> str | None:
 
 
 # ------------------------------------------------------------------------ the teacher
+def leading() -> bool:
+    """This session leads a live class: its screen is the one the room watches, so a question
+    shows the class's answers and never the learner's own options."""
+    m = class_session.teacher()
+    return m is not None and not m.ended
+
+
+def teacher_waits(lesson_id: str, number: int) -> bool:
+    """The teacher of a live class on a question not revealed yet: the step shows the class's
+    answers, the figure's place and "Reveal to everyone" first, its words after them."""
+    m = class_session.teacher()
+    if m is None or m.ended:
+        return False
+    try:
+        revealed = class_session.store().view(m.class_id).revealed
+    except Exception:  # noqa: BLE001 - a gone class or store: the step as usual
+        return False
+    return question_id(lesson_id, number) not in revealed
+
+
 def _teacher(m: Membership, question: str, step: Step, settings: dict, texts: dict) -> bool:
     from teaching.class_store import ClassError, StoreDown
 
@@ -137,32 +160,37 @@ def _teacher(m: Membership, question: str, step: Step, settings: dict, texts: di
     except ClassError as exc:
         st.error(str(exc))
         return True
-    st.markdown("**Your class's answers** come in below as students answer.")
     shape = _shape(step, settings, texts, revealed)
-    tally, join = st.columns([3, 1])
-    with tally:
-        _live_tally(m.teacher_key, question, shape)
-    _join_corner(join, m)
     if revealed:
+        st.markdown(f"**Ask the class.** {safe_markdown(texts['prompt'])}")
         if shape.get("answer_text"):
             st.success(f"The model's answer: “{md_escape(shape['answer_text'])}”.")
+        _live_tally(m.teacher_key, question, shape)
         return True
-    st.button("Reveal to everyone", key=REVEAL_KEY, type="primary", icon=":material/visibility:",
-              on_click=_reveal, args=(question,),
-              help="Shows the answer and the figure on every student's screen at once.")
+    _waiting(m, question, shape, texts)
     return False
 
 
-def _join_corner(column, m: Membership) -> None:
-    """The join code and QR code beside the answers, for students who arrive late."""
-    from .class_teach import qr_png
-
-    code = class_session.shown_code(m.join_code)
-    if not code:
-        return
-    column.subheader(code, anchor=False)
-    link = class_session.join_link(m.join_code, class_session.server_address("lessons"))
-    column.image(qr_png(link), width="stretch", caption="Scan to join")
+def _waiting(m: Membership, question: str, shape: dict, texts: dict) -> None:
+    """Before the reveal, in the first screen: the step's title, the question and the figure's
+    place on one side; "Reveal to everyone" and the class's answers, live, on the other (one
+    under the other where both do not fit: ui/page_style.py)."""
+    words, answers = st.container(key="pair_class_question").columns([3, 2], gap="medium")
+    with words:
+        st.header(texts["title"], anchor=False)
+        st.markdown(f"**Ask the class.** {safe_markdown(texts['prompt'])}")
+        with st.container(border=True, key="class_figure_place"):
+            st.caption("The figure appears when you reveal the answer, on every screen at "
+                       "once.")
+    with answers:
+        st.button("Reveal to everyone", key=REVEAL_KEY, type="primary",
+                  icon=":material/visibility:", on_click=_reveal, args=(question,),
+                  width="stretch",
+                  help="Shows the answer and the figure on every student's screen at once.")
+        _live_tally(m.teacher_key, question, shape, compact=True)
+        code = class_session.shown_code(m.join_code)
+        if code:
+            st.caption(f"Late? Join with the code **{md_escape(code)}**.")
 
 
 def _reveal(question: str) -> None:
@@ -199,12 +227,12 @@ def _shape(step: Step, settings: dict, texts: dict, revealed: bool) -> dict:
 
 
 @st.fragment(run_every=TALLY_SECONDS)
-def _live_tally(teacher_key: str, question: str, shape: dict) -> None:
-    """The class's answers as they come in (no model work: the store only)."""
+def _live_tally(teacher_key: str, question: str, shape: dict, compact: bool = False) -> None:
+    """The class's answers as they come in (no model work: the store only); `compact`: a
+    lower figure, beside "Reveal to everyone" and the figure's place."""
     from teaching.class_store import ClassError, StoreDown
 
-    names = st.checkbox("Show names", key=NAMES_KEY,
-                        help="Off, nobody's name is shown, on the projector or here.")
+    names = bool(st.session_state.get(NAMES_KEY))
     kept = st.session_state.get(TALLY_KEY)
     m = class_session.teacher()
     try:
@@ -221,12 +249,14 @@ def _live_tally(teacher_key: str, question: str, shape: dict) -> None:
         return
     if shape["kind"] == "choice":
         counts = [tally.counts.get(o[:100], 0) for o in shape["options"]]
-        fig = choice_tally(shape["options"], counts, shape["answer"])
+        fig = choice_tally(shape["options"], counts, shape["answer"], compact=compact)
     else:
         counts = [tally.counts.get(f"{shape['row']},{c}", 0) for c in range(len(shape["tokens"]))]
         fig = cell_tally(shape["tokens"], counts, shape["weights"],
-                         row_label=shape["tokens"][shape["row"]])
+                         row_label=shape["tokens"][shape["row"]], compact=compact)
     st.plotly_chart(fig, key="class_tally_chart", config=chart_config("class-answers"))
+    st.checkbox("Show names", key=NAMES_KEY,
+                help="Off, nobody's name is shown, on the projector or here.")
     if names and tally.names:
         st.dataframe(_names_table(tally.names, shape), hide_index=True, width="stretch")
 

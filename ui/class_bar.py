@@ -45,6 +45,7 @@ def _teacher_bar() -> None:
     m = class_session.teacher()
     if m is None:
         return
+    class_session.still_leading(m)  # a reload of this tab leads again; a browser gone long not
     if in_fragment_rerun():
         class_follow.back_from_a_left_page()  # a poll sent from the page before a switch
         poll_timer.rearm(TEACHER_POLL_SECONDS)  # a timer lost at a whole run's end comes back

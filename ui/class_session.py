@@ -8,7 +8,13 @@ replica that opens the same store. The teacher key never reaches a student's ses
 The store also remembers which class this browser is in (ui/sessions.browser_id, from
 Streamlit's XSRF cookie), so a new session of the same browser (a reload, or a replica that
 died and a reconnect through nginx to another) takes the class back by itself: `restore`,
-called once per session from class_follow.before_run. Leaving or ending forgets it.
+called once per session from class_follow.before_run. Leaving or ending forgets it. The
+teacher's role comes back that way only while the teacher's tab was seen in the last
+TEACHER_AWAY_SECONDS (`still_leading`, from the teacher's class bar): a shared computer the
+teacher walked away from does not lead the class; the teacher link does.
+
+Joins are limited per client (the class store's rate limits): the client is the address the
+browser connects from, or the one the operator's proxy passes on (ui/sessions.client_address).
 """
 
 from __future__ import annotations
@@ -93,7 +99,7 @@ def start() -> Membership:
     """Start a class led by this session."""
     new = store().start_class()
     m = Membership("teacher", new.class_id, join_code=new.join_code,
-                   teacher_key=new.teacher_key, show_teacher_link=True)
+                   teacher_key=new.teacher_key)
     st.session_state[KEY] = m
     _remember(lambda s, browser: s.remember_teacher(new.teacher_key, browser))
     return m
@@ -129,14 +135,11 @@ def end() -> None:
 
 def join(code: str, name: str = "") -> Membership:
     """Join the class with this code (ClassError with a message for the screen)."""
-    from teaching.class_store import ClassNotFound
+    from . import sessions
 
-    s = store()
-    member = s.join(code, name)  # the store says why not: no such class, full, too many tries
-    class_id = s.class_by_code(code)
-    if class_id is None:  # it ended a moment ago
-        raise ClassNotFound("There is no class with this code right now. Check the code "
-                            "on the teacher's screen: a class that has ended has no code.")
+    # the store says why not: no such class, full, too many tries from this client
+    member = store().join(code, name, client=sessions.client_address() or "")
+    class_id = member.class_id
     m = Membership("student", class_id, join_code=shown_code(code),
                    member_key=member.member_key, name=member.name)
     st.session_state[KEY] = m
@@ -145,11 +148,11 @@ def join(code: str, name: str = "") -> Membership:
 
 
 def leave() -> None:
-    """Leave the class (a student; the store forgets a member it no longer sees)."""
+    """Leave the class (a student): the store drops the member, so its place is free."""
     m = student()
     if m is not None:
         try:
-            store().set_following(m.class_id, m.member_key, False)
+            store().leave(m.class_id, m.member_key)
         except ValueError:  # ClassError: the class may be gone already
             pass
     st.session_state.pop(KEY, None)
@@ -177,6 +180,16 @@ def _remember(change) -> None:
         change(store(), browser)
     except Exception:  # noqa: BLE001 - the class itself works without it
         pass
+
+
+def still_leading(m: Membership, now: float | None = None) -> None:
+    """The teacher's class bar: tell the store, at most every SEEN_EVERY_SECONDS, that this
+    browser's teacher tab is here, so a reload of it leads again (class_store_rejoin.py)."""
+    now = time.monotonic() if now is None else now
+    if not m.teacher or m.ended or now - m.seen_at < SEEN_EVERY_SECONDS:
+        return
+    m.seen_at = now
+    _remember(lambda s, browser: s.remember_teacher(m.teacher_key, browser))
 
 
 def restore(browser: str | None) -> Membership | None:

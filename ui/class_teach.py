@@ -1,11 +1,14 @@
 """The Teach page's live class: start one, show its join code, join link and QR code (large in
-projector mode), hand the teacher their own link once, and end it."""
+projector mode), the teacher's own link only when the teacher asks for it (never by default:
+the class watches this screen), and end it."""
 
 from __future__ import annotations
 
 import io
 
 import streamlit as st
+
+from teaching.class_store_base import TEACHER_AWAY_SECONDS
 
 from . import class_session, projector
 
@@ -23,8 +26,9 @@ def qr_png(text: str) -> bytes:
 
 
 def take_teacher_link() -> None:
-    """/teach?class=<key>: this session leads that class (the key leaves the address bar at
-    once, so a projector never shows it)."""
+    """/teach?class=<key>: this session leads that class. app.py calls it first thing in a run
+    of the Teach page, so the key leaves the address bar before anything else of the run writes
+    the address (a projector never shows it, and no later address holds it)."""
     key = st.query_params.get(LINK_PARAM)
     if key is None:
         return
@@ -62,15 +66,14 @@ def _end() -> None:
         st.session_state["_class_teach_error"] = str(exc)
 
 
-def _hide_teacher_link() -> None:
+def _show_teacher_link(shown: bool) -> None:
     m = class_session.teacher()
     if m is not None:
-        m.show_teacher_link = False
+        m.show_teacher_link = shown
 
 
 def render() -> None:
     """The live class section of the Teach page."""
-    take_teacher_link()
     problem = st.session_state.pop("_class_teach_error", None)
     if problem:
         st.error(problem)
@@ -119,19 +122,29 @@ def _join_card(m) -> None:
         words.caption("The bar at the top of every page counts who follows you, live.")
 
 
+NOT_ON_SCREEN = ("Whoever has your teacher link leads this class: they can move everyone's "
+                 "screen, reveal answers, show names and end it. Never show it on the projector "
+                 "or share your screen with it; open it where only you see it.")
+
+
 def _teacher_link(m) -> None:
-    if not m.show_teacher_link:
-        return
-    if projector.on():
-        st.caption("Your own teacher link is hidden while projector mode is on.")
-        return
+    """The teacher's own link, drawn only after the teacher asks (and hidden again)."""
     with st.container(border=True):
-        st.markdown("**Your teacher link.** Keep it to yourself: whoever opens it leads this "
-                    "class. Open it to lead the class again after a reload, or from another "
-                    "computer. It is shown only now.")
+        st.markdown("**Your teacher link** leads this class again from another computer, or "
+                    f"from this one after its tab has been closed for over "
+                    f"{_minutes(TEACHER_AWAY_SECONDS)}.")
+        st.caption(NOT_ON_SCREEN)
+        if not m.show_teacher_link:
+            st.button("Show my teacher link", key="class_show_teacher_link",
+                      icon=":material/key:", on_click=_show_teacher_link, args=(True,))
+            return
         st.code(class_session.teacher_link(m.teacher_key,
                                            class_session.server_address("teach")),
                 language=None, wrap_lines=True)
-        st.button("I have kept it: hide it", key="class_hide_teacher_link",
-                  on_click=_hide_teacher_link)
+        st.button("Hide it", key="class_hide_teacher_link", on_click=_show_teacher_link,
+                  args=(False,))
 
+
+def _minutes(seconds: float) -> str:
+    minutes = round(seconds / 60)
+    return f"{minutes} minute{'s' if minutes != 1 else ''}"

@@ -93,6 +93,8 @@ def _recall(where: tuple, step: Step, settings: dict, texts: dict) -> None:
 
 def ask(lesson_id: str, number: int, step: Step, settings: dict, texts: dict) -> bool:
     """Draw the question; True once the learner has answered (the figure may be shown)."""
+    if class_answers.leading():  # the teacher of a live class: the class answers, not them
+        return bool(class_answers.hold(lesson_id, number, step, settings, texts, None))
     q = step.question
     where = (lesson_id, number)
     if answer_of(lesson_id, number) is None:

@@ -20,6 +20,7 @@ import streamlit as st
 
 COLUMN_MIN = "9rem"  # about "Average of heads" beside its switch
 WIDE_COLUMN_MIN = "26rem"  # a heatmap with its labels and colour bar
+PAIR_COLUMN_MIN = "16rem"  # a short text, or a small bar chart with its labels
 
 # the columns of a row of st.columns made inside a container whose key starts with a prefix
 ROW = ('[class*="st-key-{}"] > [data-testid="stLayoutWrapper"] >'
@@ -45,6 +46,9 @@ NARROW_SCREENS = (
     # columns inside a container keyed "wide_…" (two heatmaps side by side, the walkthrough's
     # contents beside its step) stack one under the other below WIDE_COLUMN_MIN each
     f'{ROW.format("wide_")}{{min-width: min(100%, {WIDE_COLUMN_MIN});}}'
+    # ... and inside one keyed "pair_…" (the teacher's question beside the class's answers)
+    # below PAIR_COLUMN_MIN each
+    f'{ROW.format("pair_")}{{min-width: min(100%, {PAIR_COLUMN_MIN});}}'
     # a side navigation (the walkthrough's contents, keyed "sidenav_…"): the contents at least
     # 10rem, the page beside them at least 24rem, else the contents go above the page ...
     f'{ROW.format("sidenav_")}:first-child{{min-width: min(100%, 10rem);}}'

@@ -144,14 +144,21 @@ def browser_id() -> str:
 
 def client_address() -> str | None:
     """The address this session's connection comes from, or None when the server cannot tell
-    (a local connection, no client). Behind a reverse proxy it is the proxy's, unless the
-    proxy forwards the client's."""
+    (a local connection, no client). Behind the operator's reverse proxy it is the address the
+    proxy passes on in the header settings.client_header() names (the last one of a list: the
+    one the proxy added), else the connection's own (st.context.ip_address)."""
     import streamlit as st
 
+    from . import settings
+
+    header = settings.client_header()
     try:
+        passed = ",".join(st.context.headers.get_all(header)) if header else ""
         address = st.context.ip_address
     except Exception:  # no client context (bare mode)
         return None
+    if isinstance(passed, str) and passed.strip(" ,"):
+        return passed.strip(" ,").split(",")[-1].strip()[:100] or None
     return address if isinstance(address, str) and address else None
 
 

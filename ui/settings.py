@@ -137,6 +137,15 @@ def training_runs_per_client() -> int:
                           TRAINING_RUNS_PER_CLIENT))
 
 
+def client_header() -> str | None:
+    """The request header that carries the client's address when a reverse proxy the operator
+    runs passes it on (ATTENTION_LAB_CLIENT_HEADER or `client_header`: "X-Real-IP", or
+    "X-Forwarded-For", whose last address is the one the proxy added); None: the connection's
+    own address. Only set it behind such a proxy: a browser can send any header itself."""
+    value = os.environ.get("ATTENTION_LAB_CLIENT_HEADER") or _secret("client_header", None)
+    return str(value).strip() or None if value else None
+
+
 def run_slots() -> int:
     return RUN_SLOTS_HOSTED if hosted() else RUN_SLOTS_LOCAL
 

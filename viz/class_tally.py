@@ -23,9 +23,10 @@ def _short(text: str) -> str:
 
 
 def choice_tally(options: Sequence[str], counts: Sequence[int],
-                 answer: int | None = None) -> go.Figure:
+                 answer: int | None = None, compact: bool = False) -> go.Figure:
     """How many chose each option (horizontal bars, first option on top). `answer`: the index
-    of the model's answer, once revealed: its bar green, the others grey."""
+    of the model's answer, once revealed: its bar green, the others grey. `compact`: thinner
+    bars, for a screen that also holds the reveal button and the figure's place."""
     if len(options) != len(counts):
         raise ValueError(f"expected one count per option: {len(options)} options, "
                          f"{len(counts)} counts")
@@ -39,19 +40,24 @@ def choice_tally(options: Sequence[str], counts: Sequence[int],
         text=[f"{c} ({c / total:.0%})" if total else "0" for c in counts],
         textposition="auto", hovertext=[escape(o) for o in options], hoverinfo="text+x",
         cliponaxis=False))
-    fig.update_yaxes(autorange="reversed", automargin=True)
+    fig.update_yaxes(autorange="reversed", automargin=True, dtick=1)  # every option named
     fig.update_xaxes(title="students", rangemode="tozero", dtick=max(1, round(total / 5)) or 1)
     title = "The class's answers" if answer is None else \
         "The class's answers; ✔ and green: the model's answer"
-    return titled_layout(fig, title, f"{total} answered",
-                         height=max(220, 90 + 56 * len(options)),
+    if compact:  # one title line, no axis under the bars (each bar says its count)
+        fig.update_xaxes(visible=False)
+        return titled_layout(fig, f"{title} · {total} answered", height=50 + 40 * len(options),
+                             margin=dict(l=20, r=30, t=40, b=10), showlegend=False)
+    return titled_layout(fig, title, f"{total} answered", height=max(220, 90 + 56 * len(options)),
                          margin=dict(l=20, r=30, t=80, b=60), showlegend=False)
 
 
 def cell_tally(tokens: Sequence[str], counts: Sequence[int],
-               attention: Sequence[float] | None = None, row_label: str = "") -> go.Figure:
+               attention: Sequence[float] | None = None, row_label: str = "",
+               compact: bool = False) -> go.Figure:
     """Which key token the class clicked in one row: the share of the class per key. After the
-    reveal, `attention` (the row's real weights) is drawn beside it, as a share of the row."""
+    reveal, `attention` (the row's real weights) is drawn beside it, as a share of the row.
+    `compact`: a lower figure (see choice_tally)."""
     if len(tokens) != len(counts):
         raise ValueError(f"expected one count per token: {len(tokens)} tokens, "
                          f"{len(counts)} counts")
@@ -73,6 +79,10 @@ def cell_tally(tokens: Sequence[str], counts: Sequence[int],
     fig.update_xaxes(tickangle=-60 if len(tokens) > 8 else 0, automargin=True)
     title = f"Row of “{row_label}”: which key the class picked" if row_label else \
         "Which key the class picked"
+    if compact:  # one title line, a lower plot
+        return titled_layout(fig, f"Keys picked · {total} answered", height=210,
+                             margin=dict(l=60, r=20, t=40, b=80), barmode="group",
+                             showlegend=False)
     return titled_layout(fig, title, f"{total} answered", height=380,
                          margin=dict(l=60, r=20, t=80, b=90), barmode="group",
                          legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0))

@@ -70,18 +70,21 @@ def bar(at: AppTest) -> str:
     return page_text(at, ("markdown",))
 
 
-def test_the_teacher_gets_a_code_a_join_link_a_qr_code_and_a_teacher_link(store):
+def test_the_teacher_gets_a_code_a_join_link_a_qr_code_and_a_teacher_link_on_asking(store):
     teacher, m = start_class()
     code = next(t.value for t in teacher.title if CODE.fullmatch(t.value))
     assert store.class_by_code(code) == m.class_id
     boxes = [c.value for c in teacher.code]
     assert f"/join?code={code}" in boxes
-    assert f"/teach?class={m.teacher_key}" in boxes
+    assert not any(m.teacher_key in b for b in boxes)  # the class watches this screen
+    assert "Never show it on the projector" in page_text(teacher, ("caption",))
     images = teacher.get("image")
     assert [img.captions for img in images] == [["Scan to join"]]
     assert "0 following · 0 looking around · 0 joined" in bar(teacher)
+    teacher.button(key="class_show_teacher_link").click().run()  # the teacher asks for it
+    assert f"/teach?class={m.teacher_key}" in [c.value for c in teacher.code]
     teacher.button(key="class_hide_teacher_link").click().run()
-    assert not any(m.teacher_key in c.value for c in teacher.code)  # shown only that once
+    assert not any(m.teacher_key in c.value for c in teacher.code)
 
 
 def test_a_student_joins_and_shows_the_teachers_view_after_its_poll(store):
@@ -143,6 +146,7 @@ def test_a_bad_code_says_so(store, code):
     student = join(code)
     said = " ".join(e.value for e in student.error)
     assert ("Type the class code" in said) if not code else ("class" in said and "code" in said)
+    assert code or "six letters and digits" in said  # codes have digits: 3AT-BGK
     assert "_class" not in student.session_state
 
 

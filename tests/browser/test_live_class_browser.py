@@ -164,7 +164,7 @@ def _lesson_step_with_answers(teacher, student) -> None:
     student.get_by_text("Your answer is in").wait_for(timeout=60_000)
     teacher.get_by_text("1 answered").wait_for(timeout=10_000)  # the live count, no click
     _projector(teacher)
-    teacher.get_by_text("Your class's answers").scroll_into_view_if_needed()
+    teacher.get_by_text("Ask the class.").scroll_into_view_if_needed()
     teacher.mouse.wheel(0, 200)
     _shot(teacher, "teacher-projector-live-answers")
     student.get_by_text("Your answer is in").scroll_into_view_if_needed()
@@ -172,7 +172,7 @@ def _lesson_step_with_answers(teacher, student) -> None:
     teacher.get_by_role("button", name="Reveal to everyone").click()
     student.get_by_text("Not quite: you chose").wait_for(timeout=10_000)
     _idle(teacher)
-    teacher.get_by_text("Your class's answers").scroll_into_view_if_needed()
+    teacher.get_by_text("Ask the class.").scroll_into_view_if_needed()
     _shot(teacher, "teacher-projector-revealed")
 
 

@@ -95,6 +95,8 @@ def test_a_model_trained_in_the_teachers_browser_is_said_on_the_students_screen(
     teacher = browser.new_context(viewport=WIDE).new_page()
     student = browser.new_context(viewport=WIDE).new_page()
     code = _start_class(teacher, server)
+    teacher.get_by_role("button", name="Show my teacher link").click()  # drawn when asked
+    teacher.get_by_text("/teach?class=").wait_for(timeout=30_000)
     shown = teacher.locator('[data-testid="stCode"]').all_inner_texts()
     teacher_key = next(t.split("class=")[1].strip() for t in shown if "/teach?class=" in t)
     _join(student, server, code)

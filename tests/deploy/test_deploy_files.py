@@ -46,6 +46,7 @@ def test_every_replica_shares_the_class_store_and_the_cookie_secret(compose):
             env = service["environment"]
             assert env["ATTENTION_LAB_CLASS_STORE"].startswith("redis://redis:")
             assert "STREAMLIT_SERVER_COOKIE_SECRET" in env
+            assert env["ATTENTION_LAB_CLIENT_HEADER"] == "X-Real-IP"  # as launch.py sets it
 
 
 def test_the_containers_start_streamlit_as_launch_py_does():
@@ -63,3 +64,16 @@ def test_rendering_fills_in_only_the_template_names():
         "127.0.0.1:1", "127.0.0.1:2"]
     for own in ("$cookie_attention_lab_replica", "$request_id", "$http_upgrade", "$http_host"):
         assert own in site  # nginx's variables, untouched
+
+
+def test_nginx_logs_no_query_string_and_passes_the_clients_address_on():
+    """A teacher link's key is in its query: the access log keeps the path only."""
+    site = render("127.0.0.1:8080", ["127.0.0.1:1"], "logs/a.log")
+    log_format = site[site.index("log_format"):site.index(";", site.index("log_format"))]
+    assert "$uri" in log_format
+    for whole in ("$request ", '$request"', "$request_uri", "$args", "$query_string"):
+        assert whole not in log_format
+    assert "proxy_set_header X-Real-IP $remote_addr;" in site
+    from deploy.launch import replica_env
+
+    assert replica_env("redis://x", "s", None)["ATTENTION_LAB_CLIENT_HEADER"] == "X-Real-IP"

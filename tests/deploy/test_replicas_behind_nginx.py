@@ -227,6 +227,82 @@ async def said_within(client: ClassClient, pattern: str, since: float, within_s:
     return None
 
 
+class Recording(ClassClient):
+    """A browser tab whose every message from the server is kept, to be searched afterwards."""
+
+    def __init__(self, url: str, keys: tuple = ()) -> None:
+        super().__init__(url, keys=keys)
+        self.received: list[bytes] = []
+
+    def handle(self, msg, size: int = 0) -> None:
+        self.received.append(msg.SerializeToString())
+        super().handle(msg, size)
+
+    def shows(self, secret: str, upto: int | None = None) -> bool:
+        return any(secret.encode() in m for m in self.received[:upto])
+
+
+async def a_whole_class_run(cluster) -> tuple[str, list[Recording], int]:
+    """A teacher starts a class in projector mode and asks for the teacher link; the projector's
+    computer opens that link through the other replica and leads: two students join, follow a
+    lesson step with a question, answer, get the reveal and the class's end. (The key, the
+    tabs, and how many messages the teacher's tab had before it asked for the link.)"""
+    teacher = Recording(cluster.url + "/teach?projector=1",
+                        keys=("class_start", "class_show_teacher_link"))
+    teacher.cookies[COOKIE] = cluster.cookie_for(0, "keyrun-teacher")
+    assert (await teacher.open(120))["ok"]
+    assert (await teacher.click("class_start", 60))["ok"]
+    code, asked = teacher.said(r"^[A-Z0-9]{3}-[A-Z0-9]{3}$"), len(teacher.received)
+    assert (await teacher.click("class_show_teacher_link", 60))["ok"]
+    key = teacher.said(r"/teach\?class=").strip().rsplit("class=", 1)[-1]
+    leader = Recording(f"{cluster.url}/teach?class={key}&projector=1",
+                       keys=("class_end", "class_reveal"))
+    leader.cookies[COOKIE] = cluster.cookie_for(1, "keyrun-projector")
+    assert (await leader.open(120))["ok"] and leader.said(r"\b0 joined")
+    students = []
+    for n, replica in enumerate((0, 1)):
+        student = Recording(cluster.url + "/join", keys=("class_code", "class_join",
+                                                         "lesson_check"))
+        student.cookies[COOKIE] = cluster.cookie_for(replica, f"keyrun-student-{n}")
+        assert (await student.open(120))["ok"]
+        student.widgets["class_code"]["value"] = code
+        assert (await student.click("class_join", 60))["ok"]
+        student.start_polling()
+        students.append(student)
+    leader.start_polling()
+    assert (await leader.go("lessons", "lesson=minilm-heads&step=2&projector=1", 120))["ok"]
+    for n, student in enumerate(students):
+        assert await said_within(student, r"^Step 2 of \d+$", 0.0, 60)
+        for _ in range(60):  # the step's words can arrive before its question's options
+            if await student.answer("minilm-heads", 2, n, 60):
+                break
+            await asyncio.sleep(1.0)
+        else:
+            raise AssertionError(f"student {n} could not answer: {student.state_said(0.0)}")
+    assert (await leader.click("class_reveal", 60))["ok"]
+    assert (await leader.go("teach", "projector=1", 60))["ok"]
+    assert (await leader.click("class_end", 60))["ok"]
+    for student in students:
+        assert await said_within(student, "The class has ended", 0.0, 30)
+    for tab in (teacher, leader, *students):
+        await tab.close()
+    return key, [teacher, leader, *students], asked
+
+
+def test_the_teacher_key_is_on_no_students_screen_no_projector_and_in_no_log(cluster):
+    key, (teacher, leader, *students), asked = asyncio.run(a_whole_class_run(cluster))
+    assert teacher.shows(key)  # the search finds it where it is: after the teacher asked
+    assert not teacher.shows(key, upto=asked)  # the projected Teach page, before that
+    assert not leader.shows(key) and "class=" not in leader.address()  # gone from the address
+    for student in students:
+        assert student.received and not student.shows(key)
+    logs = [f for f in cluster.folder.rglob("*") if f.is_file()]
+    assert {"attention_lab.log", "error.log", "replica0.log", "replica1.log"} <= {
+        f.name for f in logs}  # nginx's, Streamlit's and the app's (its replicas' output)
+    assert [f.name for f in logs if key.encode() in f.read_bytes()] == []
+    assert '"GET /teach HTTP/1.1"' in cluster.access_log.read_text(encoding="utf-8")
+
+
 def test_a_student_on_a_killed_replica_is_back_in_the_class_through_the_other(cluster):
     """Replica 0 dies mid-lesson. Its student's browser reconnects with the same cookies (the
     sticky one, Streamlit's XSRF one); nginx sends it to replica 1, a new session there, which

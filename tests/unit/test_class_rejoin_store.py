@@ -104,3 +104,41 @@ def test_a_sqlite_class_is_recalled_after_a_restart(tmp_path, clock, request):
                                                       name=ada.name)
     finally:
         again.close()
+
+
+def test_the_teacher_role_comes_back_only_while_the_teacher_tab_was_seen_lately(store, clock):
+    """A reload finds the teacher's browser fresh; a browser that comes back after its teacher
+    tab has been gone for TEACHER_AWAY_SECONDS (a shared computer) finds nothing, for good."""
+    new = store.start_class()
+    ada = store.join(new.join_code, "Ada")
+    store.remember(new.class_id, BROWSER, ada.member_key)
+    assert store.remember_teacher(new.teacher_key, "browser-teacher")
+    for _ in range(10):  # the teacher's tab says it is here every few seconds, for a long time
+        clock.now += cs.TEACHER_AWAY_SECONDS / 2
+        assert store.remember_teacher(new.teacher_key, "browser-teacher")
+    clock.now += cs.TEACHER_AWAY_SECONDS - 1  # a reload, or a replica that died
+    assert store.recall("browser-teacher").teacher_key == new.teacher_key
+    clock.now += 2  # the tab has been gone for longer than the bound
+    assert store.recall("browser-teacher") is None
+    assert store.recall("browser-teacher") is None  # dropped, not only hidden
+    assert store.recall(BROWSER).member_key == ada.member_key  # a student's entry has no bound
+    assert store.teacher_class(new.teacher_key) == new.class_id  # the teacher link still leads
+    assert store.remember_teacher(new.teacher_key, "browser-projector")
+    assert store.recall("browser-projector").teacher
+
+
+def test_a_sqlite_file_from_before_teacher_times_is_upgraded(tmp_path, clock, request):
+    import sqlite3
+
+    db = sqlite3.connect(tmp_path / "classes.sqlite")
+    db.execute("CREATE TABLE rejoin (browser TEXT PRIMARY KEY, class_id TEXT NOT NULL, "
+               "member_key TEXT NOT NULL, teacher INTEGER NOT NULL)")
+    db.commit()
+    db.close()
+    store = make_backend("sqlite", tmp_path, clock, request)
+    try:
+        new = store.start_class()
+        assert store.remember_teacher(new.teacher_key, "browser-teacher")
+        assert store.recall("browser-teacher").teacher
+    finally:
+        store.close()

@@ -165,7 +165,7 @@ def test_the_lifetime_comes_from_the_environment(monkeypatch, tmp_path, clock, r
 
 def test_answers_from_many_threads_are_all_kept(store):
     new = store.start_class()
-    members = [store.join(new.join_code, f"s{i}") for i in range(24)]
+    members = [store.join(new.join_code, f"s{i}", client=f"10.0.0.{i}") for i in range(24)]
 
     def answer_all(part):
         for i, member in enumerate(part):
