@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 import time
 from collections.abc import Iterator
 
@@ -21,27 +22,64 @@ from analysis.pace import Machine, Pace, Span, at_start, estimate
 from .working_memory import NoRoom, megabytes, working_memory
 
 PACE = Pace()  # this server's recent runs: how long each kind really took
-SAMPLES = 5  # readings of the tasks running now, SAMPLE_GAP seconds apart
+SAMPLES = 2  # readings of the tasks running now, SAMPLE_GAP seconds apart
 SAMPLE_GAP = 0.01
+NICE_STEP = 1.25  # Linux gives a task 1.25× the CPU of one a nice level above it
+FRESH = 2.0  # seconds a reading of the machine is reused
+_LAST: list = []  # [when, Machine]: the last reading
+_LAST_LOCK = threading.Lock()
 
 
-def _running_now() -> float | None:
-    """Tasks running now besides this thread (Linux's /proc/loadavg, a few readings); None
-    where the system does not say."""
-    counts = []
-    for i in range(SAMPLES):
+def _task_states() -> Iterator[tuple[int, bytes, int]]:
+    """(thread id, state, nice) of every thread on the system (Linux's /proc)."""
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
         try:
-            with open("/proc/loadavg", encoding="ascii") as f:
-                counts.append(int(f.read().split()[3].split("/")[0]) - 1)
-        except (OSError, ValueError, IndexError):
-            return None
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/stat", "rb") as f:
+                    fields = f.read().rsplit(b")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            yield int(tid), fields[0], int(fields[16])
+
+
+def _competing_now() -> tuple[float, int] | None:
+    """Threads running or ready to run now besides this one: each counted by its share of the
+    CPU against this process's (its nice level: a nice-0 task beside a nice-10 server counts
+    as 9), and their number; None where the system does not say."""
+    if not os.path.isdir("/proc/self/task"):
+        return None
+    me, mine = threading.get_native_id(), os.getpriority(os.PRIO_PROCESS, 0)
+    weighed, counted = 0.0, 0
+    for i in range(SAMPLES):
+        nices = [nice for tid, state, nice in _task_states() if state == b"R" and tid != me]
+        weighed += sum(NICE_STEP ** (mine - nice) for nice in nices)
+        counted += len(nices)
         if i + 1 < SAMPLES:
             time.sleep(SAMPLE_GAP)
-    return sum(counts) / len(counts)
+    return weighed / SAMPLES, round(counted / SAMPLES)
 
 
 def machine_now() -> Machine:
-    """The cores this process may use, torch's threads, and the load, read now."""
+    """The cores this process may use, torch's threads, and the load, read now (a reading at
+    most FRESH seconds old is reused: a page's reruns need not read /proc each time)."""
+    with _LAST_LOCK:
+        if _LAST and time.monotonic() - _LAST[0] < FRESH:
+            return _LAST[1]
+    machine = _read_machine()
+    with _LAST_LOCK:
+        _LAST[:] = [time.monotonic(), machine]
+    return machine
+
+
+def _read_machine() -> Machine:
+    """The load average counts every task alike; it is weighed as the tasks running now are
+    (their nice levels against this process's)."""
     import torch
 
     try:
@@ -52,8 +90,12 @@ def machine_now() -> Machine:
         load = os.getloadavg()[0]
     except OSError:
         load = 0.0
-    running = _running_now()
-    return Machine(cores, torch.get_num_threads(), load, load if running is None else running)
+    now = _competing_now()
+    if now is None:
+        return Machine(cores, torch.get_num_threads(), load, load)
+    weighed, counted = now
+    return Machine(cores, torch.get_num_threads(), load * weighed / max(counted, 1) if counted
+                   else load, weighed)
 
 
 def _clock(s: float) -> str:
