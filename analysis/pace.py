@@ -10,8 +10,8 @@ machine). Three things stand between that and the wall clock, and each is measur
    estimate spans both.
 2. Threads that wait for each other. A run with several threads on a machine with more
    runnable tasks than cores loses far more than its share: every operation waits for its
-   slowest thread, and that one is often off its core (measured: BENCHMARKS.md, "Time
-   estimates that hold"). `OVERSUBSCRIBED` is that extra factor.
+   slowest thread, and that one is often off its core, the more often the more tasks there
+   are (measured: BENCHMARKS.md, "Time estimates that hold"): `thread_wait`.
 3. Everything the count leaves out (this CPU's speed, the first run's warm-up, the allocator,
    Python's own time): `Pace` keeps, per kind of analysis, how long recent runs in this server
    really took against what was estimated at their start, and scales the next estimate by
@@ -29,9 +29,6 @@ import threading
 from collections import deque
 from dataclasses import dataclass
 
-# A run with several threads on a machine with more runnable tasks than cores (fitted:
-# BENCHMARKS.md, "Time estimates that hold")
-OVERSUBSCRIBED = 2.0
 # Real time over the estimate before any run of a kind has been seen in this server: the
 # middle and the span of what the benchmark measured (first runs, idle and busy)
 PRIOR, PRIOR_LOW, PRIOR_HIGH = 1.0, 0.5, 2.5
@@ -66,11 +63,20 @@ def cores_for(cores: int, threads: int, others: float) -> float:
     return min(float(threads), cores * threads / (threads + others))
 
 
+def thread_wait(cores: int, threads: int, others: float) -> float:
+    """How much longer than its fair share a run with several threads takes when the runnable
+    tasks outnumber the cores: 1 + (threads - 1) * sqrt(others per core). Fitted to MiniLM on 2
+    cores with 2 threads beside two other runs (2.3-2.6x) and beside a shared machine's load of
+    10-50 tasks per core (4-8x): BENCHMARKS.md, "Time estimates that hold"."""
+    if threads == 1 or threads + others <= cores:
+        return 1.0
+    return 1.0 + (threads - 1) * math.sqrt(max(0.0, others) / cores)
+
+
 def slowdown(machine: Machine, others: float) -> float:
     """How many times longer than on one idle core: the cores it gets, and the extra wait of
     threads that outnumber them."""
-    wait = OVERSUBSCRIBED if machine.threads > 1 and machine.threads + others > machine.cores \
-        else 1.0
+    wait = thread_wait(machine.cores, machine.threads, others)
     return wait / cores_for(machine.cores, machine.threads, others)
 
 

@@ -9,9 +9,9 @@ is loaded and the text run once (the page's trace), then for each case the page'
 page shows (ui/heavy.time_span and span_words, the machine read at that moment), and
 `analysis.effect.all_heads` runs inside `ui.heavy.timed`, which teaches the process's pace as
 room_for does on the page. Cases, in order: the short text (13 tokens, 64 steps, occlusion),
-318 tokens at the 4 steps the page runs at once, 318 tokens at the 16 steps of its button,
-then both again (the estimate now learned from the runs before). A second fresh process opens
-on the 318-token text.
+318 tokens at the 4 steps the page runs at once, 318 tokens at the 16 steps of its button
+(each estimate learned from the runs before it). A second fresh process opens on the
+318-token text (the 4 steps the page runs at once).
 
 The load is shared with other people's work: the load average and the tasks running are
 printed at each estimate and at each run's end. Run the busy case first and the idle case
@@ -49,9 +49,8 @@ with torch.no_grad():
 
 # (label, tokens (None: the whole text), steps, occlusion)
 FIRST_SHORT = [("short", None, 64, "remove"), ("318, at once", 318, 4, None),
-               ("318, button", 318, 16, None), ("short", None, 64, "remove"),
                ("318, button", 318, 16, None)]
-FIRST_LONG = [("318, button", 318, 16, None), ("318, button", 318, 16, None)]
+FIRST_LONG = [("318, at once", 318, 4, None)]
 
 
 def _inputs(lm, text: str, tokens: int | None):

@@ -45,7 +45,14 @@ def test_threads_outnumbering_the_cores_wait_for_each_other():
     shared = slowdown(_machine(4, threads=2), 4)
     assert alone == pytest.approx(0.5)  # both cores
     fair_share = 1 / cores_for(2, 2, 4)
-    assert shared == pytest.approx(pace.OVERSUBSCRIBED * fair_share)
+    assert shared == pytest.approx((1 + math.sqrt(2)) * fair_share)
+    assert pace.thread_wait(2, 1, 50) == 1  # one thread waits for nobody
+    assert pace.thread_wait(2, 2, 0) == 1  # both threads on free cores
+
+
+def test_the_wait_grows_with_the_tasks_per_core():
+    waits = [pace.thread_wait(2, 2, others) for others in (2, 8, 32)]
+    assert waits == pytest.approx([2, 3, 5])
 
 
 def test_the_span_covers_both_readings_of_the_load():
