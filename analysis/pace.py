@@ -4,10 +4,11 @@ analysis/cost.py counts the work (`Plan.seconds`: seconds of one idle core of th
 machine). Three things stand between that and the wall clock, and each is measured here:
 
 1. The machine's load. A run's torch threads share the cores with every other runnable task
-   (other users' runs, other programs): its fair share is `cores_for(...)` cores. The load is
-   read twice, as the 1-minute load average (it lags: two sessions that started computing
-   five seconds ago are not in it yet) and as the number of tasks running now (it jumps): the
-   estimate spans both.
+   (other users' runs, other programs): its fair share is `cores_for(...)` cores, the others
+   counted as the scheduler weighs them (`others_beside`: scheduling groups first, nice levels
+   within one). The load is read twice, as the 1-minute load average (it lags: two sessions
+   that started computing five seconds ago are not in it yet) and as the tasks running now (it
+   jumps): the estimate spans both.
 2. Threads that wait for each other. A run with several threads on a machine with more
    runnable tasks than cores loses far more than its share: every operation waits for its
    slowest thread, and that one is often off its core, the more often the more tasks there
@@ -54,6 +55,14 @@ class Machine:
         if self.cores < 1 or self.threads < 1:
             raise ValueError(f"a machine needs at least one core and one thread, got "
                              f"{self.cores} cores and {self.threads} threads")
+
+
+def others_beside(threads: int, ours: float, groups: int) -> float:
+    """Runnable tasks counted as tasks beside a run's `threads` that leave it the cores the
+    scheduler gives it. Linux (with autogroups) shares the CPU equally among the scheduling
+    groups that have work first, and by nice level within a group: `ours` is the others in the
+    run's own group, weighed by nice, `groups` the number of other groups with work."""
+    return (groups + 1) * (threads + max(0.0, ours)) - threads
 
 
 def cores_for(cores: int, threads: int, others: float) -> float:

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 import streamlit as st
 
 from analysis.cost import Plan
-from analysis.pace import Machine, Pace, Span, at_start, estimate
+from analysis.pace import Machine, Pace, Span, at_start, estimate, others_beside
 
 from .working_memory import NoRoom, megabytes, working_memory
 
@@ -30,8 +30,8 @@ _LAST: list = []  # [when, Machine]: the last reading
 _LAST_LOCK = threading.Lock()
 
 
-def _task_states() -> Iterator[tuple[int, bytes, int]]:
-    """(thread id, state, nice) of every thread on the system (Linux's /proc)."""
+def _task_states() -> Iterator[tuple[str, int, bytes, int]]:
+    """(process id, thread id, state, nice) of every thread on the system (Linux's /proc)."""
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
@@ -45,24 +45,60 @@ def _task_states() -> Iterator[tuple[int, bytes, int]]:
                     fields = f.read().rsplit(b")", 1)[1].split()
             except (OSError, IndexError):
                 continue
-            yield int(tid), fields[0], int(fields[16])
+            yield pid, int(tid), fields[0], int(fields[16])
+
+
+def _grouped() -> bool:
+    """Whether Linux schedules by autogroup (one group per login session)."""
+    try:
+        with open("/proc/sys/kernel/sched_autogroup_enabled", encoding="ascii") as f:
+            return f.read().strip() == "1"
+    except OSError:
+        return False
+
+
+def _group(pid: str) -> str:
+    """The autogroup of a process ("" when it cannot be read)."""
+    try:
+        with open(f"/proc/{pid}/autogroup", encoding="ascii") as f:
+            return f.read().split()[0]
+    except (OSError, IndexError):
+        return ""
 
 
 def _competing_now() -> tuple[float, int] | None:
-    """Threads running or ready to run now besides this one: each counted by its share of the
-    CPU against this process's (its nice level: a nice-0 task beside a nice-10 server counts
-    as 9), and their number; None where the system does not say."""
+    """Threads running or ready to run now besides this one, as tasks beside the run's own
+    threads (`others_beside`: other scheduling groups share the CPU equally first, and within
+    this process's group a thread counts by its nice level against this process's), and their
+    number; None where the system does not say."""
     if not os.path.isdir("/proc/self/task"):
         return None
     me, mine = threading.get_native_id(), os.getpriority(os.PRIO_PROCESS, 0)
-    weighed, counted = 0.0, 0
+    grouped, threads = _grouped(), _torch_threads()
+    ours_group = _group("self") if grouped else ""
+    equivalent, counted = 0.0, 0
     for i in range(SAMPLES):
-        nices = [nice for tid, state, nice in _task_states() if state == b"R" and tid != me]
-        weighed += sum(NICE_STEP ** (mine - nice) for nice in nices)
-        counted += len(nices)
+        groups, ours, running = set(), 0.0, 0
+        for pid, tid, state, nice in _task_states():
+            if state != b"R" or tid == me:
+                continue
+            running += 1
+            group = _group(pid) if grouped else ""
+            if group == ours_group:
+                ours += NICE_STEP ** (mine - nice)
+            else:
+                groups.add(group)
+        equivalent += others_beside(threads, ours, len(groups))
+        counted += running
         if i + 1 < SAMPLES:
             time.sleep(SAMPLE_GAP)
-    return weighed / SAMPLES, round(counted / SAMPLES)
+    return equivalent / SAMPLES, round(counted / SAMPLES)
+
+
+def _torch_threads() -> int:
+    import torch
+
+    return torch.get_num_threads()
 
 
 def machine_now() -> Machine:
@@ -79,9 +115,7 @@ def machine_now() -> Machine:
 
 def _read_machine() -> Machine:
     """The load average counts every task alike; it is weighed as the tasks running now are
-    (their nice levels against this process's)."""
-    import torch
-
+    (their groups and nice levels)."""
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
@@ -92,9 +126,9 @@ def _read_machine() -> Machine:
         load = 0.0
     now = _competing_now()
     if now is None:
-        return Machine(cores, torch.get_num_threads(), load, load)
+        return Machine(cores, _torch_threads(), load, load)
     weighed, counted = now
-    return Machine(cores, torch.get_num_threads(), load * weighed / max(counted, 1) if counted
+    return Machine(cores, _torch_threads(), load * weighed / max(counted, 1) if counted
                    else load, weighed)
 
 

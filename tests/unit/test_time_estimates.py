@@ -205,3 +205,12 @@ def test_a_decoders_next_token_logits_are_counted():
     extra = cost.effect_seconds(decoder, 16, 8, False) - cost.effect_seconds(plain, 16, 8, False)
     assert extra == pytest.approx((3 + 3 * 9) * 64 * 50_000 / cost.MACS_PER_SECOND)
     assert math.isfinite(extra)
+
+
+def test_other_scheduling_groups_share_the_cpu_before_nice_levels_do():
+    assert pace.others_beside(2, 3.0, 0) == 3.0  # one group: its tasks as they are
+    # one other group with work: the run's group gets half the machine, whatever its size
+    assert cores_for(2, 2, pace.others_beside(2, 0.0, 1)) == pytest.approx(1.0)
+    assert cores_for(2, 1, pace.others_beside(1, 0.0, 3)) == pytest.approx(0.5)
+    # a busy task in the run's own group halves that half again
+    assert cores_for(2, 1, pace.others_beside(1, 1.0, 1)) == pytest.approx(0.5)
