@@ -137,8 +137,8 @@ def _clock(s: float) -> str:
 
 
 def span_words(span: Span) -> str:
-    """ "about 20 s", or "5 s to 2 min" when the span is too wide for one number within 2×
-    of it."""
+    """ "about 20 s", or "between 5 s and 2 min" when the span is too wide for one number
+    within 2× of it."""
     if span.high < 1.5:
         return "about a second"
     if span.narrow:
@@ -147,8 +147,8 @@ def span_words(span: Span) -> str:
     if _clock(low) == _clock(span.high):
         return f"about {_clock(low)}"
     if low < 90 <= span.high:
-        return f"{_clock(low)} to {_clock(span.high)}"
-    return f"{_clock(low).split()[0]} to {_clock(span.high)}"
+        return f"between {_clock(low)} and {_clock(span.high)}"
+    return f"between {_clock(low).split()[0]} and {_clock(span.high)}"
 
 
 def time_span(plan: Plan, machine: Machine | None = None, pace: Pace = PACE) -> Span:
@@ -158,8 +158,9 @@ def time_span(plan: Plan, machine: Machine | None = None, pace: Pace = PACE) -> 
 
 
 def cost_words(plan: Plan) -> str:
-    """ "about 240 MB of memory while it runs, about 20 s" """
-    return f"about {megabytes(plan.most)} of memory while it runs, {span_words(time_span(plan))}"
+    """ "about 240 MB of memory while it runs and about 20 s" """
+    return (f"about {megabytes(plan.most)} of memory while it runs and "
+            f"{span_words(time_span(plan))}")
 
 
 @contextlib.contextmanager

@@ -129,7 +129,8 @@ def test_about_n_is_within_2x_of_the_whole_span(low, high):
 
 
 @pytest.mark.parametrize("low, high, words", [
-    (2, 20, "2 to 20 s"), (20, 300, "20 s to 5 min"), (120, 600, "2 to 10 min"),
+    (2, 20, "between 2 and 20 s"), (20, 300, "between 20 s and 5 min"),
+    (120, 600, "between 2 and 10 min"),
     (0.2, 1.2, "about a second")])
 def test_a_wide_span_is_said_as_a_range(low, high, words):
     assert heavy.span_words(Span(low, high)) == words
