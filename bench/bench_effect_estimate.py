@@ -17,7 +17,8 @@ The load is shared with other people's work: the load average and the tasks runn
 printed at each estimate and at each run's end. Run the busy case first and the idle case
 last, and again if the load drops:
 
-    HF_HUB_OFFLINE=1 nice -n 10 python bench/bench_effect_estimate.py [--conditions busy idle]
+    HF_HUB_OFFLINE=1 nice -n 10 python bench/bench_effect_estimate.py [--conditions busy idle] \
+        [--orders short long]
 """
 
 from __future__ import annotations
@@ -144,7 +145,9 @@ def _table(rows: list[dict]) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--conditions", nargs="+", default=["busy", "idle"])
-    ap.add_argument("--busy-seconds", type=float, default=600)
+    ap.add_argument("--orders", nargs="+", default=["short", "long"],
+                    help="which fresh processes: opening on the short text, on the 318 tokens")
+    ap.add_argument("--busy-seconds", type=float, default=1800)
     ap.add_argument("--worker", choices=["short", "long"])
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
@@ -159,7 +162,7 @@ def main() -> None:
           f"{platform.python_version()}; load average before: {os.getloadavg()}")
     rows = []
     for name in args.conditions:
-        for order in ("short", "long"):
+        for order in args.orders:
             rows += _condition(name, order, args.busy_seconds)
     print(_table(rows))
     print(f"load average after: {os.getloadavg()}")
