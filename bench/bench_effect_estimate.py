@@ -102,7 +102,8 @@ def worker(cases: list) -> list[dict]:
                          words=span_words(span), low=span.low, high=span.high, real=real,
                          inside=span.low <= real <= span.high,
                          within_2x=(span.middle / 2 <= real <= 2 * span.middle),
-                         load=machine.load, running=machine.running, threads=machine.threads,
+                         loadavg=os.getloadavg()[0], load=machine.load,
+                         running=machine.running, threads=machine.threads,
                          load_end=after.load, running_end=after.running,
                          ratios=PACE.ratios("effect")))
         print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
@@ -130,14 +131,15 @@ def _condition(name: str, order: str, busy_seconds: float) -> list[dict]:
 
 def _table(rows: list[dict]) -> str:
     lines = ["| condition | process opens on | case | tokens | steps | occlusion | page says "
-             "| span s | real s | real in span | load avg at start → end | running now "
-             "(start → end) |",
-             "| --- | --- | --- | ---: | ---: | --- | --- | --- | ---: | --- | --- | --- |"]
+             "| span s | real s | real in span | load average at start | others, weighed, "
+             "from the load average (start → end) | others running now, weighed (start → end) |",
+             "| --- | --- | --- | ---: | ---: | --- | --- | --- | ---: | --- | ---: | --- | --- |"]
     for r in rows:
         lines.append(
             f"| {r['condition']} | {r['order']} | {r['case']} | {r['tokens']} | {r['steps']} | "
             f"{'yes' if r['occlusion'] else 'no'} | {r['words']} | {r['low']:.1f}–{r['high']:.1f}"
-            f" | {r['real']:.1f} | {'yes' if r['inside'] else '**no**'} | {r['load']:.2f} → "
+            f" | {r['real']:.1f} | {'yes' if r['inside'] else '**no**'} | "
+            f"{r.get('loadavg', float('nan')):.2f} | {r['load']:.2f} → "
             f"{r['load_end']:.2f} | {r['running']:.1f} → {r['running_end']:.1f} |")
     return "\n".join(lines)
 
