@@ -30,9 +30,10 @@ import threading
 from collections import deque
 from dataclasses import dataclass
 
-# Real time over the estimate before any run of a kind has been seen in this server: the
-# middle and the span of what the benchmark measured (first runs, idle and busy)
-PRIOR, PRIOR_LOW, PRIOR_HIGH = 1.0, 0.5, 2.5
+# Real time over the estimate before two runs of a kind have been seen in this server: the
+# middle and the span of what the benchmark measured (0.37-1.18 in first and second runs, idle
+# and busy, on a machine shared by about eight people: BENCHMARKS.md)
+PRIOR, PRIOR_LOW, PRIOR_HIGH = 1.0, 0.33, 2.5
 # The first run of a kind in a process also warms torch up (its first backward pass, the
 # allocator's first blocks): seconds of one idle core, and its share of the span
 WARM_UP_SECONDS = 0.5
