@@ -76,8 +76,9 @@ def cores_for(cores: int, threads: int, others: float) -> float:
 def thread_wait(cores: int, threads: int, others: float) -> float:
     """How much longer than its fair share a run with several threads takes when the runnable
     tasks outnumber the cores: 1 + (threads - 1) * sqrt(others per core). Fitted to MiniLM on 2
-    cores with 2 threads beside two other runs (2.3-2.6x) and beside a shared machine's load of
-    10-50 tasks per core (4-8x): BENCHMARKS.md, "Time estimates that hold"."""
+    cores with 2 threads beside two other runs (2.3-2.6x their fair share); beside a shared
+    machine's 10-70 tasks per core it errs high, within the prior's span (BENCHMARKS.md, "Time
+    estimates that hold")."""
     if threads == 1 or threads + others <= cores:
         return 1.0
     return 1.0 + (threads - 1) * math.sqrt(max(0.0, others) / cores)
