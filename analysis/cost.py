@@ -16,8 +16,9 @@ run at once so that a chunk fits an allowance of bytes (ui/working_memory.py han
 
 Time: the multiply-adds of the matrix multiplies, and the elements of the attention-sized
 tensors, each at a rate measured on the 2-core benchmark machine (bench/bench_effect_memory.py,
-BENCHMARKS.md). An order of magnitude for the screen ("about 20 s"), not a promise: other
-users share the cores.
+BENCHMARKS.md), plus what each pass costs beyond its arithmetic: seconds of one idle core, the
+work's size. analysis/pace.py turns that into the time on this machine as it is now (its load,
+and how long recent runs of the same kind took), which is what a page says.
 """
 
 from __future__ import annotations

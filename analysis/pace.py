@@ -4,14 +4,15 @@ analysis/cost.py counts the work (`Plan.seconds`: seconds of one idle core of th
 machine). Three things stand between that and the wall clock, and each is measured here:
 
 1. The machine's load. A run's torch threads share the cores with every other runnable task
-   (other users' runs, other programs): its fair share is `cores_for(...)` cores. The load is
-   read twice, as the 1-minute load average (it lags: two sessions that started computing
-   five seconds ago are not in it yet) and as the number of tasks running now (it jumps): the
-   estimate spans both.
+   (other users' runs, other programs): its fair share is `cores_for(...)` cores, the others
+   counted as the scheduler weighs them (`others_beside`: scheduling groups first, nice levels
+   within one). The load is read twice, as the 1-minute load average (it lags: two sessions
+   that started computing five seconds ago are not in it yet) and as the tasks running now (it
+   jumps): the estimate spans both.
 2. Threads that wait for each other. A run with several threads on a machine with more
    runnable tasks than cores loses far more than its share: every operation waits for its
-   slowest thread, and that one is often off its core (measured: BENCHMARKS.md, "Time
-   estimates that hold"). `OVERSUBSCRIBED` is that extra factor.
+   slowest thread, and that one is often off its core, the more often the more tasks there
+   are (measured: BENCHMARKS.md, "Time estimates that hold"): `thread_wait`.
 3. Everything the count leaves out (this CPU's speed, the first run's warm-up, the allocator,
    Python's own time): `Pace` keeps, per kind of analysis, how long recent runs in this server
    really took against what was estimated at their start, and scales the next estimate by
@@ -29,12 +30,10 @@ import threading
 from collections import deque
 from dataclasses import dataclass
 
-# A run with several threads on a machine with more runnable tasks than cores (fitted:
-# BENCHMARKS.md, "Time estimates that hold")
-OVERSUBSCRIBED = 2.0
-# Real time over the estimate before any run of a kind has been seen in this server: the
-# middle and the span of what the benchmark measured (first runs, idle and busy)
-PRIOR, PRIOR_LOW, PRIOR_HIGH = 1.0, 0.5, 2.5
+# Real time over the estimate before two runs of a kind have been seen in this server: the
+# middle and the span of what the benchmark measured (0.37-1.18 in first and second runs, idle
+# and busy, on a machine shared by about eight people: BENCHMARKS.md)
+PRIOR, PRIOR_LOW, PRIOR_HIGH = 1.0, 0.33, 2.5
 # The first run of a kind in a process also warms torch up (its first backward pass, the
 # allocator's first blocks): seconds of one idle core, and its share of the span
 WARM_UP_SECONDS = 0.5
@@ -59,6 +58,14 @@ class Machine:
                              f"{self.cores} cores and {self.threads} threads")
 
 
+def others_beside(threads: int, ours: float, groups: int) -> float:
+    """Runnable tasks counted as tasks beside a run's `threads` that leave it the cores the
+    scheduler gives it. Linux (with autogroups) shares the CPU equally among the scheduling
+    groups that have work first, and by nice level within a group: `ours` is the others in the
+    run's own group, weighed by nice, `groups` the number of other groups with work."""
+    return (groups + 1) * (threads + max(0.0, ours)) - threads
+
+
 def cores_for(cores: int, threads: int, others: float) -> float:
     """Cores a run with `threads` threads gets beside `others` runnable tasks: all it can use
     when they fit, else its threads' fair share of the cores."""
@@ -66,11 +73,21 @@ def cores_for(cores: int, threads: int, others: float) -> float:
     return min(float(threads), cores * threads / (threads + others))
 
 
+def thread_wait(cores: int, threads: int, others: float) -> float:
+    """How much longer than its fair share a run with several threads takes when the runnable
+    tasks outnumber the cores: 1 + (threads - 1) * sqrt(others per core). Fitted to MiniLM on 2
+    cores with 2 threads beside two other runs (2.3-2.6x their fair share); beside a shared
+    machine's 10-70 tasks per core it errs high, within the prior's span (BENCHMARKS.md, "Time
+    estimates that hold")."""
+    if threads == 1 or threads + others <= cores:
+        return 1.0
+    return 1.0 + (threads - 1) * math.sqrt(max(0.0, others) / cores)
+
+
 def slowdown(machine: Machine, others: float) -> float:
     """How many times longer than on one idle core: the cores it gets, and the extra wait of
     threads that outnumber them."""
-    wait = OVERSUBSCRIBED if machine.threads > 1 and machine.threads + others > machine.cores \
-        else 1.0
+    wait = thread_wait(machine.cores, machine.threads, others)
     return wait / cores_for(machine.cores, machine.threads, others)
 
 

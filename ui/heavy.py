@@ -10,40 +10,112 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 import time
 from collections.abc import Iterator
 
 import streamlit as st
 
 from analysis.cost import Plan
-from analysis.pace import Machine, Pace, Span, at_start, estimate
+from analysis.pace import Machine, Pace, Span, at_start, estimate, others_beside
 
 from .working_memory import NoRoom, megabytes, working_memory
 
 PACE = Pace()  # this server's recent runs: how long each kind really took
-SAMPLES = 5  # readings of the tasks running now, SAMPLE_GAP seconds apart
+SAMPLES = 2  # readings of the tasks running now, SAMPLE_GAP seconds apart
 SAMPLE_GAP = 0.01
+NICE_STEP = 1.25  # Linux gives a task 1.25× the CPU of one a nice level above it
+FRESH = 2.0  # seconds a reading of the machine is reused
+_LAST: list = []  # [when, Machine]: the last reading
+_LAST_LOCK = threading.Lock()
 
 
-def _running_now() -> float | None:
-    """Tasks running now besides this thread (Linux's /proc/loadavg, a few readings); None
-    where the system does not say."""
-    counts = []
-    for i in range(SAMPLES):
+def _task_states() -> Iterator[tuple[str, int, bytes, int]]:
+    """(process id, thread id, state, nice) of every thread on the system (Linux's /proc)."""
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
         try:
-            with open("/proc/loadavg", encoding="ascii") as f:
-                counts.append(int(f.read().split()[3].split("/")[0]) - 1)
-        except (OSError, ValueError, IndexError):
-            return None
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/stat", "rb") as f:
+                    fields = f.read().rsplit(b")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            yield pid, int(tid), fields[0], int(fields[16])
+
+
+def _grouped() -> bool:
+    """Whether Linux schedules by autogroup (one group per login session)."""
+    try:
+        with open("/proc/sys/kernel/sched_autogroup_enabled", encoding="ascii") as f:
+            return f.read().strip() == "1"
+    except OSError:
+        return False
+
+
+def _group(pid: str) -> str:
+    """The autogroup of a process ("" when it cannot be read)."""
+    try:
+        with open(f"/proc/{pid}/autogroup", encoding="ascii") as f:
+            return f.read().split()[0]
+    except (OSError, IndexError):
+        return ""
+
+
+def _competing_now() -> tuple[float, int] | None:
+    """Threads running or ready to run now besides this one, as tasks beside the run's own
+    threads (`others_beside`: other scheduling groups share the CPU equally first, and within
+    this process's group a thread counts by its nice level against this process's), and their
+    number; None where the system does not say."""
+    if not os.path.isdir("/proc/self/task"):
+        return None
+    me, mine = threading.get_native_id(), os.getpriority(os.PRIO_PROCESS, 0)
+    grouped, threads = _grouped(), _torch_threads()
+    ours_group = _group("self") if grouped else ""
+    equivalent, counted = 0.0, 0
+    for i in range(SAMPLES):
+        groups, ours, running = set(), 0.0, 0
+        for pid, tid, state, nice in _task_states():
+            if state != b"R" or tid == me:
+                continue
+            running += 1
+            group = _group(pid) if grouped else ""
+            if group == ours_group:
+                ours += NICE_STEP ** (mine - nice)
+            else:
+                groups.add(group)
+        equivalent += others_beside(threads, ours, len(groups))
+        counted += running
         if i + 1 < SAMPLES:
             time.sleep(SAMPLE_GAP)
-    return sum(counts) / len(counts)
+    return equivalent / SAMPLES, round(counted / SAMPLES)
+
+
+def _torch_threads() -> int:
+    import torch
+
+    return torch.get_num_threads()
 
 
 def machine_now() -> Machine:
-    """The cores this process may use, torch's threads, and the load, read now."""
-    import torch
+    """The cores this process may use, torch's threads, and the load, read now (a reading at
+    most FRESH seconds old is reused: a page's reruns need not read /proc each time)."""
+    with _LAST_LOCK:
+        if _LAST and time.monotonic() - _LAST[0] < FRESH:
+            return _LAST[1]
+    machine = _read_machine()
+    with _LAST_LOCK:
+        _LAST[:] = [time.monotonic(), machine]
+    return machine
 
+
+def _read_machine() -> Machine:
+    """The load average counts every task alike; it is weighed as the tasks running now are
+    (their groups and nice levels)."""
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
@@ -52,8 +124,12 @@ def machine_now() -> Machine:
         load = os.getloadavg()[0]
     except OSError:
         load = 0.0
-    running = _running_now()
-    return Machine(cores, torch.get_num_threads(), load, load if running is None else running)
+    now = _competing_now()
+    if now is None:
+        return Machine(cores, _torch_threads(), load, load)
+    weighed, counted = now
+    return Machine(cores, _torch_threads(), load * weighed / max(counted, 1) if counted
+                   else load, weighed)
 
 
 def _clock(s: float) -> str:
@@ -61,8 +137,8 @@ def _clock(s: float) -> str:
 
 
 def span_words(span: Span) -> str:
-    """ "about 20 s", or "5 s to 2 min" when the span is too wide for one number within 2×
-    of it."""
+    """ "about 20 s", or "between 5 s and 2 min" when the span is too wide for one number
+    within 2× of it."""
     if span.high < 1.5:
         return "about a second"
     if span.narrow:
@@ -71,8 +147,8 @@ def span_words(span: Span) -> str:
     if _clock(low) == _clock(span.high):
         return f"about {_clock(low)}"
     if low < 90 <= span.high:
-        return f"{_clock(low)} to {_clock(span.high)}"
-    return f"{_clock(low).split()[0]} to {_clock(span.high)}"
+        return f"between {_clock(low)} and {_clock(span.high)}"
+    return f"between {_clock(low).split()[0]} and {_clock(span.high)}"
 
 
 def time_span(plan: Plan, machine: Machine | None = None, pace: Pace = PACE) -> Span:
@@ -82,8 +158,9 @@ def time_span(plan: Plan, machine: Machine | None = None, pace: Pace = PACE) -> 
 
 
 def cost_words(plan: Plan) -> str:
-    """ "about 240 MB of memory while it runs, about 20 s" """
-    return f"about {megabytes(plan.most)} of memory while it runs, {span_words(time_span(plan))}"
+    """ "about 240 MB of memory while it runs and about 20 s" """
+    return (f"about {megabytes(plan.most)} of memory while it runs and "
+            f"{span_words(time_span(plan))}")
 
 
 @contextlib.contextmanager

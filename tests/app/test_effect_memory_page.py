@@ -62,8 +62,9 @@ def _plan(minilm, allowance: int):
 def test_the_cost_is_said_before_the_click(minilm, pool):
     pool(512)
     at = _app()
-    line = re.search(r"Measuring every token takes about ([\d,]+) MB of memory while it runs, "
-                     r"about (\d+) s", _texts(at))
+    line = re.search(r"Measuring every token takes about ([\d,]+) MB of memory while it runs "
+                     r"and (about \d+ (s|min)|about a second|between \d+( s)? and \d+ (s|min))\.",
+                     _texts(at))
     assert line, _texts(at)
     assert int(line.group(1).replace(",", "")) == round(_plan(minilm, 512 * MB).most / MB)
     assert at.select_slider(key="eff_steps").value == 32

@@ -45,7 +45,14 @@ def test_threads_outnumbering_the_cores_wait_for_each_other():
     shared = slowdown(_machine(4, threads=2), 4)
     assert alone == pytest.approx(0.5)  # both cores
     fair_share = 1 / cores_for(2, 2, 4)
-    assert shared == pytest.approx(pace.OVERSUBSCRIBED * fair_share)
+    assert shared == pytest.approx((1 + math.sqrt(2)) * fair_share)
+    assert pace.thread_wait(2, 1, 50) == 1  # one thread waits for nobody
+    assert pace.thread_wait(2, 2, 0) == 1  # both threads on free cores
+
+
+def test_the_wait_grows_with_the_tasks_per_core():
+    waits = [pace.thread_wait(2, 2, others) for others in (2, 8, 32)]
+    assert waits == pytest.approx([2, 3, 5])
 
 
 def test_the_span_covers_both_readings_of_the_load():
@@ -122,7 +129,8 @@ def test_about_n_is_within_2x_of_the_whole_span(low, high):
 
 
 @pytest.mark.parametrize("low, high, words", [
-    (2, 20, "2 to 20 s"), (20, 300, "20 s to 5 min"), (120, 600, "2 to 10 min"),
+    (2, 20, "between 2 and 20 s"), (20, 300, "between 20 s and 5 min"),
+    (120, 600, "between 2 and 10 min"),
     (0.2, 1.2, "about a second")])
 def test_a_wide_span_is_said_as_a_range(low, high, words):
     assert heavy.span_words(Span(low, high)) == words
@@ -198,3 +206,12 @@ def test_a_decoders_next_token_logits_are_counted():
     extra = cost.effect_seconds(decoder, 16, 8, False) - cost.effect_seconds(plain, 16, 8, False)
     assert extra == pytest.approx((3 + 3 * 9) * 64 * 50_000 / cost.MACS_PER_SECOND)
     assert math.isfinite(extra)
+
+
+def test_other_scheduling_groups_share_the_cpu_before_nice_levels_do():
+    assert pace.others_beside(2, 3.0, 0) == 3.0  # one group: its tasks as they are
+    # one other group with work: the run's group gets half the machine, whatever its size
+    assert cores_for(2, 2, pace.others_beside(2, 0.0, 1)) == pytest.approx(1.0)
+    assert cores_for(2, 1, pace.others_beside(1, 0.0, 3)) == pytest.approx(0.5)
+    # a busy task in the run's own group halves that half again
+    assert cores_for(2, 1, pace.others_beside(1, 1.0, 1)) == pytest.approx(0.5)
