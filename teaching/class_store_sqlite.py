@@ -30,6 +30,7 @@ from typing import Callable
 from teaching import class_store_base as cs
 from teaching.class_codes import new_code, new_key, normalise_code
 from teaching.class_store_answers import SqliteAnswers
+from teaching.class_store_sqlite_members import SqliteMembers
 from teaching.class_store_rejoin import SQLITE_SCHEMA, SqliteRejoin, sqlite_upgrade
 
 SCHEMA = (
@@ -53,7 +54,7 @@ SCHEMA = (
 CLASS_TABLES = ("answers", "questions", "members", "rates", "rejoin")  # each has a class_id column
 
 
-class SqliteClassStore(SqliteAnswers, SqliteRejoin, cs.ClassStore):
+class SqliteClassStore(SqliteMembers, SqliteAnswers, SqliteRejoin, cs.ClassStore):
     busy_seconds = 10.0  # a change waits this long for a lock, then the store is out of touch
 
     def __init__(self, path: str | os.PathLike, clock: Callable[[], float] = time.time,
@@ -88,7 +89,7 @@ class SqliteClassStore(SqliteAnswers, SqliteRejoin, cs.ClassStore):
         db = getattr(self._local, "db", None)
         if db is None or self._local.pid != os.getpid() or self._local.file != file:
             if db is not None and self._local.pid == os.getpid():
-                self._drop(db)  # the file it had open was deleted or replaced
+                self._close(db)  # the file it had open was deleted or replaced
             try:
                 db = sqlite3.connect(self.path.as_uri() + "?mode=rw", uri=True,
                                      timeout=self.busy_seconds, isolation_level=None,
@@ -103,7 +104,7 @@ class SqliteClassStore(SqliteAnswers, SqliteRejoin, cs.ClassStore):
                 self._connections.append(db)
         return db
 
-    def _drop(self, db: sqlite3.Connection) -> None:
+    def _close(self, db: sqlite3.Connection) -> None:
         with self._lock:
             if db in self._connections:
                 self._connections.remove(db)
@@ -256,38 +257,6 @@ class SqliteClassStore(SqliteAnswers, SqliteRejoin, cs.ClassStore):
         db.execute("INSERT INTO members VALUES (?, ?, ?, 1, ?)",
                    (member.member_key, class_id, member.name, now))
         return member
-
-    def _room(self, db, now: float, class_id: str) -> bool:
-        """A place for one more: fewer than MAX_MEMBERS present, and a row to keep it in (the
-        member absent longest is dropped to make one)."""
-        (present,) = db.execute("SELECT COUNT(*) FROM members WHERE class_id = ? AND seen > ?",
-                                (class_id, now - cs.PRESENT_SECONDS)).fetchone()
-        if present >= cs.MAX_MEMBERS:
-            return False
-        (rows,) = db.execute("SELECT COUNT(*) FROM members WHERE class_id = ?",
-                             (class_id,)).fetchone()
-        if rows >= cs.MAX_MEMBER_ROWS:
-            (oldest,) = db.execute("SELECT member_key FROM members WHERE class_id = ? ORDER BY "
-                                   "seen LIMIT 1", (class_id,)).fetchone()
-            self._drop(db, class_id, oldest)
-        return True
-
-    @staticmethod
-    def _drop(db, class_id: str, member_key: str) -> None:
-        """A member gone from its class, with its answers and the browsers that led to it."""
-        gone = db.execute("DELETE FROM answers WHERE class_id = ? AND member_key = ?",
-                          (class_id, member_key)).rowcount
-        if gone:
-            db.execute("UPDATE rates SET n = MAX(0, n - ?) WHERE bucket = ?",
-                       (gone, f"answers-kept:{class_id}"))
-        db.execute("DELETE FROM rejoin WHERE class_id = ? AND member_key = ?",
-                   (class_id, member_key))
-        db.execute("DELETE FROM members WHERE class_id = ? AND member_key = ?",
-                   (class_id, member_key))
-
-    def leave(self, class_id: str, member_key: str) -> None:
-        if cs.is_token(class_id) and cs.is_token(member_key):
-            self._tx(lambda db, now: self._drop(db, class_id, member_key))
 
     def set_view(self, teacher_key: str, link: str) -> int:
         link = cs.check_link(link)
