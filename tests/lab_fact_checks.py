@@ -168,7 +168,7 @@ def _patch(fact, model, prose) -> None:
     restored = []
     for seed in range(PRESET_SEQS):  # one patched run per sequence, not the page's grid
         p = prepare_ids(model, *induction_pair(PRESET_LENGTH, 36, seed, "first"))
-        restored.append(float(p.normalise(patched_metric(p, heads=[head]))))
+        restored.append(patched_metric(p, heads=[head]))  # normalised: 0 corrupted, 1 clean
     assert fact["restored"] == pytest.approx(np.mean(restored), abs=1e-4)
     if "previous-token head" in prose or "previous token" in prose:  # the lesson's story
         text = "k3bq9xw7mf2tk3bq9xw7mf2t"
