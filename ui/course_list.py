@@ -68,10 +68,12 @@ def course_list(lessons: dict[str, Lesson], start: Callable[[Lesson], None],
                     f"about {total // 60} h {total % 60} min in all. Take them in order, or "
                     "start wherever you like.")
     shown = set()
-    for number, unit in enumerate(units(), 1):
+    number = 0
+    for unit in units():
         here = [lessons[i] for i in unit.lessons if i in lessons]
         if not here:
             continue
+        number += 1
         total = sum(minutes(lesson) for lesson in here)
         st.subheader(f"{number}. {unit.title}", anchor=False)
         st.caption(f"{md_escape(unit.summary)} · {len(here)} "

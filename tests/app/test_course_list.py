@@ -26,7 +26,10 @@ def test_the_list_shows_the_units_in_order_with_each_lessons_length():
     at = open_lesson()
     assert not at.exception, at.exception
     headers = [str(h.value) for h in at.subheader]
-    assert headers == [f"{n}. {unit.title}" for n, unit in enumerate(units(), 1)]
+    ids = {lesson.id for lesson in LESSONS}
+    shown = [unit for unit in units() if ids & set(unit.lessons)]  # units with a lesson offered
+    assert len(shown) >= 2
+    assert headers == [f"{n}. {unit.title}" for n, unit in enumerate(shown, 1)]
     captions = _said(at, "caption")
     for lesson in LESSONS:
         assert f"{len(lesson.steps)} steps · about {minutes(lesson)} min" in captions, lesson.id
@@ -34,8 +37,9 @@ def test_the_list_shows_the_units_in_order_with_each_lessons_length():
 
 
 def test_continue_where_i_left_off_opens_the_next_step():
-    lesson = next(lesson for lesson in LESSONS if lesson.id == "tokens")
-    at = open_lesson(lesson.id, 2)  # a step without a question: finished once shown
+    lesson = next(lesson for lesson in LESSONS  # step 2 has no question: finished once shown
+                  if len(lesson.steps) >= 3 and lesson.steps[1].question is None)
+    at = open_lesson(lesson.id, 2)
     assert not at.exception, at.exception
     at.query_params.clear()
     switch(at, "lessons").run()

@@ -1,4 +1,5 @@
-"""The course (teaching/course/, teaching/bundled/): every page that shows the model opens in
+"""The course as written (teaching/course/, teaching/bundled/ and the lessons waiting in
+teaching/course/pending/): every page that shows the model opens in
 a step, every idea of the source notes is taught by a step, every question probes a named
 misconception and every misconception is probed, every bundled lesson is in one unit, and the
 course is as large as it promises. Every lesson loads and every fact in it resolves on its
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from bundled_lessons import LESSONS, run_text
+from bundled_lessons import COURSE as LESSONS, run_text
 from teaching.format import LessonError, parse_lesson
 from teaching.pages import LESSON_PAGES
 from teaching.resolve import step_texts
