@@ -17,16 +17,16 @@ from teaching.facts import FactError
 from teaching.format import Lesson, LessonError
 from teaching.render import safe_markdown
 from ui import class_answers, class_bar, class_session, projector
+from ui.course_list import course_list
 from ui.lesson_library import catalogue
 from ui.lesson_progress import (
-    answered_right, done_title, first_answer, progress, progress_words, right_first_time,
+    answered_right, done_title, first_answer, progress, right_first_time,
     step_done,
 )
 from ui.lesson_question import answer_of, ask
 from ui.lesson_step import (
     AT_KEY, draw_figure, focused, go_to, keep_settings, lesson_from_url, step_texts, step_view,
 )
-from ui.model_names import short_label
 from ui.page_registry import page_link
 from ui.text import md_escape
 
@@ -38,29 +38,19 @@ def _lesson_list() -> None:
                 "more. Some steps ask you to **guess first**: the answer appears only after you "
                 "have made your guess. Your progress is kept until you close or reload this tab.")
     lessons, broken = catalogue()
-    for lesson in lessons.values():
-        with st.container(border=True):
-            done = progress(lesson)
-            mark = " ✓" if done.finished else ""
-            st.markdown(f"#### {md_escape(lesson.title)}{mark}")
-            if lesson.summary:
-                st.markdown(safe_markdown(lesson.summary))
-            models = sorted(lesson.models())
-            n = len(lesson.steps)
-            st.caption(f"{n} step{'s' * (n != 1)} · model{'s' * (len(models) > 1)}: "
-                       f"{md_escape(', '.join(short_label(m) for m in models))}"
-                       + (" · uploaded in this browser" if lesson.source == "upload" else ""))
-            if done.started:
-                st.markdown(f"{'**Finished**: ' if done.finished else 'So far: '}"
-                            f"{progress_words(done)}")
-            label = "Start again" if done.finished else "Continue" if done.started else "Start"
-            st.button(label, key=f"lesson_start_{lesson.id}", type="primary",
-                      on_click=partial(go_to, lesson.id, _resume_at(lesson)))
+    course_list(lessons, _start_button, go_to)
     for item in broken:
         st.error(f"The lesson file {md_escape(item.name)} could not be opened: "
                  f"{md_escape(item.problem)}")
     page_link(st, "teach", label="Write your own lesson, or open a lesson file",
               icon=":material/school:")
+
+
+def _start_button(lesson: Lesson) -> None:
+    done = progress(lesson)
+    label = "Start again" if done.finished else "Continue" if done.started else "Start"
+    st.button(label, key=f"lesson_start_{lesson.id}", type="primary",
+              on_click=partial(go_to, lesson.id, _resume_at(lesson)))
 
 
 def _resume_at(lesson: Lesson) -> int:

@@ -9,48 +9,19 @@ page settings (layer = "{prev.layer}") must not depend on those settings.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-
 import numpy as np
 import torch
 
 from analysis.head_stats import head_statistics, unknown_token
 
-
-class FactError(ValueError):
-    """A fact does not apply to this step (e.g. the same-word head on a text with no repeat)."""
-
-
-@dataclass
-class FactInputs:
-    model: object  # model.LoadedModel, shared: never mutated
-    trace: object  # model.Trace of the step's text
-    settings: dict = field(default_factory=dict)  # the step's page settings, resolved
-    row: str = ""  # a cell question's row token
-    train: Callable[[], dict] | None = None  # runs the training page's default induction run
-    label: Callable[[str], str] | None = None  # a model's name as the app shows it (the id if None)
-
-
-@dataclass(frozen=True)
-class Fact:
-    fields: tuple[str, ...]
-    compute: Callable[[FactInputs], dict]
-    uses_settings: bool = False
-    describe: str = ""
+from .fact_base import Fact, FactError, FactInputs, plain  # noqa: F401 (others import them here)
+from .facts_lab import LAB_FACTS
 
 
 def _stats(f: FactInputs) -> dict[str, np.ndarray]:
     trace = f.trace
     return head_statistics(trace.attentions, trace.tokens, trace.special_mask[0],
                            trace.attention_mask[0], unknown_token(f.model.tokenizer))
-
-
-def plain(token: str) -> str:
-    """A token as a learner reads it: no tokenizer marks."""
-    for mark in ("##", "Ġ", "▁"):
-        token = token.replace(mark, "")
-    return token
 
 
 AMOUNTS = ("less than a quarter", "between a quarter and three quarters",
@@ -361,8 +332,6 @@ FACTS: dict[str, Fact] = {
                       describe="when induction heads form in the training page's default run"),
 }
 
-
-from .facts_lab import LAB_FACTS  # noqa: E402 (its facts use the helpers above)
 
 FACTS.update(LAB_FACTS)
 

@@ -12,7 +12,7 @@ import math
 import numpy as np
 import torch
 
-from .facts import Fact, FactError, FactInputs, plain
+from .fact_base import Fact, FactError, FactInputs, plain
 
 
 def _dims(f: FactInputs) -> dict:

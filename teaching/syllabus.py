@@ -55,6 +55,20 @@ def units() -> tuple[Unit, ...]:
                  for u in _read("units.toml")["units"])
 
 
+STEP_MINUTES = 1  # reading a step and looking at its figure
+QUESTION_MINUTES = 1  # guessing, then reading the answer
+TRAINING_MINUTES = 3  # a training step's run
+
+
+def minutes(lesson) -> int:
+    """About how long a lesson takes: a minute a step, one more for each question, and a few
+    for each step that trains a model."""
+    steps = lesson.steps
+    return (STEP_MINUTES * len(steps) + QUESTION_MINUTES * sum(s.question is not None
+                                                                for s in steps)
+            + TRAINING_MINUTES * sum(s.page == "training" for s in steps))
+
+
 def unit_of(lesson_id: str) -> int | None:
     """The index of the unit a lesson belongs to (None: not part of the course)."""
     return next((i for i, u in enumerate(units()) if lesson_id in u.lessons), None)

@@ -11,6 +11,11 @@ from teaching.format import parse_lesson
 
 BUNDLED = sorted((Path(__file__).resolve().parents[1] / "teaching" / "bundled").glob("*.toml"))
 LESSONS = [parse_lesson(p.read_bytes(), p.stem, "bundled") for p in BUNDLED]
+# The course's lessons written but not offered yet (teaching/course/pending/README.md says why):
+# the course checks and the facts' independent checks read them with the bundled ones.
+PENDING = sorted((Path(__file__).resolve().parents[1] / "teaching" / "course" / "pending")
+                 .glob("*.toml"))
+COURSE = LESSONS + [parse_lesson(p.read_bytes(), p.stem, "bundled") for p in PENDING]
 
 
 @functools.cache

@@ -12,6 +12,7 @@ from teaching.format import Lesson
 
 # session state: lesson id -> {"done": {n: title}, "first": {n: bool}, "right": {n: True}}
 PROGRESS_KEY = "lesson_progress"
+LAST_KEY = "lesson_last"  # session state: (lesson id, step number) of the last step finished
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,12 @@ def _record(lesson_id: str) -> dict:
 def step_done(lesson_id: str, number: int, title: str) -> None:
     """Step `number` (1-based) was shown in full: its figure, after its question if any."""
     _record(lesson_id)["done"][number] = title
+    st.session_state[LAST_KEY] = (lesson_id, number)
+
+
+def left_off() -> tuple[str, int] | None:
+    """The lesson and step the learner finished last in this browser session, or None."""
+    return st.session_state.get(LAST_KEY)
 
 
 def first_answer(lesson_id: str, number: int, right: bool) -> None:
