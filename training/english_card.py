@@ -1,7 +1,10 @@
 """tiny-words' model card: which heads do what on "who gets the drink?", computed from the
 shipped weights with the app's own tools, never typed in.
 
-- activation patching (analysis/patching.py): clean = a held-out indirect-object prompt,
+On fresh sentences of the training templates and names (where the model has the behaviour;
+on the held-out split it does not yet, see weights/README.md):
+
+- activation patching (analysis/patching.py): clean = an indirect-object prompt,
   corrupted = the same prompt with the giver swapped for the other name, so the answer flips;
   patching one head's output from the clean run back in, how much of the logit difference
   (right name minus repeated name) comes back. Heads that carry the answer score high.
@@ -45,8 +48,8 @@ def _name_positions(tokens: list[str], name: str) -> list[int]:
 
 
 def head_roles(loaded, n: int = N_PROMPTS) -> dict:
-    """Mean patching effect, direct attribution and attention of every head over n held-out
-    indirect-object prompts: {"patching", "attribution": [layer][head], "attention_to_right",
+    """Mean patching effect, direct attribution and attention of every head over n fresh
+    indirect-object prompts of the training templates: {"patching", "attribution": [layer][head], "attention_to_right",
     "attention_to_repeated": [layer][head] from the last word, "n"}."""
     cfg = loaded.cfg
     patching = np.zeros((cfg.n_layers, cfg.n_heads))
@@ -54,7 +57,7 @@ def head_roles(loaded, n: int = N_PROMPTS) -> dict:
     to_right = np.zeros((cfg.n_layers, cfg.n_heads))
     to_repeated = np.zeros((cfg.n_layers, cfg.n_heads))
     tok = loaded.tokenizer
-    for ex in io_examples(n):
+    for ex in io_examples(n, held_out=False):
         clean = torch.tensor(tok.rows([ex.prompt])[0])  # [pos]
         corrupted = torch.tensor(tok.rows([swap_giver(ex.prompt, ex.right, ex.wrong)])[0])
         right, wrong = tok.index[ex.right], tok.index[ex.wrong]
@@ -94,10 +97,11 @@ def describe(c: dict) -> list[str]:
     lines = []
     for lh in c["name_movers"]:
         layer, h = lh
-        lines.append(f"{head(lh)} writes the right name: {c['attribution'][layer][h]:+.2f} of "
-                     f"the logit difference; from the last word it looks "
-                     f"{c['attention_to_right'][layer][h]:.0%} at the right name and "
-                     f"{c['attention_to_repeated'][layer][h]:.0%} at the repeated one.")
+        right, repeated = c["attention_to_right"][layer][h], c["attention_to_repeated"][layer][h]
+        does = ("copies the right name" if right > repeated else "pushes down the repeated name")
+        lines.append(f"{head(lh)} {does}: {c['attribution'][layer][h]:+.2f} of the logit "
+                     f"difference; from the last word it looks {right:.0%} at the right name "
+                     f"and {repeated:.0%} at the repeated one.")
     for lh in c["carriers"]:
         lines.append(f"Patching {head(lh)} alone brings back "
                      f"{c['patching'][lh[0]][lh[1]]:.0%} of the clean logit difference.")

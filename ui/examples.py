@@ -47,6 +47,8 @@ LEARNED_FROM = {
                   "simple sentences like them, so on other English it guesses badly.",
     "tiny-induction": "tiny-induction learned only from random lower-case letters and digits "
                       "that repeat, so spaces, capitals and punctuation are all unknown to it.",
+    "tiny-words": "tiny-words learned only from simple sentences about a small world of names, "
+                  "objects and places that we wrote, so most other words are unknown to it.",
 }
 REPEATED_SYMBOLS = 12  # tiny-induction's sentence: this many random symbols, then them again
 
@@ -66,6 +68,10 @@ def known_sentence(name: str) -> str | None:
         return None
     if name == "tiny-induction":
         return _repeated_symbols(name)
+    if name == "tiny-words":  # a held-out sentence: who gets the drink?
+        from training.english_task import io_examples
+
+        return io_examples(1)[0].prompt
     from model.loading import read_config
     from model.registry import BUNDLED
     from training.tasks import corpus
