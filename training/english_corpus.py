@@ -65,6 +65,7 @@ STORY_SENTENCES = (
 )
 MIX = {"io": 0.3, "agreement": 0.2, "story": 0.15, "induction": 0.35}  # share of items
 INDUCTION_LENGTHS = (5, 16)  # words in the list that is repeated
+UNK = "<unk>"  # the unknown token, first in the vocabulary
 
 
 @dataclass(frozen=True)
@@ -164,5 +165,3 @@ def vocabulary(seed: int = 0, n_items: int = 6000) -> list[str]:
     found.update(name for name, _ in world.NAMES)  # a text may start with a name
     return [UNK] + sorted(found)
 
-
-UNK = "<unk>"
