@@ -2,8 +2,8 @@
 1,200 steps so it fits CI's time, trains through the same code (corpus, task, loop, saving,
 the app's loading) a model in which agreement has already emerged.
 
-Measured on this machine (2 cores, load average ~30 from other jobs): 724 s; on 2 idle cores
-about 2 minutes. After 1,200 steps agreement across an attractor is right on every
+Measured on this machine (2 cores): the whole test 96 s at a load average ~4, 724 s for the
+same run at a load ~30 from other jobs. After 1,200 steps agreement across an attractor is right on every
 sentence of the training templates (logit difference 5.3) while the held-out templates,
 the indirect object and induction come later in the full run (weights/README.md), so this
 test checks the behaviour that emerges first, against an untrained model of the same shape.
