@@ -44,7 +44,7 @@ def _minilm_path() -> Path:
 WEIGHTS_DIR = Path(__file__).resolve().parent.parent / "weights"
 
 # Bundled names: the embedded pretrained default, then the models this project trains itself.
-OWN_MODELS = ("tiny-induction", "tiny-chars", "tiny-reverse")  # weights/<name>/, see its README
+OWN_MODELS = ("tiny-induction", "tiny-chars", "tiny-reverse", "tiny-words")  # weights/<name>/
 
 
 def _own_path(name: str):

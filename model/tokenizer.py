@@ -271,6 +271,11 @@ class WordTokenizer(CharTokenizer):
         space, bare = (" ", word[1:]) if word.startswith(" ") else ("", word)
         return self.index.get(space + bare[:1].swapcase() + bare[1:], self.unk_id)
 
+    def unknown_words(self, text: str) -> list[str]:
+        """The words of `text` this tokenizer reads as the unknown token, each once."""
+        return list(dict.fromkeys(w.strip() for w in split_words(text)
+                                  if self._id(w) == self.unk_id))
+
     def tokens(self, ids: list[int]) -> list[str]:
         return [self.words[i] for i in ids]
 

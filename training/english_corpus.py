@@ -59,9 +59,13 @@ STORY_SENTENCES = (
     "{n} met {m} at the {place}.",
     "{p} looked at the {adj} {noun}.",
     "Later, {p} walked to the {place} with {m}.",
+    "The {noun} {is} {adj}.",  # every noun, held-out ones too, with its own verb
+    "The {nouns} {are} {adj}.",
+    "{n} saw two {nouns} and a {noun}.",
 )
-MIX = {"io": 0.3, "agreement": 0.3, "story": 0.25, "induction": 0.15}  # share of items
-INDUCTION_LENGTHS = (5, 20)  # words in the list that is repeated
+MIX = {"io": 0.3, "agreement": 0.2, "story": 0.15, "induction": 0.35}  # share of items
+INDUCTION_LENGTHS = (5, 16)  # words in the list that is repeated
+UNK = "<unk>"  # the unknown token, first in the vocabulary
 
 
 @dataclass(frozen=True)
@@ -107,7 +111,8 @@ def story(rng: random.Random) -> str:
     fill = dict(n=n, m=m, p=world.PRONOUN[n], place=rng.choice(world.PLACES),
                 adj=rng.choice(world.ADJECTIVES), animal=rng.choice(world.ANIMALS),
                 food=rng.choice(world.FOODS), obj=rng.choice(world.OBJECTS),
-                noun=rng.choice(world.NOUNS)[0])
+                noun=rng.choice(world.NOUNS)[0], nouns=rng.choice(world.NOUNS)[1],
+                **dict(zip(("is", "are"), rng.choice(VERBS))))
     first = STORY_SENTENCES[0].format(**fill)
     rest = rng.sample(STORY_SENTENCES[1:], rng.randint(1, 3))
     return " ".join([first] + [s.format(**fill) for s in rest])
@@ -160,5 +165,3 @@ def vocabulary(seed: int = 0, n_items: int = 6000) -> list[str]:
     found.update(name for name, _ in world.NAMES)  # a text may start with a name
     return [UNK] + sorted(found)
 
-
-UNK = "<unk>"

@@ -32,10 +32,11 @@ def save_model(directory: Path, task: Task, model: torch.nn.Module, s: TrainSett
     config["training"] = {"settings": dataclasses.asdict(s), "metrics": metrics or {},
                           **training}
     (directory / "config.json").write_text(json.dumps(config, indent=1) + "\n", encoding="utf-8")
-    state = {k: v.detach().contiguous() for k, v in model.state_dict().items()}
+    # clone: tied embeddings share one tensor, which safetensors will not write twice
+    state = {k: v.detach().clone().contiguous() for k, v in model.state_dict().items()}
     save_file(state, str(directory / "model.safetensors"), metadata={"format": "pt"})
     os.chmod(directory / "model.safetensors", 0o644)  # safetensors writes it owner-only
-    (directory / "tokenizer.json").write_text(json.dumps({"chars": task.chars, "unk": "?"},
+    (directory / "tokenizer.json").write_text(json.dumps(task.tokenizer_data(),
                                                          ensure_ascii=False) + "\n",
                                               encoding="utf-8")
     return directory

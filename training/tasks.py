@@ -3,11 +3,11 @@
 - `repeated_sequences`: random characters in which a random stretch is repeated, the task on
   which induction heads form (predict the repeat by finding where the current token came
   before and copying the token that followed it).
-- `corpus`: a character corpus written for this project: a few paragraphs of our own
-  explanations of attention, plus sentences from a small grammar of ours, so a character
-  model can learn a real (tiny) language. Held-out text comes from the same grammar with a
-  different seed, plus a paragraph never shown in training.
+- `corpus`: a character corpus written for this project: a few paragraphs of ours about
+  attention, plus sentences from a small grammar of ours. Held-out text: the same grammar
+  with a different seed, plus a paragraph never shown in training.
 - `reversal_pairs`: short random words and their reversals, for the encoder-decoder.
+- the word-level English decoder's sentences and task: english_corpus.py, english_task.py.
 
 Every function takes a `torch.Generator`, so the same seed gives the same data.
 """
@@ -16,18 +16,15 @@ from __future__ import annotations
 
 import random
 
-import numpy as np
 import torch
 import torch.nn.functional as F
-from torch import nn
 
-from model.config import TransformerConfig
-from model.hook_names import hook_names
-from model.layers import normal_in_order
-from analysis.induction import pattern_cache, repeat_scores
+from analysis.induction import repeat_scores
 from analysis.cross_attention import cross_patterns, reversal_scores
 from model.seq2seq import EncoderDecoder
-from model.transformer import HookedTransformer
+
+from .english_task import EnglishTask
+from .task_base import Task, _own_config, init_attention, next_token_loss  # noqa: F401
 
 # ----------------------------------------------------------------------------- induction
 INDUCTION_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789"  # the tokens repeats are drawn from
@@ -74,8 +71,7 @@ OUR_PARAGRAPHS = [
     "We wrote this text for the model ourselves, and a small grammar of ours writes more of it, "
     "so that everything it learns comes from this project.",
 ]
-# Never trained on: part of the held-out text.
-HELD_OUT_PARAGRAPH = (
+HELD_OUT_PARAGRAPH = (  # never trained on: part of the held-out text
     "When the model has learned enough, the heads that looked everywhere begin to look at one "
     "place, and the text it writes begins to look like the text it read."
 )
@@ -183,66 +179,7 @@ def reversal_pairs(gen: torch.Generator, batch: int, min_len: int, max_len: int,
 
 
 # --------------------------------------------------------------------------------- tasks
-# A task is everything the training loop needs besides the optimiser: which model to build,
-# where batches come from, the loss, what to measure, and which attention to photograph.
-def _own_config(**fields) -> TransformerConfig:
-    base = dict(family="own", block="pre_ln", norm="layernorm", act="gelu",
-                has_lm_head=True, causal=True)
-    base.update(fields)
-    return TransformerConfig(**base)
-
-
-def next_token_loss(model, ids: torch.Tensor) -> torch.Tensor:
-    logits = model(ids).logits  # [batch, pos, vocab]
-    return F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1))
-
-
-def init_attention(model: nn.Module) -> nn.Module:
-    """Draw every attention weight from N(0, 1/d_model). The layers' default, 0.02, suits
-    d_model 768 (GPT-2); at d_model 64 it leaves every pattern uniform for hundreds of steps
-    (q.k stays near 0), and induction heads took ten times longer to form."""
-    for name, p in model.named_parameters():
-        if name.rsplit(".", 1)[-1] in ("W_Q", "W_K", "W_V", "W_O"):
-            normal_in_order(p, std=p.shape[-1 if name.endswith("W_O") else 1] ** -0.5)
-    return model
-
-
-class Task:
-    key = ""
-    title = ""
-    encoder_decoder = False
-    chars = ""  # the character tokenizer's vocabulary (unknown characters read as "?")
-
-    def config(self, n_layers: int, n_heads: int, d_model: int):
-        raise NotImplementedError
-
-    def build(self, cfg) -> nn.Module:
-        return init_attention(HookedTransformer(cfg))
-
-    def batch(self, gen: torch.Generator, batch_size: int) -> dict:
-        raise NotImplementedError
-
-    def loss(self, model, batch: dict) -> torch.Tensor:
-        return next_token_loss(model, batch["ids"])
-
-    def n_tokens(self, batch: dict) -> int:
-        return batch["ids"].numel()
-
-    def probe(self) -> tuple[list[str], list[str]]:
-        """(query tokens, key tokens) of the fixed example the snapshots show."""
-        raise NotImplementedError
-
-    def snapshot(self, model) -> np.ndarray:
-        """[layer, head, q_pos, k_pos] attention on the probe (float16, to keep many)."""
-        ids = torch.tensor([[self.chars.index(c) for c in self.probe()[0]]])  # [1, pos]
-        cache = pattern_cache(model, ids)
-        return torch.stack([cache[name][0] for name in hook_names(model.cfg).every_layer(
-            "attn", "pattern")]).half().numpy()
-
-    def evaluate(self, model) -> dict[str, float]:
-        return {}
-
-
+# The base class and its helpers: task_base.py.
 class InductionTask(Task):
     key, title = "induction", "Induction heads (repeated random characters)"
     chars = INDUCTION_CHARS + "?"
@@ -384,7 +321,8 @@ class ReverseTask(Task):
                 "words reversed exactly": accuracy}
 
 
-TASKS = {"induction": InductionTask, "chars": CharsTask, "reverse": ReverseTask}
+TASKS = {"induction": InductionTask, "chars": CharsTask, "reverse": ReverseTask,
+         "english": EnglishTask}  # english_task.py: the word-level decoder
 
 
 def make_task(key: str, text: str | None = None) -> Task:

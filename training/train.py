@@ -6,6 +6,7 @@ arithmetic is the same run to run; a few minutes at most on a laptop):
     python -m training --task induction --seed 0 --out weights/tiny-induction
     python -m training --task chars --seed 0 --out weights/tiny-chars
     python -m training --task reverse --seed 0 --out weights/tiny-reverse
+    python -m training --task english --seed 0 --out weights/tiny-words  (up to 30 minutes)
 
 The loop is AdamW with a short warm-up and a cosine decay, gradient clipping at 1, a fixed
 seed for the weights and for the data, and a bound on both steps and seconds. Every
@@ -63,6 +64,8 @@ RECIPES = {
                            batch_size=32, lr=2e-3, snapshot_every=100),
     "reverse": TrainSettings(task="reverse", n_layers=2, n_heads=4, d_model=64, steps=1500,
                              batch_size=64, lr=1e-3, snapshot_every=100),
+    "english": TrainSettings(task="english", n_layers=3, n_heads=8, d_model=128, steps=6000,
+                             batch_size=32, lr=3e-3, snapshot_every=500),
 }
 
 

@@ -23,6 +23,8 @@ def unknown_note(selection) -> str | None:
     if index is None or unk is None:
         return None
     text = " ".join(t for t in (selection.text, selection.pair or "") if t)
+    if hasattr(tokenizer, "unknown_words"):  # a word model (tiny-words)
+        return _unknown_words_note(tokenizer, text)
     if type(tokenizer).__name__ == "ReversalTokenizer":
         text = text.lower()  # it reads lower case
     missing = list(dict.fromkeys(c for c in text if c not in index))
@@ -32,6 +34,16 @@ def unknown_note(selection) -> str | None:
     more = f" and {len(missing) - MAX_LISTED} more" if len(missing) > MAX_LISTED else ""
     return (f"“{tokenizer.chars[unk]}” stands for a character this model does not know: it "
             f"reads {listed}{more} in your text all as that same unknown token.")
+
+
+def _unknown_words_note(tokenizer, text: str) -> str | None:
+    missing = tokenizer.unknown_words(text)
+    if not missing:
+        return None
+    listed = ", ".join(f"“{w}”" for w in missing[:MAX_LISTED])
+    more = f" and {len(missing) - MAX_LISTED} more" if len(missing) > MAX_LISTED else ""
+    return (f"“{tokenizer.words[tokenizer.unk_id]}” stands for a word this model does not "
+            f"know: it reads {listed}{more} in your text all as that same unknown token.")
 
 
 def show_unknown_note(selection, where=st) -> None:

@@ -50,6 +50,8 @@ LEARNED_FROM = {
     "tiny-reverse": "tiny-reverse learned only to write single short words of lower-case "
                     "letters backwards, so spaces, capitals and punctuation are all unknown to "
                     "it.",
+    "tiny-words": "tiny-words learned only from simple sentences about a small world of names, "
+                  "objects and places that we wrote, so most other words are unknown to it.",
 }
 KNOWN_KIND = {"tiny-reverse": "word"}  # what a model's known text is, when not a sentence
 REPEATED_SYMBOLS = 12  # tiny-induction's sentence: this many random symbols, then them again
@@ -72,6 +74,10 @@ def known_sentence(name: str) -> str | None:
         return _repeated_symbols(name)
     if name == "tiny-reverse":
         return _word_to_reverse(name)
+    if name == "tiny-words":  # a held-out sentence: who gets the drink?
+        from training.english_task import io_examples
+
+        return io_examples(1)[0].prompt
     from model.loading import read_config
     from model.registry import BUNDLED
     from training.tasks import corpus

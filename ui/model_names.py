@@ -25,6 +25,8 @@ ABOUT = {  # the caption under the model box
                       "learned to continue a repeated stretch of letters.",
     "tiny-reverse": "Trained in this project: an encoder reads a word and a decoder writes it "
                     "backwards, looking at the encoder through cross-attention.",
+    "tiny-words": "Trained in this project: a decoder that reads whole words of simple English "
+                  "sentences and predicts the next word (who gets the drink, is or are).",
 }
 
 

@@ -21,8 +21,10 @@ MODEL_KEY = "sb_model_choice"  # the sidebar's model picker (ui/sidebar.py)
 PAIR_KEY = "sb_pair"
 TEXT_KEY = "sb_text"
 # Bundled decoders with a language-model head, best first for a learner's English text.
-DECODERS = ("tiny-chars", "tiny-induction")
+DECODERS = ("tiny-words", "tiny-chars", "tiny-induction")
 WHAT_THEY_ARE = {
+    "tiny-words": "reads whole words of simple sentences about a small world of names and "
+                  "objects",
     "tiny-chars": "reads one character at a time and knows only our own sentences about "
                   "attention",
     "tiny-induction": "continues repeated letters (a-z and digits)",
@@ -93,7 +95,7 @@ def offer_decoder(reason: str, key: str = "switch") -> None:
                    type="primary" if i == 0 else "secondary",
                    help=description(name))
     told = "; ".join(f"{n} {WHAT_THEY_ARE[n]}" for n in names)
-    st.caption(f"Both come with the app and work offline: {told}." if len(names) > 1 else
+    st.caption(f"They come with the app and work offline: {told}." if len(names) > 1 else
                f"It comes with the app and works offline: {told}.")
     if pair:
         st.caption("Switching clears the second sentence: these models read one text at a "

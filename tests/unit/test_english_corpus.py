@@ -116,3 +116,9 @@ def test_word_tokenizer_refuses_a_bad_vocabulary():
         WordTokenizer([" a", " b"])
     with pytest.raises(ValueError, match="d_vocab"):
         WordTokenizer.from_data({"words": ["<unk>", " a"]}, d_vocab=3)
+
+
+def test_word_tokenizer_names_the_words_it_does_not_know(tokenizer):
+    assert tokenizer.unknown_words("Mary saw a zebra, a zebra and a giraffe.") == ["zebra",
+                                                                                  "giraffe"]
+    assert tokenizer.unknown_words("the keys to the old cabinet") == []

@@ -1,4 +1,4 @@
-"""The three models this project trained itself, as shipped in weights/: loaded by name and
+"""The models this project trained itself, as shipped in weights/: loaded by name and
 tested for what each was trained to do. Nothing here retrains them (a 20-step replay checks
 that the documented command still starts the same run)."""
 
@@ -22,7 +22,8 @@ from analysis.cross_attention import reversal_scores
 from training.tasks import INDUCTION_CHARS, corpus, make_task
 
 ROOT = Path(__file__).resolve().parents[2]
-TASK_OF = {"tiny-induction": "induction", "tiny-chars": "chars", "tiny-reverse": "reverse"}
+TASK_OF = {"tiny-induction": "induction", "tiny-chars": "chars", "tiny-reverse": "reverse",
+           "tiny-words": "english"}  # tiny-words' behaviours: test_tiny_words.py
 
 
 @pytest.fixture(scope="module")
