@@ -24,6 +24,9 @@ DRAWN = (f"{FIGURE} .js-plotly-plot, {FIGURE} [data-testid=stDataFrame], "
          f"{FIGURE} [data-testid=stButton]")
 
 
+QUESTION = "[class*=st-key-lesson_choice_], .st-key-lesson_cell_box"
+
+
 def _answer(page, step) -> None:
     """Any answer: right or wrong, answering shows the figure."""
     if step.question.kind == "choice":
@@ -44,6 +47,8 @@ def open_step(page, server: str, lesson, number: int, extra: str = "") -> None:
     page.goto(f"{server}/lessons?lesson={lesson.id}&step={number}{extra}",
               wait_until="domcontentloaded")
     page.get_by_text(f"Step {number} of {len(lesson.steps)}").first.wait_for(timeout=240_000)
+    # the step's facts are worked out (a training run, on a busy machine, takes minutes)
+    page.locator(DRAWN if step.question is None else QUESTION).first.wait_for(timeout=300_000)
     _settle(page)
     if step.question is not None:
         assert page.locator(DRAWN).count() == 0, (lesson.id, number)  # hidden first

@@ -68,6 +68,8 @@ def test_every_lesson_step_shows_its_figure_in_the_first_screen(server, browser,
                                                                 screen):
     page = browser.new_page(viewport={"width": screen[0], "height": screen[1]})
     short = []
+    page.goto(f"{server}/lessons?lesson={LESSONS[0].id}&step=1", wait_until="domcontentloaded")
+    page.locator(DRAWN).first.wait_for(timeout=300_000)  # a new server's first run loads a model
     for lesson in LESSONS:
         for number in range(1, len(lesson.steps) + 1):
             open_step(page, server, lesson, number, "&projector=1")
