@@ -17,13 +17,37 @@ from page_links import APP, page_text, switch  # noqa: E402
 from test_live_class import _clean, bar, poll  # noqa: E402
 from test_live_class_answers import LESSON, teacher_on_step  # noqa: E402
 from test_live_class import store as class_store  # noqa: E402, F401  (a fixture)
-from test_live_class_rejoin import on_join_page, store  # noqa: E402, F401  (store: a fixture)
+from test_live_class_rejoin import on_join_page  # noqa: E402
+
+BROWSER = ["browser-teacher"]  # whose browser the next run comes from
+
+
+@pytest.fixture
+def store(class_store, monkeypatch):
+    """The class test's fresh SQLite store. The teacher and the student are in two browsers:
+    a teacher is remembered for their own browser, so one shared id would make the student's
+    join page a teacher's page."""
+    from ui import sessions
+
+    monkeypatch.setattr(sessions, "browser_id", lambda: BROWSER[0])
+    BROWSER[0] = "browser-teacher"
+    return class_store
+
+
+def as_teacher(run):
+    """Runs the teacher's session from the teacher's browser, then hands back to the student."""
+    BROWSER[0] = "browser-teacher"
+    try:
+        return run()
+    finally:
+        BROWSER[0] = "browser-student"
 
 pytestmark = pytest.mark.app
 
 
 def joined_on_the_step(code: str, step: int):
     """This browser joins the class with its code and is on the teacher's step."""
+    BROWSER[0] = "browser-student"
     first = on_join_page()
     first.text_input(key="class_code").input(code)
     _clean(first.button(key="class_join").click().run())
@@ -55,7 +79,7 @@ def test_a_choice_given_before_a_new_session_is_shown_and_revealed_in_it(store):
     said = page_text(again, ("info", "caption"))
     assert "Your answer is in; the teacher will reveal" in said
     assert "Pick one answer first" not in said and "once you have answered" not in said
-    _clean(teacher.button(key="class_reveal").click().run())
+    as_teacher(lambda: _clean(teacher.button(key="class_reveal").click().run()))
     from ui import class_follow
 
     assert class_follow.poll(again.session_state["_class"]) is True  # the reveal: a rerun

@@ -33,7 +33,8 @@ VIEWS: dict[str, dict[str, dict]] = {
                    "view": "Token lines"},
         "tiny-chars": {"layer": 1, "head": 1, "mode": "Attention rollout", "view": "Download",
                        "window": "2-8"},
-        "tiny-induction": {"layer": 1, "head": 1, "view": "Where a row comes from (Q·K)"},
+        "tiny-induction": {"layer": 1, "head": 1, "view": "Where a row comes from (Q·K)",
+                           "cell_query": 5, "cell_key": 2},
         "tiny-reverse": {"layer": 0, "head": 1, "cross_layer": 0, "cross_head": 1},
     },
     "effect": {
