@@ -35,17 +35,21 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator
 
+from analysis.pace import Span, ratio_span
+
 HISTORY = 64  # recent slot holds the estimate learns from, of each kind
 FIRST_GUESS_SECONDS = 2.0  # before any run has finished
 # before any computing run has finished: a 5,000-character text on a busy 2-core server
 # (BENCHMARKS.md, "Memory under a class's load")
 FIRST_GUESS_COMPUTING_SECONDS = 8.0
 PRIOR_RUNS = 3  # computing runs the estimate needs before it trusts their history alone
+HONESTY_RUNS = 16  # recent waits whose real length against their first estimate sets the span
 
 
 class RunQueue:
     """First come, first served slots. `slot(on_wait)` blocks until this caller's turn and
-    calls on_wait(place, seconds) about twice a second while it waits (place 1 = next)."""
+    calls on_wait(place, span) about twice a second while it waits (place 1 = next; span:
+    the seconds to wait, fewest and most)."""
 
     def __init__(self, slots: int, clock: Callable[[], float] = time.monotonic) -> None:
         if slots < 1:
@@ -124,8 +128,19 @@ class RunQueue:
             heapq.heappush(free_at, heapq.heappop(free_at) + per_run)
         return free_at[0]
 
+    def span(self, seconds: float) -> Span:
+        """The wait an estimate of `seconds` stands for, as a span: scaled by how the recent
+        waits in this queue compared with their first estimate (analysis/pace.ratio_span:
+        a wide prior until a few waits were seen), so the line says "about N s" only where
+        this queue's estimates have held within 2x, and a range elsewhere."""
+        with self._cond:
+            recent = list(self.waits)[-HONESTY_RUNS:]
+        ratios = [real / guessed for _, guessed, real in recent if guessed >= 0.5]
+        middle, low, high = ratio_span(ratios)
+        return Span(seconds * low, seconds * high)
+
     @contextlib.contextmanager
-    def slot(self, on_wait: Callable[[int, float], None] | None = None,
+    def slot(self, on_wait: Callable[[int, Span], None] | None = None,
              computes: bool = False) -> Iterator[None]:
         """Hold one slot for the duration of the block. `computes`: the caller expects a cache
         miss (a new text), so its run counts as a long one from the start."""
@@ -142,7 +157,7 @@ class RunQueue:
                     if on_wait is not None:
                         self._cond.release()
                         try:  # may raise (Streamlit stops a script that is being rerun)
-                            on_wait(place, seconds)
+                            on_wait(place, self.span(seconds))
                         finally:
                             self._cond.acquire()
                     self._cond.wait(timeout=0.5)

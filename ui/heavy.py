@@ -19,6 +19,7 @@ import streamlit as st
 from analysis.cost import Plan
 from analysis.pace import Machine, Pace, Span, at_start, estimate, others_beside
 
+from .time_words import span_words
 from .working_memory import NoRoom, megabytes, working_memory
 
 PACE = Pace()  # this server's recent runs: how long each kind really took
@@ -130,25 +131,6 @@ def _read_machine() -> Machine:
     weighed, counted = now
     return Machine(cores, _torch_threads(), load * weighed / max(counted, 1) if counted
                    else load, weighed)
-
-
-def _clock(s: float) -> str:
-    return f"{s:.0f} s" if s < 90 else f"{s / 60:.0f} min"
-
-
-def span_words(span: Span) -> str:
-    """ "about 20 s", or "between 5 s and 2 min" when the span is too wide for one number
-    within 2× of it."""
-    if span.high < 1.5:
-        return "about a second"
-    if span.narrow:
-        return f"about {_clock(span.middle)}"
-    low = max(1.0, span.low)
-    if _clock(low) == _clock(span.high):
-        return f"about {_clock(low)}"
-    if low < 90 <= span.high:
-        return f"between {_clock(low)} and {_clock(span.high)}"
-    return f"between {_clock(low).split()[0]} and {_clock(span.high)}"
 
 
 def time_span(plan: Plan, machine: Machine | None = None, pace: Pace = PACE) -> Span:
