@@ -9,8 +9,9 @@ from pathlib import Path
 import streamlit as st  # noqa: E402
 
 from ui import (  # noqa: E402 - none of these loads torch (ui.cache and ui.sidebar do: below)
-    busy, class_bar, class_follow, class_teach, lesson_link, page_registry, page_style, projector,
-    runner_handover, sessions, settings, teacher_tools, uploads, urlstate, view_state,
+    busy, class_bar, class_follow, class_teach, engine_warm, lesson_link, page_registry,
+    page_style, projector, runner_handover, sessions, settings, teacher_tools, uploads, urlstate,
+    view_state,
 )
 
 HERE = Path(__file__).resolve().parent
@@ -49,6 +50,10 @@ lesson_link.sync_from_url(page.url_path == "lessons")  # before the sidebar: the
 start_first = page.url_path in ("", "start")
 if start_first:
     page_registry.run(page)
+    if not engine_warm.ready():  # a cold server: the page is drawn; the engine loads behind it
+        engine_warm.start()
+        engine_warm.note_in_sidebar()
+        st.stop()
 
 from ui import cache, foreign, sidebar  # noqa: E402 - the engine: torch and the models
 

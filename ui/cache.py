@@ -61,6 +61,18 @@ def _load(name: str, _progress=None) -> LoadedModel:
     return loaded
 
 
+def loaded(name: str) -> bool:
+    """Whether this process has loaded the model (and not only begun to)."""
+    return name in _MODEL_BYTES
+
+
+def warm(name: str) -> None:
+    """Load a bundled model before any page asks for it (ui/engine_warm.py), in a slot of the
+    run queue like any load."""
+    with run_queue().slot():
+        _load(name)
+
+
 def get_model(name: str) -> LoadedModel:
     """The shared model object. In hosted mode only allowlisted names are accepted, and the
     models this browser session trained itself (their folders are only known to it)."""
