@@ -238,7 +238,18 @@ def test_a_queue_whose_estimates_were_far_too_low_says_so_in_its_range():
     assert span.high / 2 <= said <= 2 * span.low  # "about N s": within 2x of all of it
     queue.waits.extend([(1, 2.0, 1.0)] * 3)  # and then some far shorter: a range
     assert span_words(queue.span(2.0)).startswith("between")
-    # estimates under half a second say nothing about how good the queue is: left out
-    before = queue.span(2.0)
-    queue.waits.extend([(1, 0.1, 30.0)] * 10)
-    assert queue.span(2.0) == before
+    # "about a second" told, 3 s waited: a short estimate that did not hold counts too
+    queue = RunQueue(slots=1, clock=clock)
+    queue.waits.extend([(1, 0.1, 0.3), (1, 0.2, 0.1), (2, 0.4, 0.6)])  # these held
+    assert queue.span(0.2).narrow and queue.span(0.2).high < 1.5
+    queue.waits.extend([(1, 0.2, 3.0), (2, 0.3, 2.7)])
+    assert not queue.span(0.2).narrow and queue.span(0.2).high >= 2.7
+
+
+def test_the_line_says_about_only_for_a_narrow_span_and_else_the_most():
+    from ui.busy import when
+
+    assert when(Span(5.0, 10.0)) == "in about 7 s"
+    assert when(Span(2.0, 19.0)) == "within 19 s"
+    assert when(Span(0.2, 3.5)) == "within 4 s"
+    assert when(Span(0.4, 0.8)) == when(Span(0.1, 2.9)) == "in a few seconds"
