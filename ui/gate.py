@@ -139,7 +139,7 @@ class RunQueue:
         # a half second stands for anything shorter: "about a second" told and 3 s waited is
         # an estimate 6 times too low, but 0.1 s told and 0.3 s waited held
         ratios = [max(real, SHORTEST) / max(guessed, SHORTEST) for _, guessed, real in recent]
-        middle, low, high = ratio_span(ratios)
+        _, low, high = ratio_span(ratios)
         return Span(max(seconds, SHORTEST) * low, max(seconds, SHORTEST) * high)
 
     @contextlib.contextmanager

@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from deploy.launch import COOKIE  # noqa: E402
 from class_client import ClassClient  # noqa: E402
-from tests.deploy.test_replicas_behind_nginx import cluster  # noqa: E402, F401 - a fixture
+from tests.deploy.test_replicas_behind_nginx import cluster, joined  # noqa: E402, F401 (a fixture)
 
 pytestmark = pytest.mark.deploy
 
@@ -49,12 +49,8 @@ async def a_class(cluster, name: str):
     teacher.start_polling()
     students = []
     for replica in (0, 1):
-        student = ClassClient(cluster.url + "/join",
-                              keys=("class_code", "class_join", "lesson_check"))
-        student.cookies[COOKIE] = cluster.cookie_for(replica, f"{name}-student-{replica}")
-        assert (await student.open(120))["ok"]
-        student.widgets["class_code"]["value"] = code
-        assert (await student.click("class_join", 60))["ok"]
+        student = await joined(cluster, code, replica, f"{name}-student-{replica}",
+                               keys=("class_code", "class_join", "lesson_check"))
         student.start_polling()
         students.append(student)
     assert (await teacher.go("lessons", f"lesson={LESSON}&step=3", 120))["ok"]

@@ -202,14 +202,22 @@ async def a_class(cluster, name: str, teacher_on: int,
     it with the code through replica `student_on` (browsers named after `name`)."""
     teacher = ClassClient(cluster.url + "/teach", keys=("class_start",))
     teacher.cookies[COOKIE] = cluster.cookie_for(teacher_on, f"{name}-teacher")
-    student = ClassClient(cluster.url + "/join", keys=("class_code", "class_join"))
-    student.cookies[COOKIE] = cluster.cookie_for(student_on, f"{name}-student")
     assert (await teacher.open(120))["ok"]
     assert (await teacher.click("class_start", 60))["ok"]
+    code = teacher.said(r"^[A-Z0-9]{3}-[A-Z0-9]{3}$")
+    return teacher, await joined(cluster, code, student_on, f"{name}-student")
+
+
+async def joined(cluster, code: str, replica: int, browser: str, client=ClassClient,
+                 keys: tuple = ("class_code", "class_join")) -> ClassClient:
+    """A student who opened the join page through `replica`, in a browser named `browser`,
+    and joined the class with its code."""
+    student = client(cluster.url + "/join", keys=keys)
+    student.cookies[COOKIE] = cluster.cookie_for(replica, browser)
     assert (await student.open(120))["ok"]
-    student.widgets["class_code"]["value"] = teacher.said(r"^[A-Z0-9]{3}-[A-Z0-9]{3}$")
+    student.widgets["class_code"]["value"] = code
     assert (await student.click("class_join", 60))["ok"]
-    return teacher, student
+    return student
 
 
 async def a_class_split_over_both(cluster) -> tuple[ClassClient, ClassClient]:
@@ -261,12 +269,8 @@ async def a_whole_class_run(cluster) -> tuple[str, list[Recording], int]:
     assert (await leader.open(120))["ok"] and leader.said(r"\b0 joined")
     students = []
     for n, replica in enumerate((0, 1)):
-        student = Recording(cluster.url + "/join", keys=("class_code", "class_join",
-                                                         "lesson_check"))
-        student.cookies[COOKIE] = cluster.cookie_for(replica, f"keyrun-student-{n}")
-        assert (await student.open(120))["ok"]
-        student.widgets["class_code"]["value"] = code
-        assert (await student.click("class_join", 60))["ok"]
+        student = await joined(cluster, code, replica, f"keyrun-student-{n}", Recording,
+                               ("class_code", "class_join", "lesson_check"))
         student.start_polling()
         students.append(student)
     leader.start_polling()
