@@ -217,11 +217,12 @@ def _moved(trace_a, trace_b):
     return per_head
 
 
-def _pair(trace_a, trace_b, layer: int, head: int) -> None:
-    """The head's attention on A and on B, side by side (one under the other when narrow), on
-    one colour scale when they line up; a long text opens on the change."""
+def _pair(trace_a, trace_b, layer: int, head: int, stack: bool = True) -> None:
+    """The head's attention on A and on B, side by side (one under the other when narrow,
+    if `stack`: a lesson step's figure keeps them side by side, smaller), on one colour scale
+    when they line up; a long text opens on the change."""
     cfg, tokens_a, tokens_b = trace_a.cfg, trace_a.tokens, trace_b.tokens
-    with st.container(key="wide_cmp_pair"):  # side by side; one under the other when narrow
+    with st.container(key="wide_cmp_pair" if stack else "cmp_pair_step"):
         cols = st.columns(2)
     measured = []  # each column's width in the browser: both the same, side by side or not
     for col, name in zip(cols, "ab"):
@@ -300,4 +301,4 @@ def figure(name: str) -> None:
     layer, head = VIEW["layer"], VIEW["head"]
     if name == "difference":
         return _difference_map(trace_a, trace_b, layer, head)
-    _pair(trace_a, trace_b, layer, head)
+    _pair(trace_a, trace_b, layer, head, stack=False)

@@ -100,11 +100,15 @@ def _sum_words(parts, cfg, name: str) -> str:
     return " ".join(words) + " With your text:"
 
 
-def _parts(parts, labels: list[str]) -> None:
-    """One token's parts (the token picked on the page, else the second one), its sum and,
-    where the model has one, the sum after LayerNorm, number by number."""
+def _token(labels: list[str]) -> int:
+    """The token whose parts are drawn: the one picked on the page, else the second one."""
     _clamp("emb_token", len(labels) - 1, 1 if len(labels) > 1 else 0)
-    i = st.session_state["emb_token"]
+    return st.session_state["emb_token"]
+
+
+def _parts(parts, labels: list[str], i: int) -> None:
+    """Token `i`'s parts, its sum and, where the model has one, the sum after LayerNorm,
+    number by number."""
     rows = dict(parts.parts, sum=parts.total)
     if parts.normed is not None:
         rows["after LayerNorm"] = parts.normed
@@ -146,10 +150,10 @@ def _embedding_sum(selection, trace, model_name: str) -> None:
         with st.expander("For the curious: where these vectors are read"):
             st.markdown("Read inside the model with hooks: "
                         + ", ".join(f"{part} `{hook}`" for part, hook in parts.hooks.items()) + ".")
-    _clamp("emb_token", len(labels) - 1, 1 if len(labels) > 1 else 0)
-    st.selectbox("Token", range(len(labels)), key="emb_token",
-                 format_func=lambda j: plain_text(labels[j]))
-    _parts(parts, labels)
+    _token(labels)
+    i = st.selectbox("Token", range(len(labels)), key="emb_token",
+                     format_func=lambda j: plain_text(labels[j]))
+    _parts(parts, labels, i)
     norms = _lengths(parts, labels)
     embed = lm.model.embed
     pos_ids = (embed.position_ids(trace.input_ids)[0] if hasattr(embed, "position_ids")
@@ -353,7 +357,10 @@ def figure(name: str) -> None:
     trace = require_trace(selection)
     if name in ("parts", "lengths"):
         parts, labels = embedding_parts(trace), axis_labels(trace.tokens)
-        (_parts if name == "parts" else _lengths)(parts, labels)
+        if name == "parts":
+            _parts(parts, labels, _token(labels))
+        else:
+            _lengths(parts, labels)
         return
     points = token_points(trace)
     VIEW["layer"] = min(max(int(VIEW.setdefault("layer")), 0), points.states.shape[0] - 1)
