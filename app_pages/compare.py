@@ -28,6 +28,7 @@ from viz.style import HALF_PAGE_PX, ROOM_PAGE_PX, ROOM_SCALE
 
 VIEW = page_view("compare")  # this page's settings (teaching/pages.py declares them)
 PICKED = (VIEW.spec.key("layer"), VIEW.spec.key("head"))  # where a click in a head grid goes
+NO_BAR_MARGIN = 12  # px right of a map drawn without its colour bar
 
 
 SKIP = {"the", "a", "an", "to", "of", "and", "in", "on", "at", "is", "was", "it"}
@@ -242,8 +243,18 @@ def _pair(trace_a, trace_b, layer: int, head: int, stack: bool = True) -> None:
                                 causal=cfg.causal, max_width=half,  # one scale for both
                                 zmax=shared_max if aligned else None, window=window,
                                 changed=changed)
+        if not stack and half is not None and fig.layout.width > half:
+            _without_colour_bar(fig)  # side by side in a narrow column: room for the cells
         col.plotly_chart(fig, key=f"cmp_{name.lower()}", config=chart_config("compare", fig),
                          width="content")
+
+
+def _without_colour_bar(fig) -> None:
+    """A map drawn without its colour bar, narrower by the bar's margin (its subtitle still
+    says where a stretched scale tops out)."""
+    bar = fig.layout.margin.r - NO_BAR_MARGIN
+    fig.update_traces(showscale=False, selector=dict(type="heatmap"))
+    fig.update_layout(width=fig.layout.width - bar, margin=dict(r=NO_BAR_MARGIN))
 
 
 def render() -> None:
