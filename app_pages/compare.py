@@ -154,8 +154,8 @@ def _difference(trace_a, trace_b, per_head, layer: int, head: int) -> None:
     if per_head is not None:
         grid = head_grid(per_head, title="Which heads changed most",
                          value_name="mean |B − A| per row", fmt=".2f", marked=[(layer, head)],
-                         subtitle="sum over keys of |B − A|, averaged over queries (0 = identical, "
-                         "2 = no overlap); click a head to show it above")
+                         subtitle="sum over keys of |B − A|, averaged over queries (0 = "
+                         "identical, 2 = no overlap); click a head to show it above")
         # never below 0: the scale starts there, not at a made-up negative end
         grid.update_traces(zmin=0, zmax=float(per_head.max()) or 1.0, selector=dict(type="heatmap"))
         st.plotly_chart(

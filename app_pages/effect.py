@@ -205,9 +205,10 @@ def _words(labels: list[str], values: np.ndarray, layer: int, where: str) -> str
     long the text is, where the strip below is one thin column per token. Returns the
     measure picked: the strip opens on the token it rates highest."""
     _coloured_by(values)
-    method = st.radio("Colour the text by", _measured(values), key=VIEW.key("words"), horizontal=True,
-                      format_func=NAMES.get, help="Each measure, as in the rows of the strip "
-                      "below; the expander under it says what each one measures.")
+    method = st.radio("Colour the text by", _measured(values), key=VIEW.key("words"),
+                      horizontal=True, format_func=NAMES.get, help="Each measure, as in the "
+                      "rows of the strip below; the expander under it says what each one "
+                      "measures.")
     row = values[METHODS.index(method)]
     attention = f", layer {layer}, {where}" if method in ("attention", "attention_norm") else ""
     fig = words_figure(labels, row, NAMES[method], f"Your text, coloured by "

@@ -1,8 +1,8 @@
 """AppTest: every bundled lesson walked end to end, each question answered wrongly and then
 rightly; each pending lesson's step on a page with a new figure, opened from its link, shows
-that figure alone; the lesson list and a lesson's sentences name models as the sidebar does; a step's
-class link wraps instead of being cut; the start page; the teacher's recorder and lessons
-folder."""
+that figure alone; the lesson list and a lesson's sentences name models as the sidebar does;
+a step's class link wraps instead of being cut; the start page; the teacher's recorder and
+lessons folder."""
 
 from __future__ import annotations
 
