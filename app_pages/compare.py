@@ -28,6 +28,7 @@ from viz.style import HALF_PAGE_PX, ROOM_PAGE_PX, ROOM_SCALE
 
 VIEW = page_view("compare")  # this page's settings (teaching/pages.py declares them)
 PICKED = (VIEW.spec.key("layer"), VIEW.spec.key("head"))  # where a click in a head grid goes
+NO_BAR_MARGIN = 12  # px right of a map drawn without its colour bar
 
 
 SKIP = {"the", "a", "an", "to", "of", "and", "in", "on", "at", "is", "was", "it"}
@@ -120,10 +121,9 @@ def _stats(trace, unknown: str | None):
                            unknown=unknown)
 
 
-def _difference(trace_a, trace_b, per_head, layer: int, head: int) -> None:
-    """The difference map and which heads changed most (texts of one length only)."""
+def _difference_map(trace_a, trace_b, layer: int, head: int) -> None:
+    """B − A in one head, cell by cell (texts of one length only; else why not)."""
     cfg, tokens_a, tokens_b = trace_a.cfg, trace_a.tokens, trace_b.tokens
-    st.subheader("Difference map")
     width = fitting_width(column_width("cmp_page_width"), None, projector.on())
     if len(tokens_a) != len(tokens_b):
         st.info(
@@ -145,15 +145,22 @@ def _difference(trace_a, trace_b, per_head, layer: int, head: int) -> None:
                                title=f"B − A, layer {layer}, head {head}", causal=cfg.causal,
                                max_width=width),
             key="cmp_diff", config=chart_config("compare_difference"), width="content")
+
+
+def _difference(trace_a, trace_b, per_head, layer: int, head: int) -> None:
+    """The difference map and which heads changed most (texts of one length only)."""
+    st.subheader("Difference map")
+    _difference_map(trace_a, trace_b, layer, head)
+    if per_head is not None:
         grid = head_grid(per_head, title="Which heads changed most",
                          value_name="mean |B − A| per row", fmt=".2f", marked=[(layer, head)],
-                         subtitle="sum over keys of |B − A|, averaged over queries (0 = identical, "
-                         "2 = no overlap); click a head to show it above")
+                         subtitle="sum over keys of |B − A|, averaged over queries (0 = "
+                         "identical, 2 = no overlap); click a head to show it above")
         # never below 0: the scale starts there, not at a made-up negative end
         grid.update_traces(zmin=0, zmax=float(per_head.max()) or 1.0, selector=dict(type="heatmap"))
         st.plotly_chart(
             grid,
-            key="cmp_heads", on_select=pick_head("cmp_heads", cfg.n_heads, *PICKED),
+            key="cmp_heads", on_select=pick_head("cmp_heads", trace_a.cfg.n_heads, *PICKED),
             selection_mode="points", config=chart_config("compare_heads"))
 
 
@@ -178,59 +185,45 @@ def _statistics_difference(trace_a, trace_b, layer: int, head: int, unknown=None
         selection_mode="points", config=chart_config("compare_statistics"))
 
 
-def render() -> None:
-    selection = st.session_state["selection"]
-    st.title("Compare two inputs", anchor=False)
-    trace_a = require_trace(selection)
-    cfg = trace_a.cfg
-    st.caption("Text A is the sidebar text; type text B here. Both run through the same model and "
-               "are shown with the same layer and head. Change one word to see which heads "
-               "notice." + (" B uses the same second sentence as A." if selection.pair else ""))
-
-    made = _default_b(selection.model, selection.text)
-    VIEW.setdefault("text_b", made)  # from a link or a lesson step, else text A with a word swapped
-    follow_default(VIEW.key("text_b"), "_cmp_default", made)  # text A's, until the user edits B
-    left, right = st.columns([5, 1], vertical_alignment="bottom")
-    text_b = left.text_area("Text B", key=VIEW.key("text_b"), height=90)
-    right.button("Start from text A", key="cmp_copy",
-                 on_click=copy_state("sb_text", VIEW.key("text_b")),
-                 help="Copy the sidebar text here, then edit a word.")
-    note = st.empty()  # under text B and its button: what B is, once B has run
-
+def _run_b(selection, text_b: str, note):
+    """Text B's run (cut to the longest text allowed, said on the page), or None with why
+    not on the page."""
     limit = settings.max_chars()
     if len(text_b) > limit:
         st.warning(f"Text B was cut to {limit:,} characters.")
         text_b = text_b[:limit]
     if not text_b.strip():
         note.info("Type text B above to compare it with the sidebar text.")
-        st.stop()
+        return None
     try:
-        trace_b = get_trace(selection.model_name, text_b, selection.pair)
+        return get_trace(selection.model_name, text_b, selection.pair)
     except ValueError as exc:
         st.error(md_escape(str(exc)))
-        st.stop()
-    _describe_b(note, trace_a, trace_b, swapped=text_b == made != selection.text,
-                same_text=text_b == selection.text)
-    # the "?" on a character model's axes, for the characters of A or of B it cannot read
-    show_unknown_note_read(selection, read_text(selection.text, trace_a),
-                           read_text(text_b, trace_b))
+        return None
 
-    tokens_a, tokens_b = trace_a.tokens, trace_b.tokens
-    per_head = None  # how much each head's attention moved: mean over rows of sum |B − A|
-    if len(tokens_a) == len(tokens_b):
+
+def _moved(trace_a, trace_b):
+    """How much each head's attention moved, mean over rows of sum |B − A| [n_layers, head]
+    in [0, 2] (None: the texts differ in length). The page opens on the head open on the
+    attention page, else on the head that moved most."""
+    per_head = None
+    if len(trace_a.tokens) == len(trace_b.tokens):
         diff_heads = np.abs(trace_b.attentions.numpy() - trace_a.attentions.numpy())  # [L, H, q, k]
-        per_head = diff_heads.sum(-1).mean(-1)  # [n_layers, head], in [0, 2]
-    # Start on the head open on the attention page, else on the head that changed most.
+        per_head = diff_heads.sum(-1).mean(-1)  # [n_layers, head]
     moved = (0, 0) if per_head is None else np.unravel_index(int(per_head.argmax()), per_head.shape)
     attention = page_view("attention")
     for name, first in (("layer", moved[0]), ("head", moved[1])):
         opened = attention.given(name)
         VIEW.setdefault(name, int(first) if opened is None else opened)
-    controls = st.columns(2)
-    layer = index_slider(controls[0], "Layer", cfg.n_layers, key=VIEW.key("layer"))
-    head = index_slider(controls[1], "Head", cfg.n_heads, key=VIEW.key("head"))
+    return per_head
 
-    with st.container(key="wide_cmp_pair"):  # side by side; one under the other when narrow
+
+def _pair(trace_a, trace_b, layer: int, head: int, stack: bool = True) -> None:
+    """The head's attention on A and on B, side by side (one under the other when narrow,
+    if `stack`: a lesson step's figure keeps them side by side, smaller), on one colour scale
+    when they line up; a long text opens on the change."""
+    cfg, tokens_a, tokens_b = trace_a.cfg, trace_a.tokens, trace_b.tokens
+    with st.container(key="wide_cmp_pair" if stack else "cmp_pair_step"):
         cols = st.columns(2)
     measured = []  # each column's width in the browser: both the same, side by side or not
     for col, name in zip(cols, "ab"):
@@ -250,10 +243,73 @@ def render() -> None:
                                 causal=cfg.causal, max_width=half,  # one scale for both
                                 zmax=shared_max if aligned else None, window=window,
                                 changed=changed)
+        if not stack and half is not None and fig.layout.width > half:
+            _without_colour_bar(fig)  # side by side in a narrow column: room for the cells
         col.plotly_chart(fig, key=f"cmp_{name.lower()}", config=chart_config("compare", fig),
                          width="content")
+
+
+def _without_colour_bar(fig) -> None:
+    """A map drawn without its colour bar, narrower by the bar's margin (its subtitle still
+    says where a stretched scale tops out)."""
+    bar = fig.layout.margin.r - NO_BAR_MARGIN
+    fig.update_traces(showscale=False, selector=dict(type="heatmap"))
+    fig.update_layout(width=fig.layout.width - bar, margin=dict(r=NO_BAR_MARGIN))
+
+
+def render() -> None:
+    selection = st.session_state["selection"]
+    st.title("Compare two inputs", anchor=False)
+    trace_a = require_trace(selection)
+    cfg = trace_a.cfg
+    st.caption("Text A is the sidebar text; type text B here. Both run through the same model and "
+               "are shown with the same layer and head. Change one word to see which heads "
+               "notice." + (" B uses the same second sentence as A." if selection.pair else ""))
+
+    made = _default_b(selection.model, selection.text)
+    VIEW.setdefault("text_b", made)  # from a link or a lesson step, else text A with a word swapped
+    follow_default(VIEW.key("text_b"), "_cmp_default", made)  # text A's, until the user edits B
+    left, right = st.columns([5, 1], vertical_alignment="bottom")
+    text_b = left.text_area("Text B", key=VIEW.key("text_b"), height=90)
+    right.button("Start from text A", key="cmp_copy",
+                 on_click=copy_state("sb_text", VIEW.key("text_b")),
+                 help="Copy the sidebar text here, then edit a word.")
+    note = st.empty()  # under text B and its button: what B is, once B has run
+
+    trace_b = _run_b(selection, text_b, note)
+    if trace_b is None:
+        st.stop()
+    _describe_b(note, trace_a, trace_b, swapped=text_b == made != selection.text,
+                same_text=text_b == selection.text)
+    # the "?" on a character model's axes, for the characters of A or of B it cannot read
+    show_unknown_note_read(selection, read_text(selection.text, trace_a),
+                           read_text(text_b, trace_b))
+
+    per_head = _moved(trace_a, trace_b)
+    controls = st.columns(2)
+    layer = index_slider(controls[0], "Layer", cfg.n_layers, key=VIEW.key("layer"))
+    head = index_slider(controls[1], "Head", cfg.n_heads, key=VIEW.key("head"))
+    _pair(trace_a, trace_b, layer, head)
 
     _difference(trace_a, trace_b, per_head, layer, head)
 
     unknown = unknown_token(st.session_state["selection"].model.tokenizer)
     _statistics_difference(trace_a, trace_b, layer, head, unknown)
+
+
+def figure(name: str) -> None:
+    """A lesson step's one figure (teaching/figures.py), in the step's view: its head on the
+    sidebar text and on text B side by side ("pair"), or B − A ("difference")."""
+    selection = st.session_state["selection"]
+    trace_a = require_trace(selection)
+    text_b = VIEW.setdefault("text_b", _default_b(selection.model, selection.text))
+    trace_b = _run_b(selection, text_b, st.empty())
+    if trace_b is None:
+        return
+    if trace_a.tokens == trace_b.tokens and torch.equal(trace_a.input_ids, trace_b.input_ids):
+        return st.info("The model reads the same tokens in both texts: nothing to compare.")
+    _moved(trace_a, trace_b)
+    layer, head = VIEW["layer"], VIEW["head"]
+    if name == "difference":
+        return _difference_map(trace_a, trace_b, layer, head)
+    _pair(trace_a, trace_b, layer, head, stack=False)

@@ -100,6 +100,40 @@ def _sum_words(parts, cfg, name: str) -> str:
     return " ".join(words) + " With your text:"
 
 
+def _token(labels: list[str]) -> int:
+    """The token whose parts are drawn: the one picked on the page, else the second one."""
+    _clamp("emb_token", len(labels) - 1, 1 if len(labels) > 1 else 0)
+    return st.session_state["emb_token"]
+
+
+def _parts(parts, labels: list[str], i: int) -> None:
+    """Token `i`'s parts, its sum and, where the model has one, the sum after LayerNorm,
+    number by number."""
+    rows = dict(parts.parts, sum=parts.total)
+    if parts.normed is not None:
+        rows["after LayerNorm"] = parts.normed
+    st.plotly_chart(parts_figure(
+        np.stack([v[i] for v in rows.values()]), list(rows),  # [part, d_model]
+        f"Token {plain_text(labels[i])}: every vector, dimension by dimension",
+        "each column of 'sum' adds up the column above it"
+        + ("; the LayerNorm row's larger values are clipped to the same colours"
+           if parts.normed is not None else ""),
+        scale_rows=len(parts.parts) + 1),
+        key="emb_parts", config=_config())
+
+
+def _lengths(parts, labels: list[str]) -> dict:
+    """Each part's length, token by token; returns them, by part."""
+    norms = parts.norms()
+    st.plotly_chart(norms_figure(norms, labels, "Lengths of the vectors, token by token",
+                                 "a vector's length: the square root of the sum of its "
+                                 "squared numbers"
+                                 + ("; LayerNorm scales each sum to spread 1, then applies a "
+                                    "learned gain and bias" if parts.normed is not None else "")),
+                    key="emb_norms", config=_config())
+    return norms
+
+
 def _embedding_sum(selection, trace, model_name: str) -> None:
     """1. The embedding sum, taken apart: its parts, their lengths, and the ids behind them."""
     lm, cfg = selection.model, trace.cfg
@@ -116,27 +150,11 @@ def _embedding_sum(selection, trace, model_name: str) -> None:
         with st.expander("For the curious: where these vectors are read"):
             st.markdown("Read inside the model with hooks: "
                         + ", ".join(f"{part} `{hook}`" for part, hook in parts.hooks.items()) + ".")
-    _clamp("emb_token", len(labels) - 1, 1 if len(labels) > 1 else 0)
+    _token(labels)
     i = st.selectbox("Token", range(len(labels)), key="emb_token",
                      format_func=lambda j: plain_text(labels[j]))
-    rows = dict(parts.parts, sum=parts.total)
-    if parts.normed is not None:
-        rows["after LayerNorm"] = parts.normed
-    st.plotly_chart(parts_figure(
-        np.stack([v[i] for v in rows.values()]), list(rows),  # [part, d_model]
-        f"Token {plain_text(labels[i])}: every vector, dimension by dimension",
-        "each column of 'sum' adds up the column above it"
-        + ("; the LayerNorm row's larger values are clipped to the same colours"
-           if parts.normed is not None else ""),
-        scale_rows=len(parts.parts) + 1),
-        key="emb_parts", config=_config())
-    norms = parts.norms()
-    st.plotly_chart(norms_figure(norms, labels, "Lengths of the vectors, token by token",
-                                 "a vector's length: the square root of the sum of its "
-                                 "squared numbers"
-                                 + ("; LayerNorm scales each sum to spread 1, then applies a "
-                                    "learned gain and bias" if parts.normed is not None else "")),
-                    key="emb_norms", config=_config())
+    _parts(parts, labels, i)
+    norms = _lengths(parts, labels)
     embed = lm.model.embed
     pos_ids = (embed.position_ids(trace.input_ids)[0] if hasattr(embed, "position_ids")
                else np.arange(trace.n_tokens))
@@ -231,7 +249,17 @@ def _projections(selection, trace, model_name: str) -> None:
                                   format_func=lambda j: "(none)" if j is None
                                   else plain_text(point_labels[j]))
 
-    k = 3 if dims == "3D" else 2
+    _projection_figure(points, point_labels, data_key, (method, 3 if dims == "3D" else 2),
+                       layer, fit_all, color_mode, path_point)
+
+
+def _projection_figure(points, point_labels: list[str], data_key: tuple, how: tuple[str, int],
+                       layer: int, fit_all: bool, color_mode: str = "position",
+                       path_point: int | None = None, bounds: bool = True) -> None:
+    """The tokens' vectors after block `layer` (0: the embeddings), squeezed by `how` (method,
+    2 or 3 numbers), fitted on all layers or this one; the methods' bounds above it."""
+    method, k = how
+    n_layers, n_points = points.states.shape[:2]
     n_fit = n_points * (n_layers if fit_all else 1)
     coords = explained = None
     try:
@@ -241,10 +269,11 @@ def _projections(selection, trace, model_name: str) -> None:
                                             None if fit_all else layer)
     except ProjectionRefused as exc:
         st.warning(str(exc))
-    st.caption(f"Bounds: t-SNE up to {MAX_POINTS['t-SNE']:,} points, UMAP up to "
-               f"{MAX_POINTS['UMAP']:,} points (this view: {n_points:,} tokens × "
-               f"{plural(n_layers if fit_all else 1, 'layer')} = {n_fit:,}); several sentences "
-               f"up to {MAX_SENTENCES} lines. PCA has no bound.")
+    if bounds:
+        st.caption(f"Bounds: t-SNE up to {MAX_POINTS['t-SNE']:,} points, UMAP up to "
+                   f"{MAX_POINTS['UMAP']:,} points (this view: {n_points:,} tokens × "
+                   f"{plural(n_layers if fit_all else 1, 'layer')} = {n_fit:,}); several "
+                   f"sentences up to {MAX_SENTENCES} lines. PCA has no bound.")
     if coords is not None:
         shown = coords[layer] if fit_all else coords  # [point, k]
         if explained is not None:
@@ -318,3 +347,25 @@ def render() -> None:
 
     # ------------------------------------------------------------ 3. queries and keys together
     _queries_and_keys(trace, model_name)
+
+
+def figure(name: str) -> None:
+    """A lesson step's one figure (teaching/figures.py), in the step's view: the sidebar
+    text's tokens as points after the step's layer, all layers fitted in one space
+    ("projection"); one token's embedding parts ("parts"); or each part's length ("lengths")."""
+    selection = st.session_state["selection"]
+    trace = require_trace(selection)
+    if name in ("parts", "lengths"):
+        parts, labels = embedding_parts(trace), axis_labels(trace.tokens)
+        if name == "parts":
+            _parts(parts, labels, _token(labels))
+        else:
+            _lengths(parts, labels)
+        return
+    points = token_points(trace)
+    VIEW["layer"] = min(max(int(VIEW.setdefault("layer")), 0), points.states.shape[0] - 1)
+    dims = VIEW.setdefault("dims")
+    _projection_figure(points, _point_labels(points, []),
+                       (selection.model_name, "text", selection.text, selection.pair),
+                       (VIEW.setdefault("method"), 3 if dims == "3D" else 2), VIEW["layer"],
+                       fit_all=True, bounds=False)

@@ -11,10 +11,17 @@ from __future__ import annotations
 FIGURES: dict[str, dict[str, str]] = {
     "attention": {"heatmap": "the heatmap of the step's head",
                   "cross-attention": "the decoder's cross-attention heatmap"},
+    "effect": {"strip": "how much each token matters, six ways, beside the step's head",
+               "heads": "every head's attention against the effect of removing each token"},
     "heads": {"grid": "one number per head, every head at once"},
+    "compare": {"pair": "the step's head on the two texts, side by side",
+                "difference": "where the two texts' attention differs, B minus A"},
     "walkthrough": {"step": "the step of the forward pass: its tensors and its figure"},
     "positions": {"distance": "how alike positions are, against their distance",
                   "similarity": "position × position similarity of the model's own"},
+    "embeddings": {"projection": "the tokens as points, after the step's layer",
+                   "parts": "one token's embedding parts and their sum, number by number",
+                   "lengths": "how long each part of the embedding is, token by token"},
     "training": {"run": "a training run of the step's task, with its live figures"},
 }
 

@@ -11,12 +11,73 @@ from __future__ import annotations
 
 import math
 
+from analysis.effect import MAX_OCCLUSION_TOKENS
 from analysis.effect_target import special_token_id
 from analysis.gradients import (
-    GAP_WARN_SHARE, IGResult, default_baseline, zero_start_is_empty,
+    GAP_WARN_SHARE, MAX_GRADIENT_TOKENS, MAX_IG_BATCH_TOKENS, MAX_IG_STEPS, IGResult,
+    default_baseline, zero_start_is_empty,
 )
 from ui.text import md_escape
 from viz.numbers import percent, plain
+
+# The six measures: their names in the strip's rows, and what each measures, in words.
+NAMES = {"attention": "Attention", "rollout": "Rollout", "attention_norm": "Attn × value",
+         "gradient_x_input": "Grad × input", "integrated_gradients": "Integ. grads",
+         "occlusion": "Occlusion"}
+MEANINGS = {
+    "attention": "the chosen head's (or the heads' average) attention from the target's row",
+    "rollout": "attention followed through every layer (heads averaged, residual added)",
+    "attention_norm": "attention times the size of what the token passes on, "
+                      "‖weight · value · W_O‖",
+    "gradient_x_input": "how fast the target changes with the token's embedding, times "
+                        "that embedding",
+    "integrated_gradients": "the same, added up along the way from the baseline to your text",
+    "occlusion": "the target with the token minus the target without it"}
+OCCLUSION = {"remove": "remove the token", "pad": "replace it by [PAD]",
+             "mask": "replace it by [MASK]"}
+WARNING = (
+    "**Attention is not explanation.** A head can put most of its attention on a token whose "
+    "value vector is tiny, so almost nothing of that token reaches the output. Attention shows "
+    "where a head *looks*; gradients, integrated gradients and occlusion measure what "
+    "*changes the answer*. Where they disagree, trust those, not the heatmap.")
+RHO_SCALE = "from −1 to 1, 1 means the two orders match"  # Spearman ρ in plain words
+AGREEMENT = (
+    "ρ on the right: near +1, the method ranks the tokens as this attention does; near 0 or "
+    "below, the tokens the head looks at are not the ones that change the target, so its "
+    "attention alone would mislead you. (Ranked by size: a token that pushes the target down "
+    "matters too.)")
+NO_OCCLUSION = ("This view compares every head with occlusion, which runs only for texts of up "
+                f"to {MAX_OCCLUSION_TOKENS} tokens.")
+
+
+
+def offered(loaded, choices: dict) -> list[str]:
+    """The choices this tokenizer has: [PAD] / [MASK] only where it has that token."""
+    out = []
+    for name in choices:
+        try:
+            if name in ("pad", "mask"):
+                special_token_id(loaded, name)
+            out.append(name)
+        except ValueError:
+            pass
+    return out
+
+
+def limits(k: int, most_steps: int, context_cut: int | None = None) -> str:
+    """The methods' limits, for a text the target sees `k` tokens of (at most `most_steps`
+    steps of integrated gradients fit). `context_cut`: the model's context when it cut the
+    text (the sidebar's banner says so), else None."""
+    return (f"Limits, so the page stays quick: gradients for up to {MAX_GRADIENT_TOKENS} "
+            f"tokens; integrated gradients up to {MAX_IG_STEPS} steps and "
+            f"{MAX_IG_BATCH_TOKENS:,} token-steps (steps × tokens: here at most "
+            f"{most_steps} steps for {k} tokens); "
+            f"occlusion up to {MAX_OCCLUSION_TOKENS} tokens (one run per token). "
+            "Past a limit, the method is skipped and the page says so; "
+            + ("these limits never shorten your text." if context_cut is None else
+               f"these limits never shorten your text (the model itself reads at most "
+               f"{context_cut:,} tokens: see above)."))
+
 
 BASELINE_LABEL = "Integrated gradients start from"
 BASELINE_ALONE = "Integrated gradients start from {}."  # "{}": the one baseline's name

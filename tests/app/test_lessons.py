@@ -1,7 +1,8 @@
 """AppTest: every bundled lesson walked end to end, each question answered wrongly and then
-rightly; the lesson list and a lesson's sentences name models as the sidebar does; a step's
-class link wraps instead of being cut; the start page; the teacher's recorder and lessons
-folder."""
+rightly; each pending lesson's step on a page with a new figure, opened from its link, shows
+that figure alone; the lesson list and a lesson's sentences name models as the sidebar does;
+a step's class link wraps instead of being cut; the start page; the teacher's recorder and
+lessons folder."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 os.environ["HF_HUB_OFFLINE"] = "1"
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from bundled_lessons import NEW_FIGURE_STEPS, PENDING_DIR  # noqa: E402
 from page_links import open_lesson, switch  # noqa: E402
 
 from model import load_model  # noqa: E402
@@ -38,7 +40,11 @@ FIGURE_CHARTS = {("attention", "heatmap"): {"attn_heatmap"},
                  ("heads", "grid"): {"hs_grid"}, ("walkthrough", "step"): {"wk_fig", "wk_fig2"},
                  ("positions", "distance"): {"pos_decay"},
                  ("positions", "similarity"): {"pos_model_sim"},
-                 ("training", "run"): set()}  # nothing until the learner starts a run
+                 ("training", "run"): set(),  # nothing until the learner starts a run
+                 ("effect", "strip"): {"eff_strip"}, ("effect", "heads"): {"eff_heads"},
+                 ("compare", "pair"): {"cmp_a", "cmp_b"}, ("compare", "difference"): {"cmp_diff"},
+                 ("embeddings", "projection"): {"emb_projection"},
+                 ("embeddings", "parts"): {"emb_parts"}, ("embeddings", "lengths"): {"emb_norms"}}
 QUESTION_CHART = "lesson_cell_chart"
 
 
@@ -124,6 +130,29 @@ def test_every_bundled_lesson_walks_end_to_end(lesson):
         if number < len(lesson.steps):
             at.button(key="lesson_next_bottom").click().run()
     assert at.button(key="lesson_finish_bottom") is not None
+
+
+@pytest.mark.parametrize("lesson, number", NEW_FIGURE_STEPS,
+                         ids=lambda v: v.id if hasattr(v, "id") else str(v))
+def test_a_pending_step_on_a_new_figure_page_shows_only_its_figure(lesson, number, monkeypatch):
+    monkeypatch.setenv("ATTENTION_LAB_LESSONS", str(PENDING_DIR))
+    at = _open(lesson.id, number)
+    step = lesson.steps[number - 1]
+    assert not at.exception, at.exception
+    settings, texts, _ = _texts(step)
+    texts["_settings"] = settings
+    assert texts["title"] in _said(at, "header")
+    if step.question is not None:
+        assert not at.get("plotly_chart") or step.question.kind == "cell"  # hidden first
+        at = _answer_wrong_then_right(at, lesson, number, step, texts)
+    spec = BY_PATH[step.page]
+    for name, value in settings.items():  # the page opened in the step's state
+        assert at.session_state[spec.key(name)] == value, name
+    drawn = {c.key for c in at.get("plotly_chart")} - {QUESTION_CHART}
+    charts = FIGURE_CHARTS[step.page, figure_of(step.page, step.figure)]
+    assert drawn and drawn <= charts, drawn  # its figure, and none of the page's rest
+    assert not at.get("title") and not at.main.get("slider") and not at.main.get("text_area"), \
+        "a step draws no page title and no page controls"
 
 
 def test_a_link_to_a_later_step_opens_that_step_with_its_state():

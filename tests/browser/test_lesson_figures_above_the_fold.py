@@ -1,6 +1,8 @@
 """Chromium at 1400 × 900: every step of every bundled lesson, opened from its link (and its
 question answered, when it has one), shows the top of its one figure above the fold, and no
-other chart of its page. One server and one browser for all of them."""
+other chart of its page. One server and one browser for all of them. The same, at 1400 × 900
+and 800 × 900, for the pending lessons' steps on pages that have a figure no bundled lesson
+opens yet (tests/bundled_lessons.py: NEW_FIGURE_STEPS), served from the pending folder."""
 
 from __future__ import annotations
 
@@ -8,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from app_server import running_app
+from bundled_lessons import NEW_FIGURE_STEPS, PENDING_DIR
 from teaching.format import parse_lesson
 from test_browser import _settle, browser, server  # noqa: F401  (fixtures)
 
@@ -57,18 +61,47 @@ def open_step(page, server: str, lesson, number: int, extra: str = "") -> None:
     _settle(page)
 
 
+@pytest.fixture(scope="module")
+def course_server(tmp_path_factory):
+    """The app with the course's pending lessons as its lessons folder."""
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("ATTENTION_LAB_LESSONS", str(PENDING_DIR))
+        with running_app(tmp_path_factory.mktemp("course") / "server.log") as url:
+            yield url
+
+
+def _below_the_fold(page, server: str, steps, shots: str = "") -> list:
+    """Open each (lesson, step number) from its link: the steps whose figure's top is below the
+    fold, with that top; a chart outside a step's figure fails at once. `shots`: a file name
+    start under which each step's screen is saved."""
+    below = []
+    for lesson, number in steps:
+        step = lesson.steps[number - 1]
+        open_step(page, server, lesson, number)
+        top = page.locator(DRAWN).first.bounding_box()["y"]
+        outside = page.locator(".js-plotly-plot").count() - page.locator(
+            f"{FIGURE} .js-plotly-plot").count() - (step.question is not None and
+                                                    step.question.kind == "cell")
+        assert outside == 0, (lesson.id, number, "a chart outside the step's figure")
+        if shots:
+            page.screenshot(path=f"{shots}_{lesson.id}_{number}.png")
+        if top >= page.viewport_size["height"]:
+            below.append((lesson.id, number, round(top)))
+    return below
+
+
 def test_every_bundled_lesson_step_shows_its_figure_above_the_fold(server, browser):  # noqa: F811
     page = browser.new_page(viewport={"width": 1400, "height": FOLD})
-    below = []
-    for lesson in LESSONS:
-        for number, step in enumerate(lesson.steps, 1):
-            open_step(page, server, lesson, number)
-            top = page.locator(DRAWN).first.bounding_box()["y"]
-            outside = page.locator(".js-plotly-plot").count() - page.locator(
-                f"{FIGURE} .js-plotly-plot").count() - (step.question is not None and
-                                                        step.question.kind == "cell")
-            assert outside == 0, (lesson.id, number, "a chart outside the step's figure")
-            if top >= FOLD:
-                below.append((lesson.id, number, round(top)))
+    below = _below_the_fold(page, server, [(lesson, number) for lesson in LESSONS
+                                           for number in range(1, len(lesson.steps) + 1)])
+    page.close()
+    assert below == [], f"figures whose top is below the fold (y ≥ {FOLD}): {below}"
+
+
+@pytest.mark.parametrize("width", [1400, 800])
+def test_pending_steps_on_new_figure_pages_show_their_figure_above_the_fold(
+        course_server, browser, width, tmp_path):  # noqa: F811
+    page = browser.new_page(viewport={"width": width, "height": FOLD})
+    below = _below_the_fold(page, course_server, NEW_FIGURE_STEPS, str(tmp_path / f"{width}"))
     page.close()
     assert below == [], f"figures whose top is below the fold (y ≥ {FOLD}): {below}"

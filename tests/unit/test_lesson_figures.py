@@ -40,15 +40,28 @@ def test_a_step_may_name_its_figure_and_otherwise_gets_its_pages_own():
     assert plain.figure == "" and figure_of("attention", plain.figure) == "heatmap"
 
 
+@pytest.fixture
+def no_figure_page(monkeypatch) -> str:
+    """A lesson page with no figure: one that still has none, else (every page has one now)
+    the last page with figures, its entry taken away for the test."""
+    page = next((p for p in PAGES if p not in FIGURES), None)
+    if page is None:
+        page = list(FIGURES)[-1]
+        monkeypatch.delitem(FIGURES, page)
+    return page
+
+
 @pytest.mark.parametrize("line, page, words", [
     ('figure = "everything"', "attention", "figure must be one of: 'heatmap', 'cross-attention'"),
     ('figure = 3', "attention", "figure must be one of"),
-    ('figure = "heatmap"', "effect", "the effect page has no figure to choose"),
+    ('figure = "heatmap"', None, "page has no figure to choose"),
 ])
-def test_a_figure_the_page_does_not_offer_is_refused_with_its_line(line, page, words):
+def test_a_figure_the_page_does_not_offer_is_refused_with_its_line(line, page, words,
+                                                                   no_figure_page):
+    page = page or no_figure_page
     with pytest.raises(LessonError) as caught:
         _parse(line, page)
-    assert words in str(caught.value)
+    assert words in str(caught.value) and f"the {page} page" in str(caught.value)
     assert caught.value.line == LESSON[:LESSON.index("{figure}")].count("\n") + 1
 
 
@@ -64,4 +77,8 @@ def test_every_page_with_figures_is_a_lesson_page_whose_module_draws_them():
         assert page in PAGES and figures and default_figure(page) == next(iter(figures))
         module = importlib.import_module(f"app_pages.{BY_PATH[page].module}")
         assert callable(getattr(module, "figure", None)), page
-    assert default_figure("effect") == "" == figure_of("generate")
+
+
+def test_a_page_with_no_figure_gives_a_step_none(no_figure_page):
+    assert default_figure(no_figure_page) == "" == figure_of(no_figure_page)
+    assert figure_of("effect") == "strip"  # a page that has figures: its first
