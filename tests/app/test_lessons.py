@@ -38,8 +38,21 @@ FIGURE_CHARTS = {("attention", "heatmap"): {"attn_heatmap"},
                  ("heads", "grid"): {"hs_grid"}, ("walkthrough", "step"): {"wk_fig", "wk_fig2"},
                  ("positions", "distance"): {"pos_decay"},
                  ("positions", "similarity"): {"pos_model_sim"},
-                 ("training", "run"): set()}  # nothing until the learner starts a run
+                 ("training", "run"): set(),  # nothing until the learner starts a run
+                 ("ablation", "importance"): {"abl_grid"},
+                 ("logit-lens", "table"): {"lens_table"},
+                 ("generate", "next"): {"gen_next_tokens"},
+                 ("generate", "attention"): {"gen_attention", "gen_cross"}}
 QUESTION_CHART = "lesson_cell_chart"
+# The course's lessons not offered yet (teaching/course/pending/README.md), served as an
+# operator's folder; their steps on these pages, which have their figures, are checked here.
+PENDING_DIR = ROOT / "teaching" / "course" / "pending"
+PENDING = [parse_lesson(p.read_bytes(), p.stem, "folder")
+           for p in sorted(PENDING_DIR.glob("*.toml"))]
+PENDING_FIGURE_PAGES = ("ablation", "logit-lens", "generate")
+PENDING_STEPS = [(lesson, number) for lesson in PENDING
+                 for number, step in enumerate(lesson.steps, 1)
+                 if step.page in PENDING_FIGURE_PAGES]
 
 
 @functools.cache
@@ -93,6 +106,27 @@ def _answer_wrong_then_right(at: AppTest, lesson, number: int, step, texts: dict
     return at
 
 
+def _shows_its_figure(at: AppTest, step, number: int, settings: dict) -> None:
+    """The step's page is open in the step's state and shows the step's figure and nothing
+    else of the page (a page with no figure runs whole)."""
+    spec = BY_PATH[step.page]
+    for name, value in settings.items():  # the page opened in the step's state
+        assert at.session_state[spec.key(name)] == value, (number, name)
+    assert at.session_state["sb_text"] == step.text
+    drawn = {c.key for c in at.get("plotly_chart")} - {QUESTION_CHART}
+    if not figure_of(step.page, step.figure):  # a page with no figure runs whole
+        charts = drawn
+    else:
+        charts = FIGURE_CHARTS[step.page, figure_of(step.page, step.figure)]
+    assert drawn <= charts, (number, drawn)  # the step's figure only, never the page's rest
+    if charts and step.page != "walkthrough":
+        assert drawn, (number, step.page)
+    elif step.page == "walkthrough":  # a step without a figure shows its tensors' tables
+        assert drawn or "· shape `" in _said(at, "markdown") or at.main.dataframe, number
+    if figure_of(step.page, step.figure):  # a page with no figure runs whole, title too
+        assert not at.get("title"), "a step draws no page title"
+
+
 @pytest.mark.parametrize("lesson", LESSONS, ids=lambda lesson: lesson.id)
 def test_every_bundled_lesson_walks_end_to_end(lesson):
     at = _open(lesson.id)
@@ -104,26 +138,31 @@ def test_every_bundled_lesson_walks_end_to_end(lesson):
         if step.question is not None:
             assert not at.get("plotly_chart") or step.question.kind == "cell"  # hidden first
             at = _answer_wrong_then_right(at, lesson, number, step, texts)
-        spec = BY_PATH[step.page]
-        for name, value in settings.items():  # the page opened in the step's state
-            assert at.session_state[spec.key(name)] == value, (number, name)
-        assert at.session_state["sb_text"] == step.text
-        drawn = {c.key for c in at.get("plotly_chart")} - {QUESTION_CHART}
-        if not figure_of(step.page, step.figure):  # a page with no figure runs whole
-            charts = drawn
-        else:
-            charts = FIGURE_CHARTS[step.page, figure_of(step.page, step.figure)]
-        assert drawn <= charts, (number, drawn)  # the step's figure only, never the page's rest
-        if charts and step.page != "walkthrough":
-            assert drawn, (number, step.page)
-        elif step.page == "walkthrough":  # a step without a figure shows its tensors' tables
-            assert drawn or "· shape `" in _said(at, "markdown") or at.main.dataframe, number
-        if figure_of(step.page, step.figure):  # a page with no figure runs whole, title too
-            assert not at.get("title"), "a step draws no page title"
+        _shows_its_figure(at, step, number, settings)
         assert at.query_params["step"] in (str(number), [str(number)])
         if number < len(lesson.steps):
             at.button(key="lesson_next_bottom").click().run()
     assert at.button(key="lesson_finish_bottom") is not None
+
+
+@pytest.mark.parametrize("lesson, number", [pytest.param(lesson, number,
+                                                          id=f"{lesson.id}-{number}")
+                                             for lesson, number in PENDING_STEPS])
+def test_a_pending_step_on_a_page_with_its_figure_shows_only_that(lesson, number, monkeypatch):
+    """A step of a lesson not offered yet, opened from its link in the operator's folder: no
+    error, its question first, then its one figure."""
+    monkeypatch.setenv("ATTENTION_LAB_LESSONS", str(PENDING_DIR))
+    at = _open(lesson.id, number)
+    step = lesson.steps[number - 1]
+    assert not at.exception, at.exception
+    assert not _said(at, "error"), _said(at, "error")
+    settings, texts, _ = _texts(step)
+    texts["_settings"] = settings
+    assert texts["title"] in _said(at, "header"), _said(at, "header")
+    if step.question is not None:
+        assert not at.get("plotly_chart")  # hidden until answered
+        at = _answer_wrong_then_right(at, lesson, number, step, texts)
+    _shows_its_figure(at, step, number, settings)
 
 
 def test_a_link_to_a_later_step_opens_that_step_with_its_state():

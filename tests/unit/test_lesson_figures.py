@@ -64,4 +64,4 @@ def test_every_page_with_figures_is_a_lesson_page_whose_module_draws_them():
         assert page in PAGES and figures and default_figure(page) == next(iter(figures))
         module = importlib.import_module(f"app_pages.{BY_PATH[page].module}")
         assert callable(getattr(module, "figure", None)), page
-    assert default_figure("effect") == "" == figure_of("generate")
+    assert default_figure("effect") == "" == figure_of("start")
