@@ -13,9 +13,15 @@ BUNDLED = sorted((Path(__file__).resolve().parents[1] / "teaching" / "bundled").
 LESSONS = [parse_lesson(p.read_bytes(), p.stem, "bundled") for p in BUNDLED]
 # The course's lessons written but not offered yet (teaching/course/pending/README.md says why):
 # the course checks and the facts' independent checks read them with the bundled ones.
-PENDING = sorted((Path(__file__).resolve().parents[1] / "teaching" / "course" / "pending")
-                 .glob("*.toml"))
+PENDING_DIR = Path(__file__).resolve().parents[1] / "teaching" / "course" / "pending"
+PENDING = sorted(PENDING_DIR.glob("*.toml"))
 COURSE = LESSONS + [parse_lesson(p.read_bytes(), p.stem, "bundled") for p in PENDING]
+# The pages whose steps in the pending lessons show their one figure (teaching/figures.py): the
+# app and browser tests open those steps, served with PENDING_DIR as the operator's folder.
+PENDING_FIGURE_PAGES = ("ablation", "logit-lens", "generate")
+PENDING_STEPS = [(lesson, number) for lesson in COURSE[len(LESSONS):]
+                 for number, step in enumerate(lesson.steps, 1)
+                 if step.page in PENDING_FIGURE_PAGES]
 
 
 @functools.cache

@@ -14,6 +14,7 @@ import pytest
 os.environ["HF_HUB_OFFLINE"] = "1"
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from bundled_lessons import PENDING_DIR, PENDING_STEPS  # noqa: E402
 from page_links import open_lesson, switch  # noqa: E402
 
 from model import load_model  # noqa: E402
@@ -44,15 +45,6 @@ FIGURE_CHARTS = {("attention", "heatmap"): {"attn_heatmap"},
                  ("generate", "next"): {"gen_next_tokens"},
                  ("generate", "attention"): {"gen_attention", "gen_cross"}}
 QUESTION_CHART = "lesson_cell_chart"
-# The course's lessons not offered yet (teaching/course/pending/README.md), served as an
-# operator's folder; their steps on these pages, which have their figures, are checked here.
-PENDING_DIR = ROOT / "teaching" / "course" / "pending"
-PENDING = [parse_lesson(p.read_bytes(), p.stem, "folder")
-           for p in sorted(PENDING_DIR.glob("*.toml"))]
-PENDING_FIGURE_PAGES = ("ablation", "logit-lens", "generate")
-PENDING_STEPS = [(lesson, number) for lesson in PENDING
-                 for number, step in enumerate(lesson.steps, 1)
-                 if step.page in PENDING_FIGURE_PAGES]
 
 
 @functools.cache

@@ -1,6 +1,8 @@
-"""Chromium at 1400 × 900: every step of every bundled lesson, opened from its link (and its
+"""Chromium at 1400 × 900: every step of every bundled lesson, and every step of the pending
+lessons on a page that has its figures (tests/bundled_lessons.py), opened from its link (and its
 question answered, when it has one), shows the top of its one figure above the fold, and no
-other chart of its page. One server and one browser for all of them."""
+other chart of its page. One server (the pending lessons its operator's folder) and one browser
+for all of them."""
 
 from __future__ import annotations
 
@@ -8,14 +10,18 @@ from pathlib import Path
 
 import pytest
 
+from app_server import running_app
+from bundled_lessons import PENDING_DIR, PENDING_STEPS
 from teaching.format import parse_lesson
-from test_browser import _settle, browser, server  # noqa: F401  (fixtures)
+from test_browser import _settle, browser  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[2]
 LESSONS = [parse_lesson(p.read_bytes(), p.stem, "bundled")
            for p in sorted((ROOT / "teaching" / "bundled").glob("*.toml"))]
+BUNDLED_STEPS = [(lesson, number) for lesson in LESSONS
+                 for number in range(1, len(lesson.steps) + 1)]
 FOLD = 900
 FIGURE = ".st-key-lesson_figure"
 # What a step's figure is on screen: a plot, a table of numbers (a walkthrough step with no
@@ -25,6 +31,15 @@ DRAWN = (f"{FIGURE} .js-plotly-plot, {FIGURE} [data-testid=stDataFrame], "
 
 
 QUESTION = "[class*=st-key-lesson_choice_], .st-key-lesson_cell_box"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """The app on 127.0.0.1, the pending lessons in its operator's folder."""
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("ATTENTION_LAB_LESSONS", str(PENDING_DIR))
+        with running_app(tmp_path_factory.mktemp("server") / "server.log") as url:
+            yield url
 
 
 def _answer(page, step) -> None:
@@ -57,18 +72,25 @@ def open_step(page, server: str, lesson, number: int, extra: str = "") -> None:
     _settle(page)
 
 
-def test_every_bundled_lesson_step_shows_its_figure_above_the_fold(server, browser):  # noqa: F811
-    page = browser.new_page(viewport={"width": 1400, "height": FOLD})
+def _below_the_fold(page, server: str, steps) -> list:
+    """The steps whose figure's top is below the fold; a chart outside a figure fails."""
     below = []
-    for lesson in LESSONS:
-        for number, step in enumerate(lesson.steps, 1):
-            open_step(page, server, lesson, number)
-            top = page.locator(DRAWN).first.bounding_box()["y"]
-            outside = page.locator(".js-plotly-plot").count() - page.locator(
-                f"{FIGURE} .js-plotly-plot").count() - (step.question is not None and
-                                                        step.question.kind == "cell")
-            assert outside == 0, (lesson.id, number, "a chart outside the step's figure")
-            if top >= FOLD:
-                below.append((lesson.id, number, round(top)))
+    for lesson, number in steps:
+        step = lesson.steps[number - 1]
+        open_step(page, server, lesson, number)
+        top = page.locator(DRAWN).first.bounding_box()["y"]
+        outside = page.locator(".js-plotly-plot").count() - page.locator(
+            f"{FIGURE} .js-plotly-plot").count() - (step.question is not None and
+                                                    step.question.kind == "cell")
+        assert outside == 0, (lesson.id, number, "a chart outside the step's figure")
+        if top >= FOLD:
+            below.append((lesson.id, number, round(top)))
+    return below
+
+
+@pytest.mark.parametrize("steps", [BUNDLED_STEPS, PENDING_STEPS], ids=["bundled", "pending"])
+def test_every_lesson_step_shows_its_figure_above_the_fold(server, browser, steps):  # noqa: F811
+    page = browser.new_page(viewport={"width": 1400, "height": FOLD})
+    below = _below_the_fold(page, server, steps)
     page.close()
     assert below == [], f"figures whose top is below the fold (y ≥ {FOLD}): {below}"
