@@ -157,6 +157,35 @@ def test_a_pending_step_on_a_page_with_its_figure_shows_only_that(lesson, number
     _shows_its_figure(at, step, number, settings)
 
 
+LONG_ABLATION_LESSON = """
+title = "Every head, on a long text"
+model = "minilm"
+text = "{text}"
+
+[[steps]]
+title = "Remove each head"
+page = "ablation"
+explain = "Each head removed alone."
+"""
+
+
+def test_an_ablation_step_on_a_long_text_waits_for_its_one_button(tmp_path, monkeypatch):
+    """Past the size measured at once, the step's figure is the page's button and its cost
+    line, nothing else; the click draws the grid."""
+    text = " ".join(["The cat chased the dog and then the dog chased the cat."] * 7)
+    (tmp_path / "long.toml").write_text(LONG_ABLATION_LESSON.format(text=text))
+    monkeypatch.setenv("ATTENTION_LAB_LESSONS", str(tmp_path))
+    at = _open("long")
+    assert not at.exception, at.exception
+    assert not at.get("plotly_chart") and not at.get("title")
+    assert "Measuring every head takes" in _said(at, "caption")
+    button = at.button(key="abl_sweep_btn")
+    assert button.label.startswith("Measure all 72 heads")
+    button.click().run()
+    assert not at.exception, at.exception
+    assert {c.key for c in at.get("plotly_chart")} == {"abl_grid"}
+
+
 def test_a_link_to_a_later_step_opens_that_step_with_its_state():
     lesson = next(lesson for lesson in LESSONS if lesson.id == "minilm-heads")
     at = _open(lesson.id, 3)
