@@ -140,6 +140,19 @@ def _without_heads(selection, trace, chosen: list, mode: str) -> None:
                     key="abl_cos", config=chart_config("token_cosine"))
 
 
+def _grid(values: np.ndarray, metric: str, mode: str, chosen: list, on_select="ignore") -> None:
+    """Every head's effect when removed alone, one cell per head; `on_select` is a click's
+    callback (a lesson step's figure has none)."""
+    st.plotly_chart(
+        head_grid(values, title=f"Effect of removing each head alone ({mode})",
+                  value_name="Δ loss" if metric == "loss" else "1 − cosine",
+                  fmt=".3f", diverging=metric == "loss", marked=[tuple(h) for h in chosen],
+                  subtitle=METRICS[metric] + ("; outlined: heads removed above" if chosen
+                                              else "")),
+        key="abl_grid", on_select=on_select, selection_mode="points",
+        config=chart_config("head_importance"))
+
+
 def _importance(sweep: dict, selection, chosen: list, mode: str, heads_all: list) -> None:
     """Every head's effect when removed alone: a grid to click and the largest ones in a table."""
     n_heads = selection.model.cfg.n_heads
@@ -147,13 +160,7 @@ def _importance(sweep: dict, selection, chosen: list, mode: str, heads_all: list
     metric = st.radio("Effect", metrics, key="abl_metric", horizontal=True,
                       format_func=EFFECT_NAMES.get, help=EFFECT_HELP)
     values = sweep[metric]
-    st.plotly_chart(
-        head_grid(values, title=f"Effect of removing each head alone ({mode})",
-                  value_name="Δ loss" if metric == "loss" else "1 − cosine",
-                  fmt=".3f", diverging=metric == "loss", marked=[tuple(h) for h in chosen],
-                  subtitle=METRICS[metric] + "; outlined: heads removed above"),
-        key="abl_grid", on_select=toggle_head("abl_grid", n_heads, VIEW.key("heads")),
-        selection_mode="points", config=chart_config("head_importance"))
+    _grid(values, metric, mode, chosen, toggle_head("abl_grid", n_heads, VIEW.key("heads")))
     if metric == "loss":
         _helped_note(values, selection.model_name)
     ranking = pd.DataFrame({"layer": [lay for lay, _ in heads_all],
@@ -171,12 +178,49 @@ def _importance(sweep: dict, selection, chosen: list, mode: str, heads_all: list
                  key="abl_ranking", column_config={"effect": effect})
 
 
+def _sweep(selection, trace, mode: str) -> dict | None:
+    """Every head removed alone, measured: {metric: [n_layers, head]}, shared by every user of
+    this server. A small text is measured at once; a larger one waits for its button, its cost
+    said beside it; a text too long for this server gets a message. None until measured."""
+    sweeps, cfg = _shared_sweeps(), trace.cfg
+    skey = (selection.model_name, selection.text, selection.pair, mode)
+    if skey in sweeps:
+        return sweeps[skey]
+    n_heads_total = cfg.n_layers * cfg.n_heads
+    plan = sweep_plan(cfg, trace.n_tokens, allowance())  # its memory and time, before the click
+    if settings.hosted() and trace.n_tokens > HOSTED_SWEEP_TOKENS:
+        st.info(f"On this shared server the sweep is limited to texts of up to "
+                f"{HOSTED_SWEEP_TOKENS} tokens (this one has {trace.n_tokens}): it runs the model "
+                f"{n_heads_total} times. Shorten the text to measure every head.")
+        return None
+    if refusal(plan):
+        st.info(refusal(plan))
+        return None
+    small = n_heads_total * trace.n_tokens <= AUTO_SWEEP
+    if not small:
+        st.caption(f"Measuring every head takes {cost_words(plan)}.")
+    if not (small or st.button(f"Measure all {n_heads_total} heads ({n_heads_total} runs of "
+                               f"{trace.n_tokens} tokens)", key="abl_sweep_btn")):
+        return None
+    bar = st.progress(0.0, text="Removing one head at a time…")
+    loaded = selection.model
+    inputs = Inputs.encode(loaded, selection.text, selection.pair or None)
+    with room_for(plan) as held:
+        sweeps[skey] = importance_sweep(
+            loaded, inputs, mode, sentence_pooling(model_directory(selection.model_name)),
+            allowance=held, progress=lambda done, total:
+            bar.progress(done / total, text=f"{done}/{total} heads"))
+    bar.empty()
+    for old in list(sweeps)[:-KEPT_SWEEPS]:
+        sweeps.pop(old, None)
+    return sweeps[skey]
+
+
 def render() -> None:
     selection = st.session_state["selection"]
     st.title("Head ablation", anchor=False)
     trace = require_trace(selection)
     cfg = trace.cfg
-    loaded = selection.model
     st.caption(
         "Remove heads and run the model again. What a removed head passes on (the mix of "
         "tokens it attended to) is replaced by zeros, or by its own average over the positions "
@@ -203,7 +247,6 @@ def render() -> None:
                   on_click=add_layer_heads("abl_layer", VIEW.key("heads"), cfg.n_heads))
     row[2].button("Clear", key="abl_clear", on_click=set_state(**{VIEW.key("heads"): []}))
 
-    pooling = sentence_pooling(model_directory(selection.model_name))
     if not chosen:
         st.info("No head removed yet: pick heads above, or measure every head below and click "
                 "one in its grid, and the model re-runs without them.")
@@ -215,30 +258,19 @@ def render() -> None:
     st.caption("Each head removed on its own (one run per head, all with the same replacement), "
                "and the effect measured. The grid answers: which single heads does this text "
                "depend on? Click a head to add it to (or drop it from) the heads removed above.")
-    sweeps = _shared_sweeps()
-    skey = (selection.model_name, selection.text, selection.pair, mode)
-    n_heads_total = cfg.n_layers * cfg.n_heads
-    plan = sweep_plan(cfg, trace.n_tokens, allowance())  # its memory and time, before the click
-    if skey not in sweeps and settings.hosted() and trace.n_tokens > HOSTED_SWEEP_TOKENS:
-        st.info(f"On this shared server the sweep is limited to texts of up to "
-                f"{HOSTED_SWEEP_TOKENS} tokens (this one has {trace.n_tokens}): it runs the model "
-                f"{n_heads_total} times. Shorten the text to measure every head.")
-    elif skey not in sweeps and refusal(plan):
-        st.info(refusal(plan))
-    elif skey not in sweeps:
-        small = n_heads_total * trace.n_tokens <= AUTO_SWEEP
-        if not small:
-            st.caption(f"Measuring every head takes {cost_words(plan)}.")
-        if small or st.button(f"Measure all {n_heads_total} heads ({n_heads_total} runs of "
-                              f"{trace.n_tokens} tokens)", key="abl_sweep_btn"):
-            bar = st.progress(0.0, text="Removing one head at a time…")
-            inputs = Inputs.encode(loaded, selection.text, selection.pair or None)
-            with room_for(plan) as held:
-                sweeps[skey] = importance_sweep(
-                    loaded, inputs, mode, pooling, allowance=held, progress=lambda done, total:
-                    bar.progress(done / total, text=f"{done}/{total} heads"))
-            bar.empty()
-            for old in list(sweeps)[:-KEPT_SWEEPS]:
-                sweeps.pop(old, None)
-    if skey in sweeps:
-        _importance(sweeps[skey], selection, chosen, mode, heads_all)
+    sweep = _sweep(selection, trace, mode)
+    if sweep is not None:
+        _importance(sweep, selection, chosen, mode, heads_all)
+
+
+def figure(name: str) -> None:
+    """A lesson step's one figure (teaching/figures.py): every head's effect when removed alone
+    (with the step's replacement), in the first of its measures; a long text's measuring waits
+    for its one button, its cost said above it."""
+    selection = st.session_state["selection"]
+    trace = require_trace(selection)
+    mode = VIEW.setdefault("mode")
+    sweep = _sweep(selection, trace, mode)
+    if sweep is not None:
+        metric = next(m for m in ("loss", "sentence", "tokens") if m in sweep)
+        _grid(sweep[metric], metric, mode, [])

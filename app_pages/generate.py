@@ -13,7 +13,8 @@ from ui.callbacks import set_state, step_state
 from ui.charts import chart_config
 from analysis.seq2seq_runs import is_seq2seq
 from ui.decoder_lab import decoder_reason, generation, induction_head
-from ui.seq2seq_generate import apply_config_defaults, decoder_config_note, render_seq2seq
+from ui.seq2seq_generate import (apply_config_defaults, decoder_config_note, render_seq2seq,
+                                 seq2seq_figure)
 from ui.sidebar import require_trace
 from ui.switch import offer_decoder
 from ui.text import md_escape
@@ -38,28 +39,35 @@ def _controls(vocab: int) -> tuple[int, Sampling]:
     VIEW["n"] = min(int(VIEW["n"]), MAX_NEW_TOKENS)
     VIEW["topk"] = min(int(VIEW["topk"]), vocab)
     top = st.columns([2, 3])
-    n_new = top[0].slider("New tokens", 1, MAX_NEW_TOKENS, key=VIEW.key("n"),
-                          help=f"At most {MAX_NEW_TOKENS}: each one is a full run of the model.")
-    mode = top[1].radio("How the next token is chosen", list(MODES), key=VIEW.key("mode"),
-                        format_func=MODES.get)
-    off = mode == "greedy"
+    top[0].slider("New tokens", 1, MAX_NEW_TOKENS, key=VIEW.key("n"),
+                  help=f"At most {MAX_NEW_TOKENS}: each one is a full run of the model.")
+    off = top[1].radio("How the next token is chosen", list(MODES), key=VIEW.key("mode"),
+                       format_func=MODES.get) == "greedy"
     knobs = st.columns(4)
-    temp = knobs[0].slider("Temperature", 0.05, 3.0, step=0.05, key=VIEW.key("temp"),
-                           disabled=off,
-                           help="The scores are divided by it before the softmax: below 1 the "
-                           "likely tokens get likelier, above 1 the distribution flattens.")
-    top_k = knobs[1].number_input("Top-k (0 = off)", 0, vocab, step=1, key=VIEW.key("topk"),
-                                  disabled=off, help="Keep only the k most likely tokens.")
-    top_p = knobs[2].slider("Top-p (1 = off)", 0.05, 1.0, step=0.05, key=VIEW.key("topp"),
-                            disabled=off, help="Then keep the fewest most likely tokens whose "
-                            "probabilities add up to at least p.")
-    seed = knobs[3].number_input("Seed", 0, 999_999, step=1, key=VIEW.key("seed"),
-                                 disabled=off,
-                                 help="The same seed gives the same text.")
-    if off:
+    knobs[0].slider("Temperature", 0.05, 3.0, step=0.05, key=VIEW.key("temp"), disabled=off,
+                    help="The scores are divided by it before the softmax: below 1 the "
+                    "likely tokens get likelier, above 1 the distribution flattens.")
+    knobs[1].number_input("Top-k (0 = off)", 0, vocab, step=1, key=VIEW.key("topk"),
+                          disabled=off, help="Keep only the k most likely tokens.")
+    knobs[2].slider("Top-p (1 = off)", 0.05, 1.0, step=0.05, key=VIEW.key("topp"),
+                    disabled=off, help="Then keep the fewest most likely tokens whose "
+                    "probabilities add up to at least p.")
+    knobs[3].number_input("Seed", 0, 999_999, step=1, key=VIEW.key("seed"), disabled=off,
+                          help="The same seed gives the same text.")
+    return _chosen(vocab)
+
+
+def _chosen(vocab: int) -> tuple[int, Sampling]:
+    """The settings' new tokens and sampling, as the step or the settings row set them."""
+    for name in ("n", "mode", "temp", "topk", "topp", "seed"):
+        VIEW.setdefault(name)
+    n_new = min(int(VIEW["n"]), MAX_NEW_TOKENS)
+    if VIEW["mode"] == "greedy":
         return n_new, Sampling()
-    return n_new, Sampling(greedy=False, temperature=float(temp), top_k=int(top_k) or None,
-                           top_p=None if top_p >= 1 else float(top_p), seed=int(seed))
+    top_p = float(VIEW["topp"])
+    return n_new, Sampling(greedy=False, temperature=float(VIEW["temp"]),
+                           top_k=min(int(VIEW["topk"]), vocab) or None,
+                           top_p=None if top_p >= 1 else top_p, seed=int(VIEW["seed"]))
 
 
 def _pieces(loaded, gen: Generation) -> tuple[str, list[str]]:
@@ -79,9 +87,15 @@ def _text_so_far(prompt: str, pieces: list[str], step: int) -> str:
     return f"{body}{word}"
 
 
-def _step_slider(n_steps: int) -> int:
+def _step_of(n_steps: int) -> int:
+    """The generation step shown (from 1), brought into range."""
     if VIEW.setdefault("step") not in range(1, n_steps + 1):
         VIEW["step"] = 1
+    return VIEW["step"]
+
+
+def _step_slider(n_steps: int) -> int:
+    _step_of(n_steps)
     if n_steps == 1:
         st.caption("Step 1 of 1.")
         return 1
@@ -124,9 +138,9 @@ def _distribution(loaded, gen: Generation, step_index: int) -> None:
     st.caption(told)
 
 
-def _attention(loaded, gen: Generation, step_index: int, cfg) -> None:
-    step = gen.steps[step_index]
-    if VIEW.given("layer") is None:  # not set, nor in the link: open on an induction head
+def _first_head(cfg) -> None:
+    """When neither the session nor the link sets the head: open on an induction head."""
+    if VIEW.given("layer") is None:
         layer, head, score = induction_head(st.session_state["selection"].model_name)
         if score < INDUCTION_CLEAR:  # no head does it: open the last layer's first head
             layer, head = cfg.n_layers - 1, 0
@@ -134,9 +148,19 @@ def _attention(loaded, gen: Generation, step_index: int, cfg) -> None:
         st.session_state["_gen_induction"] = (layer, head, score) if score >= INDUCTION_CLEAR \
             else None
     VIEW.setdefault("head", 0)
+
+
+def _attention(loaded, gen: Generation, step_index: int, cfg) -> None:
+    _first_head(cfg)
     cols = st.columns(2)
     layer = index_slider(cols[0], "Layer", cfg.n_layers, VIEW.key("layer"))
     head = index_slider(cols[1], "Head", cfg.n_heads, VIEW.key("head"))
+    _attention_row(loaded, gen, step_index, (layer, head), cfg)
+
+
+def _attention_row(loaded, gen: Generation, step_index: int, at: tuple[int, int], cfg) -> None:
+    """Where the token read last looked, in head `at` (layer, head), and what that shows."""
+    step, (layer, head) = gen.steps[step_index], at
     keys = gen.ids[step.window_start:step.position + 1]
     tokens = loaded.tokenizer.tokens(keys)
     reader = visible_text(tokens[-1], looks_byte_level(tokens))
@@ -173,6 +197,15 @@ def window_note_at(gen: Generation, step: int, n_ctx: int) -> str | None:
             f"{first}; from then on each step reads only the last {n_ctx}.")
 
 
+def _written(selection, n_new: int, sampling: Sampling, eos) -> tuple[Generation, list, int]:
+    """The generation from the sidebar's text (its last tokens when it is too long): the
+    generation, the prompt's ids, and how many of its tokens were left out."""
+    limit = min(MAX_PROMPT_TOKENS, selection.model.cfg.n_ctx)
+    prompt_ids, left_out = prompt_window(selection.model, selection.text, limit)
+    return (generation(selection.model_name, tuple(prompt_ids), n_new, sampling, eos),
+            prompt_ids, left_out)
+
+
 def render() -> None:
     selection = st.session_state["selection"]
     st.title("Generate, step by step", anchor=False)
@@ -202,15 +235,13 @@ def render() -> None:
     st.caption(f"Bounds: up to {MAX_NEW_TOKENS} new tokens. Generation starts from the last "
                f"{limit} tokens of a longer prompt. This model reads {cfg.n_ctx} tokens at a time: "
                f"once the text is longer, each step reads only the last {cfg.n_ctx}.")
-    prompt_ids, left_out = prompt_window(loaded, selection.text, limit)
+    gen, prompt_ids, left_out = _written(selection, n_new, sampling, defaults.eos_token_ids)
     if left_out:
         window_note.warning(
             f"The prompt is {len(prompt_ids) + left_out:,} tokens long and this model reads "
             f"{limit} "
             f"at a time, so generation continues from the prompt's last {limit} tokens (the first "
             f"{left_out:,} are left out), and each new step again reads only the last {limit}.")
-    gen = generation(selection.model_name, tuple(prompt_ids), n_new, sampling,
-                     defaults.eos_token_ids)
     slid_note = st.empty()  # filled once the step is known: true at the step shown
 
     prompt_text, pieces = _pieces(loaded, gen)
@@ -243,3 +274,32 @@ def render() -> None:
                   on_click=set_state(sb_text=selection.text + "".join(pieces)),
                   help="Then generate on from there, or open “Which parts made the logit” to see "
                   "why the model wrote what it wrote.")
+
+
+def figure(name: str) -> None:
+    """A lesson step's one figure (teaching/figures.py) at the step's generation step: the text
+    so far with that step's token marked, then the likeliest next tokens (and what sampling cut
+    away), or where the token read last looked in the step's head."""
+    selection = st.session_state["selection"]
+    reason = None if selection.model is None else decoder_reason(selection, "Generation",
+                                                                 seq2seq_ok=True)
+    trace = require_trace(selection, context_note=reason is not None)
+    if reason is not None:
+        offer_decoder(reason, key="gen_switch")
+        return
+    loaded, cfg = selection.model, trace.cfg
+    if is_seq2seq(loaded):
+        seq2seq_figure(selection, VIEW, name == "attention", _chosen, _step_of, _distribution)
+        return
+    defaults = apply_config_defaults(VIEW, loaded, selection.model_name, cfg.d_vocab)
+    gen, _, left_out = _written(selection, *_chosen(cfg.d_vocab), defaults.eos_token_ids)
+    step = _step_of(len(gen.steps))
+    prompt_text, pieces = _pieces(loaded, gen)
+    st.markdown(("…" if left_out else "") + _text_so_far(prompt_text, pieces, step))
+    if name != "attention":
+        _distribution(loaded, gen, step - 1)
+        return
+    _first_head(cfg)
+    at = [min(max(int(VIEW[setting]), 0), count - 1)
+          for setting, count in (("layer", cfg.n_layers), ("head", cfg.n_heads))]
+    _attention_row(loaded, gen, step - 1, tuple(at), cfg)

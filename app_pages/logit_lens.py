@@ -114,6 +114,27 @@ def _one_position(selection, trace, lens, labels: list, end: int) -> None:
                   "comes next." if truth is not None else ""))
 
 
+def _table(selection, trace, lens: Lens, window: tuple[int, int], colour: str, plot_px: float):
+    """The lens table over positions `window` (first, last), drawn; returns its figure."""
+    start, end = window
+    tokens, n = trace.tokens, len(trace.tokens)
+    span = range(start, end + 1)
+    ids = lens.top_ids[:, start:end + 1]  # [row, span, k]
+    flat = get_model(selection.model_name).tokenizer.tokens(ids.reshape(-1).tolist())
+    top_tokens = [[flat[(r * len(span) + p) * TOP_K:(r * len(span) + p + 1) * TOP_K]
+                   for p in range(len(span))] for r in range(lens.n_rows)]
+    next_tokens = [tokens[p + 1] if p + 1 < n else "" for p in span]
+    fig = lens_table(lens.row_names, [tokens[p] for p in span], top_tokens,
+                     lens.top_probs[:, start:end + 1], next_tokens,
+                     lens.next_rank[:, start:end + 1],
+                     lens.next_prob[:, start:end + 1], colour=colour,
+                     title=f"Top token after each layer, positions {start}–{end}",
+                     first_position=start, plot_px=plot_px)
+    st.plotly_chart(fig, key="lens_table",
+                    config=chart_config("logit-lens", fig, positions=f"{start}-{end}"))
+    return fig
+
+
 def render() -> None:
     selection = st.session_state["selection"]
     st.title("Logit lens", anchor=False)
@@ -156,21 +177,38 @@ def render() -> None:
     colour = cols[1].radio("Colour by", ["top", "next"], key="lens_colour", horizontal=True,
                            format_func={"top": "p(top token)", "next": "p(true next token)"}.get)
 
-    span = range(start, end + 1)
-    ids = lens.top_ids[:, start:end + 1]  # [row, span, k]
-    flat = get_model(selection.model_name).tokenizer.tokens(ids.reshape(-1).tolist())
-    top_tokens = [[flat[(r * len(span) + p) * TOP_K:(r * len(span) + p + 1) * TOP_K]
-                   for p in range(len(span))] for r in range(lens.n_rows)]
-    next_tokens = [tokens[p + 1] if p + 1 < n else "" for p in span]
-    fig = lens_table(lens.row_names, [tokens[p] for p in span], top_tokens,
-                     lens.top_probs[:, start:end + 1], next_tokens,
-                     lens.next_rank[:, start:end + 1],
-                     lens.next_prob[:, start:end + 1], colour=colour,
-                     title=f"Top token after each layer, positions {start}–{end}",
-                     first_position=start, plot_px=plot_px)
-    st.plotly_chart(fig, key="lens_table",
-                    config=chart_config("logit-lens", fig, positions=f"{start}-{end}"))
-    _thinned_note(fig, len(span))
+    fig = _table(selection, trace, lens, (start, end), colour, plot_px)
+    _thinned_note(fig, end - start + 1)
     _guesses_note(lens, n, selection.model_name)
 
     _one_position(selection, trace, lens, labels, end)
+
+
+def _window_ending(tokens, end: int, plot_px: float) -> int:
+    """The first position of the widest window (at most DEFAULT_WIDTH positions) that ends at
+    `end` with every column labelled."""
+    start = end
+    while start > 0 and end - start + 1 < DEFAULT_WIDTH \
+            and labelled_width(tokens, start - 1, end - start + 2, plot_px) == end - start + 2:
+        start -= 1
+    return start
+
+
+def figure(name: str) -> None:
+    """A lesson step's one figure (teaching/figures.py): the lens table over the positions up
+    to the step's position (the last one unless the step names another), every layer's top
+    guess in its cells."""
+    selection = st.session_state["selection"]
+    trace = require_trace(selection)
+    reason = needs_lm_head(selection, "The logit lens")
+    if reason is not None:
+        offer_decoder(reason, key="lens_switch")
+        return
+    n = len(trace.tokens)
+    if VIEW.setdefault("pos", n - 1) not in range(n):
+        VIEW["pos"] = n - 1
+    end = VIEW["pos"]
+    plot_px = lens_plot_px(column_width("lens_column_width"), projector.on())
+    lens = _lens(trace, (selection.model_name, selection.text, selection.pair))
+    _table(selection, trace, lens, (_window_ending(trace.tokens, end, plot_px), end), "top",
+           plot_px)

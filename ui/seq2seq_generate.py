@@ -18,6 +18,7 @@ from ui.widgets import index_slider
 from viz.generation import attention_row_figure
 from viz.labels import looks_byte_level, visible_text
 
+FULL_BEFORE_FIRST = "The decoder's context is full before its first step: nothing to write."
 CHART_PX = (420, 480)  # as the decoder's Generate page: side by side when wide
 SEEN_KEY = "_gen_config_model"  # the model whose generation_config.json set this session's knobs
 
@@ -124,6 +125,16 @@ def attention_views(loaded, gen, step_index: int, view, distribution) -> None:
                "cross-attention covers the whole source, which the encoder read once.")
 
 
+def _output_so_far(tok, gen, step: int) -> None:
+    """The decoder's output up to step `step` (from 1), that step's token marked."""
+    pieces = [tok.decode([i]) for i in gen.new_ids]
+    shown = visible_text(pieces[step - 1])
+    word = f"**{md_escape(shown)}**"
+    if not set("[]\\") & set(shown):  # a bracket would end the badge early
+        word = f":orange-badge[{word}]"
+    st.markdown(md_escape("".join(pieces[:step - 1])).replace("\n", "  \n") + word)
+
+
 def render_seq2seq(selection, view, controls, step_slider, distribution) -> None:
     """The whole page for an encoder–decoder, after the title and the sidebar's run."""
     loaded = selection.model
@@ -142,17 +153,12 @@ def render_seq2seq(selection, view, controls, step_slider, distribution) -> None
                    f"first {len(src):,} here.")
     gen = seq2seq_generation(selection.model_name, tuple(src), n_new, sampling, start)
     if not gen.steps:
-        st.info("The decoder's context is full before its first step: nothing to write.")
+        st.info(FULL_BEFORE_FIRST)
         return
     step = step_slider(len(gen.steps))
     tok = loaded.tokenizer
-    pieces = [tok.decode([i]) for i in gen.new_ids]
     st.caption("The output so far, with this step's new token marked:")
-    shown = visible_text(pieces[step - 1])
-    word = f"**{md_escape(shown)}**"
-    if not set("[]\\") & set(shown):  # a bracket would end the badge early
-        word = f":orange-badge[{word}]"
-    st.markdown(md_escape("".join(pieces[:step - 1])).replace("\n", "  \n") + word)
+    _output_so_far(tok, gen, step)
     if step == 1 and gen.forced_first:
         st.caption("This first token was forced by generation_config.json; the bars still show "
                    "what the model itself would have chosen.")
@@ -165,3 +171,29 @@ def render_seq2seq(selection, view, controls, step_slider, distribution) -> None
         stop = (f"Stopped after {len(gen.steps)} new tokens: the decoder reads at most "
                 f"{loaded.model.dec_cfg.n_ctx} tokens.")
     st.caption(stop)
+
+
+def seq2seq_figure(selection, view, attention: bool, chosen, step_of, distribution) -> None:
+    """A lesson step's one figure on the Generate page for an encoder–decoder: the output so
+    far with the step's token marked, then the likeliest next tokens, or (`attention`) where
+    the newest token looked in the source. The page's own pieces are passed in: its settings
+    read (`chosen`), its step brought into range (`step_of`) and its next-token chart."""
+    loaded = selection.model
+    cfg = loaded.model.dec_cfg
+    d = apply_config_defaults(view, loaded, selection.model_name, loaded.cfg.d_vocab)
+    src, _ = source_window(loaded, selection.text)
+    gen = seq2seq_generation(selection.model_name, tuple(src), *chosen(loaded.cfg.d_vocab),
+                             seq2seq_start(loaded, d))
+    if not gen.steps:
+        st.info(FULL_BEFORE_FIRST)
+        return
+    step = step_of(len(gen.steps))
+    _output_so_far(loaded.tokenizer, gen, step)
+    if not attention:
+        distribution(loaded, gen, step - 1)
+        return
+    layer = min(max(int(view.setdefault("layer", cfg.n_layers - 1)), 0), cfg.n_layers - 1)
+    head = min(max(int(view.setdefault("head", 0)), 0), cfg.n_heads - 1)
+    fig = _cross_figure(gen, step - 1, layer, head)
+    st.plotly_chart(fig, key="gen_cross", config=chart_config(
+        "generation-cross-attention", fig, layer=layer, head=head))

@@ -44,7 +44,11 @@ FIGURE_CHARTS = {("attention", "heatmap"): {"attn_heatmap"},
                  ("effect", "strip"): {"eff_strip"}, ("effect", "heads"): {"eff_heads"},
                  ("compare", "pair"): {"cmp_a", "cmp_b"}, ("compare", "difference"): {"cmp_diff"},
                  ("embeddings", "projection"): {"emb_projection"},
-                 ("embeddings", "parts"): {"emb_parts"}, ("embeddings", "lengths"): {"emb_norms"}}
+                 ("embeddings", "parts"): {"emb_parts"}, ("embeddings", "lengths"): {"emb_norms"},
+                 ("ablation", "importance"): {"abl_grid"},
+                 ("logit-lens", "table"): {"lens_table"},
+                 ("generate", "next"): {"gen_next_tokens"},
+                 ("generate", "attention"): {"gen_attention", "gen_cross"}}
 QUESTION_CHART = "lesson_cell_chart"
 
 
@@ -99,6 +103,27 @@ def _answer_wrong_then_right(at: AppTest, lesson, number: int, step, texts: dict
     return at
 
 
+def _shows_its_figure(at: AppTest, step, number: int, settings: dict) -> None:
+    """The step's page is open in the step's state and shows the step's figure and nothing
+    else of the page (a page with no figure runs whole)."""
+    spec = BY_PATH[step.page]
+    for name, value in settings.items():  # the page opened in the step's state
+        assert at.session_state[spec.key(name)] == value, (number, name)
+    assert at.session_state["sb_text"] == step.text
+    drawn = {c.key for c in at.get("plotly_chart")} - {QUESTION_CHART}
+    if not figure_of(step.page, step.figure):  # a page with no figure runs whole
+        charts = drawn
+    else:
+        charts = FIGURE_CHARTS[step.page, figure_of(step.page, step.figure)]
+    assert drawn <= charts, (number, drawn)  # the step's figure only, never the page's rest
+    if charts and step.page != "walkthrough":
+        assert drawn, (number, step.page)
+    elif step.page == "walkthrough":  # a step without a figure shows its tensors' tables
+        assert drawn or "· shape `" in _said(at, "markdown") or at.main.dataframe, number
+    if figure_of(step.page, step.figure):  # a page with no figure runs whole, title too
+        assert not at.get("title"), "a step draws no page title"
+
+
 @pytest.mark.parametrize("lesson", LESSONS, ids=lambda lesson: lesson.id)
 def test_every_bundled_lesson_walks_end_to_end(lesson):
     at = _open(lesson.id)
@@ -110,22 +135,7 @@ def test_every_bundled_lesson_walks_end_to_end(lesson):
         if step.question is not None:
             assert not at.get("plotly_chart") or step.question.kind == "cell"  # hidden first
             at = _answer_wrong_then_right(at, lesson, number, step, texts)
-        spec = BY_PATH[step.page]
-        for name, value in settings.items():  # the page opened in the step's state
-            assert at.session_state[spec.key(name)] == value, (number, name)
-        assert at.session_state["sb_text"] == step.text
-        drawn = {c.key for c in at.get("plotly_chart")} - {QUESTION_CHART}
-        if not figure_of(step.page, step.figure):  # a page with no figure runs whole
-            charts = drawn
-        else:
-            charts = FIGURE_CHARTS[step.page, figure_of(step.page, step.figure)]
-        assert drawn <= charts, (number, drawn)  # the step's figure only, never the page's rest
-        if charts and step.page != "walkthrough":
-            assert drawn, (number, step.page)
-        elif step.page == "walkthrough":  # a step without a figure shows its tensors' tables
-            assert drawn or "· shape `" in _said(at, "markdown") or at.main.dataframe, number
-        if figure_of(step.page, step.figure):  # a page with no figure runs whole, title too
-            assert not at.get("title"), "a step draws no page title"
+        _shows_its_figure(at, step, number, settings)
         assert at.query_params["step"] in (str(number), [str(number)])
         if number < len(lesson.steps):
             at.button(key="lesson_next_bottom").click().run()
@@ -135,24 +145,51 @@ def test_every_bundled_lesson_walks_end_to_end(lesson):
 @pytest.mark.parametrize("lesson, number", NEW_FIGURE_STEPS,
                          ids=lambda v: v.id if hasattr(v, "id") else str(v))
 def test_a_pending_step_on_a_new_figure_page_shows_only_its_figure(lesson, number, monkeypatch):
+    """A step of a lesson not offered yet, opened from its link in the operator's folder: no
+    error, its question first, then its one figure and no page controls."""
     monkeypatch.setenv("ATTENTION_LAB_LESSONS", str(PENDING_DIR))
     at = _open(lesson.id, number)
     step = lesson.steps[number - 1]
     assert not at.exception, at.exception
+    assert not _said(at, "error"), _said(at, "error")
     settings, texts, _ = _texts(step)
     texts["_settings"] = settings
-    assert texts["title"] in _said(at, "header")
+    assert texts["title"] in _said(at, "header"), _said(at, "header")
     if step.question is not None:
         assert not at.get("plotly_chart") or step.question.kind == "cell"  # hidden first
         at = _answer_wrong_then_right(at, lesson, number, step, texts)
-    spec = BY_PATH[step.page]
-    for name, value in settings.items():  # the page opened in the step's state
-        assert at.session_state[spec.key(name)] == value, name
-    drawn = {c.key for c in at.get("plotly_chart")} - {QUESTION_CHART}
-    charts = FIGURE_CHARTS[step.page, figure_of(step.page, step.figure)]
-    assert drawn and drawn <= charts, drawn  # its figure, and none of the page's rest
-    assert not at.get("title") and not at.main.get("slider") and not at.main.get("text_area"), \
-        "a step draws no page title and no page controls"
+    _shows_its_figure(at, step, number, settings)
+    assert not at.main.get("slider") and not at.main.get("text_area"), \
+        "a step draws no page controls"
+
+
+LONG_ABLATION_LESSON = """
+title = "Every head, on a long text"
+model = "minilm"
+text = "{text}"
+
+[[steps]]
+title = "Remove each head"
+page = "ablation"
+explain = "Each head removed alone."
+"""
+
+
+def test_an_ablation_step_on_a_long_text_waits_for_its_one_button(tmp_path, monkeypatch):
+    """Past the size measured at once, the step's figure is the page's button and its cost
+    line, nothing else; the click draws the grid."""
+    text = " ".join(["The cat chased the dog and then the dog chased the cat."] * 7)
+    (tmp_path / "long.toml").write_text(LONG_ABLATION_LESSON.format(text=text))
+    monkeypatch.setenv("ATTENTION_LAB_LESSONS", str(tmp_path))
+    at = _open("long")
+    assert not at.exception, at.exception
+    assert not at.get("plotly_chart") and not at.get("title")
+    assert "Measuring every head takes" in _said(at, "caption")
+    button = at.button(key="abl_sweep_btn")
+    assert button.label.startswith("Measure all 72 heads")
+    button.click().run()
+    assert not at.exception, at.exception
+    assert {c.key for c in at.get("plotly_chart")} == {"abl_grid"}
 
 
 def test_a_link_to_a_later_step_opens_that_step_with_its_state():

@@ -1,8 +1,9 @@
-"""Chromium at 1400 × 900: every step of every bundled lesson, opened from its link (and its
+"""Chromium at 1400 × 900: every step of every bundled lesson, and every step of the pending
+lessons on a page that has a figure no bundled lesson opens, opened from its link (and its
 question answered, when it has one), shows the top of its one figure above the fold, and no
-other chart of its page. One server and one browser for all of them. The same, at 1400 × 900
-and 800 × 900, for the pending lessons' steps on pages that have a figure no bundled lesson
-opens yet (tests/bundled_lessons.py: NEW_FIGURE_STEPS), served from the pending folder."""
+other chart of its page. One server (the pending lessons its operator's folder) and one browser
+for all of them. The pending lessons' steps on pages that have a figure no bundled lesson opens
+yet (tests/bundled_lessons.py: NEW_FIGURE_STEPS) are checked at 800 × 900 too."""
 
 from __future__ import annotations
 
@@ -13,13 +14,15 @@ import pytest
 from app_server import running_app
 from bundled_lessons import NEW_FIGURE_STEPS, PENDING_DIR
 from teaching.format import parse_lesson
-from test_browser import _settle, browser, server  # noqa: F401  (fixtures)
+from test_browser import _settle, browser  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[2]
 LESSONS = [parse_lesson(p.read_bytes(), p.stem, "bundled")
            for p in sorted((ROOT / "teaching" / "bundled").glob("*.toml"))]
+BUNDLED_STEPS = [(lesson, number) for lesson in LESSONS
+                 for number in range(1, len(lesson.steps) + 1)]
 FOLD = 900
 FIGURE = ".st-key-lesson_figure"
 # What a step's figure is on screen: a plot, a table of numbers (a walkthrough step with no
@@ -29,6 +32,15 @@ DRAWN = (f"{FIGURE} .js-plotly-plot, {FIGURE} [data-testid=stDataFrame], "
 
 
 QUESTION = "[class*=st-key-lesson_choice_], .st-key-lesson_cell_box"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """The app on 127.0.0.1, the pending lessons in its operator's folder."""
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("ATTENTION_LAB_LESSONS", str(PENDING_DIR))
+        with running_app(tmp_path_factory.mktemp("server") / "server.log") as url:
+            yield url
 
 
 def _answer(page, step) -> None:
@@ -61,15 +73,6 @@ def open_step(page, server: str, lesson, number: int, extra: str = "") -> None:
     _settle(page)
 
 
-@pytest.fixture(scope="module")
-def course_server(tmp_path_factory):
-    """The app with the course's pending lessons as its lessons folder."""
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("ATTENTION_LAB_LESSONS", str(PENDING_DIR))
-        with running_app(tmp_path_factory.mktemp("course") / "server.log") as url:
-            yield url
-
-
 def _below_the_fold(page, server: str, steps, shots: str = "") -> list:
     """Open each (lesson, step number) from its link: the steps whose figure's top is below the
     fold, with that top; a chart outside a step's figure fails at once. `shots`: a file name
@@ -100,8 +103,8 @@ def test_every_bundled_lesson_step_shows_its_figure_above_the_fold(server, brows
 
 @pytest.mark.parametrize("width", [1400, 800])
 def test_pending_steps_on_new_figure_pages_show_their_figure_above_the_fold(
-        course_server, browser, width, tmp_path):  # noqa: F811
+        server, browser, width, tmp_path):  # noqa: F811
     page = browser.new_page(viewport={"width": width, "height": FOLD})
-    below = _below_the_fold(page, course_server, NEW_FIGURE_STEPS, str(tmp_path / f"{width}"))
+    below = _below_the_fold(page, server, NEW_FIGURE_STEPS, str(tmp_path / f"{width}"))
     page.close()
     assert below == [], f"figures whose top is below the fold (y ≥ {FOLD}): {below}"

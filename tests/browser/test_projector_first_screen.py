@@ -17,10 +17,10 @@ import urllib.parse
 
 import pytest
 
-from test_browser import _settle, browser, server  # noqa: F401  (fixtures)
+from test_browser import _settle, browser  # noqa: F401  (fixtures)
 from bundled_lessons import NEW_FIGURE_STEPS
-from test_lesson_figures_above_the_fold import (  # noqa: F401  (course_server: a fixture)
-    DRAWN, LESSONS, QUESTION, course_server, open_step,
+from test_lesson_figures_above_the_fold import (  # noqa: F401  (server: a fixture)
+    DRAWN, LESSONS, QUESTION, server, open_step,
 )
 
 pytestmark = pytest.mark.browser
@@ -101,9 +101,9 @@ def test_every_lesson_step_shows_its_figure_in_the_first_screen(server, browser,
 
 @pytest.mark.parametrize("screen", ROOM_SCREENS, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_pending_steps_on_new_figure_pages_show_their_figure_in_the_first_screen(
-        course_server, browser, screen, tmp_path):  # noqa: F811
+        server, browser, screen, tmp_path):  # noqa: F811
     page = browser.new_page(viewport={"width": screen[0], "height": screen[1]})
-    short = _short_in_sight(page, course_server, NEW_FIGURE_STEPS, screen,
+    short = _short_in_sight(page, server, NEW_FIGURE_STEPS, screen,
                             str(tmp_path / f"{screen[0]}"))
     page.close()
     assert short == [], f"steps whose figure is less than half in the first screen: {short}"
