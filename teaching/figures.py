@@ -16,6 +16,10 @@ FIGURES: dict[str, dict[str, str]] = {
     "positions": {"distance": "how alike positions are, against their distance",
                   "similarity": "position × position similarity of the model's own"},
     "training": {"run": "a training run of the step's task, with its live figures"},
+    "attribution": {"parts": "the score, built part by part (embeddings, layers, norm)",
+                    "heads": "each head's direct part of the score"},
+    "patching": {"heads": "how much of the answer each head brings back",
+                 "stream": "how much each layer and position brings back"},
 }
 
 

@@ -38,7 +38,11 @@ FIGURE_CHARTS = {("attention", "heatmap"): {"attn_heatmap"},
                  ("heads", "grid"): {"hs_grid"}, ("walkthrough", "step"): {"wk_fig", "wk_fig2"},
                  ("positions", "distance"): {"pos_decay"},
                  ("positions", "similarity"): {"pos_model_sim"},
-                 ("training", "run"): set()}  # nothing until the learner starts a run
+                 ("training", "run"): set(),  # nothing until the learner starts a run
+                 ("attribution", "parts"): {"attr_layers"},
+                 ("attribution", "heads"): {"attr_grid", "attr_cross_grid"},
+                 ("patching", "heads"): {"pp_heads", "pt_heads", "pt_s2s_own", "pt_s2s_cross"},
+                 ("patching", "stream"): {"pp_resid", "pt_resid", "pt_s2s_encoder"}}
 QUESTION_CHART = "lesson_cell_chart"
 
 
@@ -325,3 +329,35 @@ def test_the_class_link_of_a_step_wraps():
     assert not at.exception
     link = next(c for c in at.code if "lesson=reading-heatmaps" in c.value)
     assert link.proto.wrap_lines
+
+
+# The course's pending lessons' steps on the decoder lab's pages with a figure (the lesson
+# file, the step's number), walked one by one as their links open them.
+PENDING_DIR = ROOT / "teaching" / "course" / "pending"
+PENDING_LAB = [(path.name, number) for path in sorted(PENDING_DIR.glob("*.toml"))
+               for number, step in enumerate(parse_lesson(path.read_bytes(), path.stem,
+                                                          "folder").steps, 1)
+               if step.page in ("attribution", "patching")]
+
+
+@pytest.mark.parametrize("name, number", PENDING_LAB, ids=lambda v: str(v))
+def test_a_pending_decoder_lab_step_shows_its_figure_only(name, number, monkeypatch):
+    path = PENDING_DIR / name
+    lesson = parse_lesson(path.read_bytes(), path.stem, "folder")
+    step = lesson.steps[number - 1]
+    monkeypatch.setenv("ATTENTION_LAB_LESSONS", str(PENDING_DIR))
+    at = _open(lesson.id, number)
+    assert not at.exception, at.exception
+    settings, texts, _ = _texts(step)
+    texts["_settings"] = settings
+    assert texts["title"] in _said(at, "header")
+    if step.question is not None:
+        assert not at.get("plotly_chart")  # the figure waits for the answer
+        at = _answer_wrong_then_right(at, lesson, number, step, texts)
+    drawn = {c.key for c in at.get("plotly_chart")}
+    charts = FIGURE_CHARTS[step.page, figure_of(step.page, step.figure)]
+    assert drawn and drawn <= charts, (drawn, charts)  # a short text: no click first
+    assert not at.get("title"), "a step draws no page title"
+    for kind in ("selectbox", "slider", "text_input", "toggle", "button"):  # nor its controls
+        assert not [w for w in at.main.get(kind) if not str(w.key).startswith("lesson_")], kind
+    assert len(at.main.get("radio")) == (step.question is not None)  # the question's own

@@ -1,6 +1,7 @@
 """Chromium at 1400 × 900: every step of every bundled lesson, opened from its link (and its
 question answered, when it has one), shows the top of its one figure above the fold, and no
-other chart of its page. One server and one browser for all of them."""
+other chart of its page. One server and one browser for all of them. The pending lessons'
+steps on pages that have a figure too, at 1400 × 900 and 800 × 900, from a lessons folder."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from teaching.format import parse_lesson
+from app_server import running_app
 from test_browser import _settle, browser, server  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.browser
@@ -16,6 +18,14 @@ pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parents[2]
 LESSONS = [parse_lesson(p.read_bytes(), p.stem, "bundled")
            for p in sorted((ROOT / "teaching" / "bundled").glob("*.toml"))]
+# The course's lessons not offered yet (teaching/course/pending/README.md): their steps on
+# the pages below, which now have a figure, served from a lessons folder.
+PENDING_DIR = ROOT / "teaching" / "course" / "pending"
+PENDING_PAGES = ("attribution", "patching")
+PENDING = [parse_lesson(p.read_bytes(), p.stem, "folder")
+           for p in sorted(PENDING_DIR.glob("*.toml"))]
+PENDING_STEPS = [(lesson, n) for lesson in PENDING for n, step in enumerate(lesson.steps, 1)
+                 if step.page in PENDING_PAGES]
 FOLD = 900
 FIGURE = ".st-key-lesson_figure"
 # What a step's figure is on screen: a plot, a table of numbers (a walkthrough step with no
@@ -25,6 +35,15 @@ DRAWN = (f"{FIGURE} .js-plotly-plot, {FIGURE} [data-testid=stDataFrame], "
 
 
 QUESTION = "[class*=st-key-lesson_choice_], .st-key-lesson_cell_box"
+
+
+@pytest.fixture(scope="module")
+def pending_server(tmp_path_factory):
+    """The app with the pending lessons in its lessons folder."""
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("ATTENTION_LAB_LESSONS", str(PENDING_DIR))
+        with running_app(tmp_path_factory.mktemp("pending") / "server.log") as url:
+            yield url
 
 
 def _answer(page, step) -> None:
@@ -57,18 +76,34 @@ def open_step(page, server: str, lesson, number: int, extra: str = "") -> None:
     _settle(page)
 
 
-def test_every_bundled_lesson_step_shows_its_figure_above_the_fold(server, browser):  # noqa: F811
-    page = browser.new_page(viewport={"width": 1400, "height": FOLD})
+def _below_the_fold(browser, server: str, steps, width: int = 1400) -> list:
+    """Open each (lesson, number) at `width` × FOLD; the steps whose figure's top is below
+    the fold (a chart outside the figure fails at once). Each screen is kept in /tmp."""
+    page = browser.new_page(viewport={"width": width, "height": FOLD})
     below = []
-    for lesson in LESSONS:
-        for number, step in enumerate(lesson.steps, 1):
-            open_step(page, server, lesson, number)
-            top = page.locator(DRAWN).first.bounding_box()["y"]
-            outside = page.locator(".js-plotly-plot").count() - page.locator(
-                f"{FIGURE} .js-plotly-plot").count() - (step.question is not None and
-                                                        step.question.kind == "cell")
-            assert outside == 0, (lesson.id, number, "a chart outside the step's figure")
-            if top >= FOLD:
-                below.append((lesson.id, number, round(top)))
+    for lesson, number in steps:
+        step = lesson.steps[number - 1]
+        open_step(page, server, lesson, number)
+        top = page.locator(DRAWN).first.bounding_box()["y"]
+        outside = page.locator(".js-plotly-plot").count() - page.locator(
+            f"{FIGURE} .js-plotly-plot").count() - (step.question is not None and
+                                                    step.question.kind == "cell")
+        assert outside == 0, (lesson.id, number, "a chart outside the step's figure")
+        if top >= FOLD:
+            below.append((lesson.id, number, round(top)))
+        page.screenshot(path=f"/tmp/fold_{lesson.id}_{number}_{width}.png")
     page.close()
+    return below
+
+
+def test_every_bundled_lesson_step_shows_its_figure_above_the_fold(server, browser):  # noqa: F811
+    steps = [(lesson, n) for lesson in LESSONS for n in range(1, len(lesson.steps) + 1)]
+    below = _below_the_fold(browser, server, steps)
+    assert below == [], f"figures whose top is below the fold (y ≥ {FOLD}): {below}"
+
+
+@pytest.mark.parametrize("width", [1400, 800])
+def test_pending_steps_with_a_figure_show_it_above_the_fold(pending_server,  # noqa: F811
+                                                              browser, width):  # noqa: F811
+    below = _below_the_fold(browser, pending_server, PENDING_STEPS, width)
     assert below == [], f"figures whose top is below the fold (y ≥ {FOLD}): {below}"

@@ -1,8 +1,9 @@
 """The screen a room watches shows the figure: in projector mode, at the two screens a class
 projector has (1024 × 768, 1280 × 720), at least half of the main figure is inside the first
 screen, unscrolled, on /attention and on every step of every bundled lesson (its question
-answered first, when it has one, as a teacher would before the room sees the figure). On
-/attention the controls are one click away, beside the title.
+answered first, when it has one, as a teacher would before the room sees the figure), and of
+the pending lessons on pages that have a figure. On /attention the controls are one click
+away, beside the title.
 
 The main figure is what tests/browser/test_lesson_figures_above_the_fold.py calls a step's
 figure (a plot, a table of numbers, or a training step's Start button): the first one in the
@@ -17,7 +18,9 @@ import urllib.parse
 import pytest
 
 from test_browser import _settle, browser, server  # noqa: F401  (fixtures)
-from test_lesson_figures_above_the_fold import DRAWN, LESSONS, open_step
+from test_lesson_figures_above_the_fold import (  # noqa: F401  (pending_server: a fixture)
+    DRAWN, LESSONS, PENDING_STEPS, QUESTION, open_step, pending_server,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -63,21 +66,37 @@ def test_the_attention_map_is_in_the_first_screen(server, browser, screen, model
     assert seen is not None and seen["share"] >= HALF, (model, screen, seen)
 
 
+def _short_of_half(browser, server: str, steps, screen) -> list:
+    """Open each (lesson, number) in projector mode on `screen`; the steps whose figure is less
+    than half inside the first screen (their screens kept in /tmp)."""
+    page = browser.new_page(viewport={"width": screen[0], "height": screen[1]})
+    short = []
+    first = steps[0][0]
+    page.goto(f"{server}/lessons?lesson={first.id}&step={steps[0][1]}",
+              wait_until="domcontentloaded")
+    page.locator(f"{DRAWN}, {QUESTION}").first.wait_for(timeout=300_000)  # a new server's
+    for lesson, number in steps:  # first run loads a model
+        open_step(page, server, lesson, number, "&projector=1")
+        page.evaluate("s => document.querySelector(s).setAttribute('data-main', '1')",
+                      DRAWN)
+        seen = _in_sight(page, "[data-main]")
+        page.screenshot(path=f"/tmp/projector_{lesson.id}_{number}_{screen[0]}.png")
+        if seen is None or seen["share"] < HALF:
+            short.append((lesson.id, number, seen))
+    page.close()
+    return short
+
+
 @pytest.mark.parametrize("screen", ROOM_SCREENS, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_every_lesson_step_shows_its_figure_in_the_first_screen(server, browser,  # noqa: F811
                                                                 screen):
-    page = browser.new_page(viewport={"width": screen[0], "height": screen[1]})
-    short = []
-    page.goto(f"{server}/lessons?lesson={LESSONS[0].id}&step=1", wait_until="domcontentloaded")
-    page.locator(DRAWN).first.wait_for(timeout=300_000)  # a new server's first run loads a model
-    for lesson in LESSONS:
-        for number in range(1, len(lesson.steps) + 1):
-            open_step(page, server, lesson, number, "&projector=1")
-            page.evaluate("s => document.querySelector(s).setAttribute('data-main', '1')",
-                          DRAWN)
-            seen = _in_sight(page, "[data-main]")
-            if seen is None or seen["share"] < HALF:
-                short.append((lesson.id, number, seen))
-                page.screenshot(path=f"/tmp/projector_{lesson.id}_{number}_{screen[0]}.png")
-    page.close()
+    steps = [(lesson, n) for lesson in LESSONS for n in range(1, len(lesson.steps) + 1)]
+    short = _short_of_half(browser, server, steps, screen)
+    assert short == [], f"steps whose figure is less than half in the first screen: {short}"
+
+
+@pytest.mark.parametrize("screen", ROOM_SCREENS, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_pending_steps_with_a_figure_show_it_in_the_first_screen(pending_server,  # noqa: F811
+                                                                 browser, screen):  # noqa: F811
+    short = _short_of_half(browser, pending_server, PENDING_STEPS, screen)
     assert short == [], f"steps whose figure is less than half in the first screen: {short}"
