@@ -11,7 +11,7 @@ from ui.callbacks import open_chosen_head, pick_head
 from ui.charts import chart_config
 from analysis.seq2seq_runs import is_seq2seq
 from ui.decoder_lab import (
-    attribution, decoder_reason, logit_pickers, logit_view, token_choices,
+    attribution, decoder_reason, logit_pickers, logit_view, score_words, token_choices,
 )
 from ui.seq2seq_attribution import render_seq2seq_attribution, seq2seq_attribution_figure
 from ui.sidebar import require_trace
@@ -77,11 +77,7 @@ def _explained(selection, trace, pos: int, target: int, base: int | None, names:
     token or tokens it is the score of)."""
     a = attribution(selection.model_name, selection.text, selection.pair, pos, target, base,
                     trace.token_ids.reshape(-1)[:trace.n_tokens])
-    word = names[target].split("  ")[0]
-    what = "logit" if base is None else "logit difference"
-    if base is not None:
-        word = f"{word} minus {names[base].split('  ')[0]}"
-    return a, what, word
+    return (a, *score_words(names, target, base))
 
 
 def _layers_chart(a, what: str, word: str, pos: int, labels: list[str]) -> None:

@@ -157,3 +157,12 @@ def logit_view(view, n: int, choices) -> tuple[int, int, int | None, dict]:
     _, names = _settle_tokens(view, pos, choices)
     target, base = view["target"], view["base"]
     return pos, target, base if view["mode"] == "diff" and base != target else None, names
+
+
+def score_words(names: dict, target: int, base: int | None) -> tuple[str, str]:
+    """What the attribution takes apart ("logit" or "logit difference") and whose score it is
+    (the target token, or "“a” minus “b”"), from the tokens' labels."""
+    word = names[target].split("  ")[0]
+    if base is None:
+        return "logit", word
+    return "logit difference", f"{word} minus {names[base].split('  ')[0]}"

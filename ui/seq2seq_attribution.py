@@ -10,7 +10,9 @@ import pandas as pd
 import streamlit as st
 
 from ui.charts import chart_config
-from ui.decoder_lab import logit_pickers, logit_view, seq2seq_attribution, token_choices
+from ui.decoder_lab import (
+    logit_pickers, logit_view, score_words, seq2seq_attribution, token_choices,
+)
 from ui.text import md_escape
 from viz.attribution import head_attribution_grid, logit_waterfall
 from viz.labels import axis_labels, looks_byte_level, plain_text, visible_text
@@ -87,11 +89,7 @@ def _explained(selection, trace, pos: int, target: int, base: int | None, names:
     src = trace.token_ids.reshape(-1)[:trace.n_tokens].tolist()
     a = seq2seq_attribution(selection.model_name, tuple(src),
                             tuple(trace.decoder_ids[0].tolist()), pos, target, base)
-    word = names[target].split("  ")[0]
-    what = "logit" if base is None else "logit difference"
-    if base is not None:
-        word = f"{word} minus {names[base].split('  ')[0]}"
-    return a, what, word
+    return (a, *score_words(names, target, base))
 
 
 def _waterfall(a, what: str, word: str, pos: int, labels: list[str]) -> None:

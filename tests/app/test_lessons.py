@@ -354,6 +354,9 @@ def test_a_pending_decoder_lab_step_shows_its_figure_only(name, number, monkeypa
     if step.question is not None:
         assert not at.get("plotly_chart")  # the figure waits for the answer
         at = _answer_wrong_then_right(at, lesson, number, step, texts)
+    spec = BY_PATH[step.page]
+    for name, value in settings.items():  # the page's view is the step's
+        assert at.session_state[spec.key(name)] == value, name
     drawn = {c.key for c in at.get("plotly_chart")}
     charts = FIGURE_CHARTS[step.page, figure_of(step.page, step.figure)]
     assert drawn and drawn <= charts, (drawn, charts)  # a short text: no click first
