@@ -364,3 +364,30 @@ def test_a_pending_decoder_lab_step_shows_its_figure_only(name, number, monkeypa
     for kind in ("selectbox", "slider", "text_input", "toggle", "button"):  # nor its controls
         assert not [w for w in at.main.get(kind) if not str(w.key).startswith("lesson_")], kind
     assert len(at.main.get("radio")) == (step.question is not None)  # the question's own
+
+
+HEAVY_PATCHING_LESSON = """
+title = "Patching a long text"
+model = "minilm"
+text = "{text}"
+
+[[steps]]
+title = "Every cell"
+page = "patching"
+mode = "prompts"
+explain = "Patch every layer and position."
+"""
+
+
+def test_a_patching_step_on_a_long_text_asks_for_the_click_first(tmp_path, monkeypatch):
+    """The step's figure keeps the page's rule: above its place only the cost and the button
+    that starts the work, as the page says them, and no chart until the click."""
+    text = " ".join(["The cat sat on the mat because it was warm."] * 8)
+    (tmp_path / "heavy.toml").write_text(HEAVY_PATCHING_LESSON.replace("{text}", text))
+    monkeypatch.setenv("ATTENTION_LAB_LESSONS", str(tmp_path))
+    at = _open("heavy")
+    assert not at.exception, at.exception
+    assert "Patching every cell takes" in _said(at, "caption")
+    assert [b.key for b in at.main.get("button") if not b.key.startswith("lesson_")] == ["pt_run"]
+    assert not at.get("plotly_chart") and not at.main.get("text_input")
+    assert not at.main.get("selectbox") and not at.get("title")
