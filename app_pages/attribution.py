@@ -10,8 +10,10 @@ import streamlit as st
 from ui.callbacks import open_chosen_head, pick_head
 from ui.charts import chart_config
 from analysis.seq2seq_runs import is_seq2seq
-from ui.decoder_lab import attribution, decoder_reason, logit_pickers, token_choices
-from ui.seq2seq_attribution import render_seq2seq_attribution
+from ui.decoder_lab import (
+    attribution, decoder_reason, logit_pickers, logit_view, score_words, token_choices,
+)
+from ui.seq2seq_attribution import render_seq2seq_attribution, seq2seq_attribution_figure
 from ui.sidebar import require_trace
 from ui.switch import offer_decoder
 from ui.view_state import page_view
@@ -70,6 +72,33 @@ def _sum_check(a, what: str) -> None:
                    "computer's arithmetic.")
 
 
+def _explained(selection, trace, pos: int, target: int, base: int | None, names: dict):
+    """The attribution of the chosen score: (the parts, "logit" or "logit difference", the
+    token or tokens it is the score of)."""
+    a = attribution(selection.model_name, selection.text, selection.pair, pos, target, base,
+                    trace.token_ids.reshape(-1)[:trace.n_tokens])
+    return (a, *score_words(names, target, base))
+
+
+def _layers_chart(a, what: str, word: str, pos: int, labels: list[str]) -> None:
+    fig = logit_waterfall(*_parts(a), total_name=f"= the {what}",
+                          title=f"How the {what} of {word} is built, part by part",
+                          subtitle=f"after position {pos} ({plain_text(labels[pos])}); red adds, "
+                          "blue takes away; the last bar is the sum; “attention”: all heads of "
+                          "that layer together", value_name=what)
+    st.plotly_chart(fig, key="attr_layers", config=chart_config("attribution-layers", fig,
+                                                                 position=pos))
+
+
+def _heads_chart(a, what: str, pos: int, n_heads: int) -> None:
+    grid = head_attribution_grid(a.heads, title="Each head's direct part of the " + what,
+                                 subtitle="red pushes the target up, blue down; click a head to "
+                                 "open its attention", value_name=what)
+    st.plotly_chart(grid, key="attr_grid", selection_mode="points",
+                    on_select=pick_head("attr_grid", n_heads),
+                    config=chart_config("attribution-heads", grid, position=pos))
+
+
 def render() -> None:
     selection = st.session_state["selection"]
     st.title("Which parts made the logit", anchor=False)
@@ -93,12 +122,7 @@ def render() -> None:
         return
     labels = axis_labels(trace.tokens)
     pos, target, base, names = _pickers(loaded, trace, labels)
-    a = attribution(selection.model_name, selection.text, selection.pair, pos, target, base,
-                    trace.token_ids.reshape(-1)[:trace.n_tokens])
-    word = names[target].split("  ")[0]
-    what = "logit" if base is None else "logit difference"
-    if base is not None:
-        word = f"{word} minus {names[base].split('  ')[0]}"
+    a, what, word = _explained(selection, trace, pos, target, base, names)
     norm = "its root mean square" if not getattr(loaded.model.ln_final, "centred", True) else \
         "its spread (standard deviation) after taking away its mean"
     st.info(f"**Frozen scale.** Just before the scores, the final norm divides the running sum by "
@@ -108,21 +132,9 @@ def render() -> None:
             "exactly to the score; each share is the part's *direct* effect, not what it changes "
             "in later layers.")
     _sum_check(a, what)
-    fig = logit_waterfall(*_parts(a), total_name=f"= the {what}",
-                          title=f"How the {what} of {word} is built, part by part",
-                          subtitle=f"after position {pos} ({plain_text(labels[pos])}); red adds, "
-                          "blue takes away; the last bar is the sum; “attention”: all heads of "
-                          "that layer together", value_name=what)
-    st.plotly_chart(fig, key="attr_layers", config=chart_config("attribution-layers", fig,
-                                                                 position=pos))
-
+    _layers_chart(a, what, word, pos, labels)
     st.subheader("Every head")
-    grid = head_attribution_grid(a.heads, title="Each head's direct part of the " + what,
-                                 subtitle="red pushes the target up, blue down; click a head to "
-                                 "open its attention", value_name=what)
-    st.plotly_chart(grid, key="attr_grid", selection_mode="points",
-                    on_select=pick_head("attr_grid", cfg.n_heads),
-                    config=chart_config("attribution-heads", grid, position=pos))
+    _heads_chart(a, what, pos, cfg.n_heads)
     box, button = st.columns([3, 1], vertical_alignment="bottom")
     order = np.argsort(-np.abs(a.heads).reshape(-1))
     heads = [divmod(int(i), cfg.n_heads) for i in order]
@@ -136,3 +148,27 @@ def render() -> None:
         table = pd.DataFrame(a.components(), columns=["part", what])
         st.dataframe(table, hide_index=True, width="stretch", key="attr_table",
                      column_config={what: st.column_config.NumberColumn(format="%+.4f")})
+
+
+def figure(name: str) -> None:
+    """A lesson step's one figure (teaching/figures.py), for the step's position and token:
+    the score built part by part, or every head's direct part of it; no controls."""
+    selection = st.session_state["selection"]
+    trace = require_trace(selection)
+    reason = decoder_reason(selection, "Taking the score apart", attribution=True,
+                            seq2seq_ok=True)
+    if reason is not None:
+        st.info(reason)
+        return
+    loaded = selection.model
+    if is_seq2seq(loaded):
+        seq2seq_attribution_figure(selection, trace, VIEW, name)
+        return
+    labels = axis_labels(trace.tokens)
+    pos, target, base, names = logit_view(VIEW, trace.n_tokens, lambda pos, asked: _choices(
+        loaded, trace, pos, asked))
+    a, what, word = _explained(selection, trace, pos, target, base, names)
+    if name == "heads":
+        _heads_chart(a, what, pos, trace.cfg.n_heads)
+    else:
+        _layers_chart(a, what, word, pos, labels)

@@ -4,12 +4,11 @@ every head; plus the induction preset on tiny-induction."""
 
 from __future__ import annotations
 
-import numpy as np
 import streamlit as st
 
 from analysis.induction import repeat_scores
 from analysis.patching import (
-    MAX_GRID_CELLS, MAX_PATCH_TOKENS, SMALL_GAP, default_pair, head_patching, induction_preset,
+    MAX_GRID_CELLS, MAX_PATCH_TOKENS, head_patching, induction_preset,
     prepare, residual_patching,
 )
 from analysis.cost import patching_plan
@@ -19,13 +18,16 @@ from ui.heavy import allowance, cost_words, room_for
 from ui.cache import get_model, shared
 from ui.charts import chart_config
 from ui.patching_inputs import (
-    best_corruption, candidates, default_corruption, flip_corruption, follow_default,
-    open_chosen, open_patched_head, switch_model, token_count,
+    best_corruption, default_corruption, flip_corruption, follow_default, head_picker,
+    open_patched_head, switch_model, token_count,
 )
 from ui.patching_change import change_lines
-from ui.patching_notes import clean_prompt, mismatch, top_head_line
+from ui.patching_pair import metric_pair, pair_choices
+from ui.patching_notes import (
+    clean_prompt, metric_line, mismatch, name_heads, small_gap, top_head_line,
+)
 from ui.patching_zoom import grid_columns
-from ui.seq2seq_patching import render_seq2seq_patching
+from ui.seq2seq_patching import render_seq2seq_patching, seq2seq_patching_figure
 from ui.sidebar import require_trace
 from ui.switch import needs_lm_head, offer_decoder
 from ui.text import md_escape
@@ -91,27 +93,8 @@ def _init_state(on_preset_model: bool) -> None:
     VIEW.setdefault("mode", "preset" if on_preset_model else "prompts")
 
 
-def _metric_line(r: dict, tokenizer) -> str:
-    if r["kind"] == "cosine":
-        return ("Metric: the mean cosine between each final token vector and the clean run's "
-                f"(clean {r['clean_value']:.3f}, corrupted {r['corrupted_value']:.3f}). This "
-                "model is an encoder with no next-token scores, so the metric asks how close "
-                "the output vectors come back to the clean ones.")
-    a, w = (md_escape(visible_text(t)) for t in tokenizer.tokens([r["answer"], r["wrong"]]))
-    prefer = (f" The clean prompt prefers “{a}” next, the corrupted one “{w}”: a value of 1 "
-              "means the clean preference is fully back." if r["clean_value"] > 0 >
-              r["corrupted_value"] else "")
-    return (f"Metric: logit(“{a}”) − logit(“{w}”) at position {r['position']}, the last "
-            f"token: {r['clean_value']:.3f} on the clean prompt, {r['corrupted_value']:.3f} "
-            f"on the corrupted one.{prefer}")
-
-
 def _show_grids(r: dict, cfg, chart_prefix: str, text_key: str | None, heads_note: str):
-    """The residual grid and the head grid; returns the top head (layer, head)."""
-    byte_level = looks_byte_level(r["clean_tokens"])
-    labels = position_labels(r["clean_tokens"], r["corrupted_tokens"], byte_level)
-    differ = [i for i, (a, b) in enumerate(zip(r["clean_tokens"], r["corrupted_tokens"]))
-              if a != b]
+    """The residual grid and the head grid, with what they show; returns the top head."""
     cosine = r["kind"] == "cosine"
     st.markdown(f"**The residual stream** (the vector each position carries from layer to "
                 f"layer). {RECOVERED} " + (
@@ -120,16 +103,7 @@ def _show_grids(r: dict, cfg, chart_prefix: str, text_key: str | None, heads_not
                                            "over all of them." if cosine else
                                            "only the position where the answer is read. The "
                                            "rows between show the information moving.")))
-    read = None if cosine else r["position"]
-    every = VIEW.key("all") if chart_prefix == "pt" else f"{chart_prefix}_all"
-    columns, zoom = grid_columns(len(labels), differ, read, _rows(cfg.n_layers), every)
-    fig = residual_grid(r["resid"], labels, _rows(cfg.n_layers),
-                        title="Metric recovered, patching the residual stream",
-                        subtitle="rows = where in the stack; columns = positions" + (
-                            "" if cosine else "; outlined: where the metric is read") + (
-                            f"; {zoom}" if zoom else ""),
-                        marked_pos=read, marked_cols=differ, columns=columns)
-    st.plotly_chart(fig, key=f"{chart_prefix}_resid", config=chart_config("patching_residual"))
+    differ = _stream_grid(r, cfg, chart_prefix)
     if not cosine and differ == [r["position"]]:
         st.caption("The prompts differ only at the last position, where the answer is read, so "
                    "only that column brings it back. To watch information move from one "
@@ -137,6 +111,32 @@ def _show_grids(r: dict, cfg, chart_prefix: str, text_key: str | None, heads_not
                    "preset.")
     st.markdown("**Every head.** One head's output (at every position) put back from the "
                 f"clean run. {heads_note} Click a head to open it on the attention page.")
+    return _heads_grid(r, cfg, chart_prefix, text_key)
+
+
+def _stream_grid(r: dict, cfg, chart_prefix: str, switch: bool = True) -> list[int]:
+    """The residual stream's grid (`switch`: with its switch to every position, on a long
+    prompt); returns the positions where the prompts differ."""
+    byte_level = looks_byte_level(r["clean_tokens"])
+    labels = position_labels(r["clean_tokens"], r["corrupted_tokens"], byte_level)
+    differ = [i for i, (a, b) in enumerate(zip(r["clean_tokens"], r["corrupted_tokens"]))
+              if a != b]
+    cosine = r["kind"] == "cosine"
+    read = None if cosine else r["position"]
+    every = VIEW.key("all") if chart_prefix == "pt" else f"{chart_prefix}_all"
+    columns, zoom = grid_columns(len(labels), differ, read, _rows(cfg.n_layers), every, switch)
+    fig = residual_grid(r["resid"], labels, _rows(cfg.n_layers),
+                        title="Metric recovered, patching the residual stream",
+                        subtitle="rows = where in the stack; columns = positions" + (
+                            "" if cosine else "; outlined: where the metric is read") + (
+                            f"; {zoom}" if zoom else ""),
+                        marked_pos=read, marked_cols=differ, columns=columns)
+    st.plotly_chart(fig, key=f"{chart_prefix}_resid", config=chart_config("patching_residual"))
+    return differ
+
+
+def _heads_grid(r: dict, cfg, chart_prefix: str, text_key: str | None) -> tuple[int, int]:
+    """Every head's grid (a click opens the head); returns the top head (layer, head)."""
     fig = head_grid(r["heads"], title="Metric recovered, patching one head",
                     value_name="recovered", diverging=True,
                     subtitle="rows = layers, columns = heads; click a head to open it")
@@ -148,58 +148,37 @@ def _show_grids(r: dict, cfg, chart_prefix: str, text_key: str | None, heads_not
     return max(heads, key=lambda lh: r["heads"][lh])
 
 
-def _head_picker(cfg, top, chart_prefix: str, text_key: str | None) -> None:
-    heads = [(lay, h) for lay in range(cfg.n_layers) for h in range(cfg.n_heads)]
-    box_key, last_top = f"{chart_prefix}_box", f"_{chart_prefix}_top"
-    if st.session_state.get(box_key) in (None, st.session_state.get(last_top)) or \
-            st.session_state.get(box_key) not in heads:
-        st.session_state[box_key] = top  # follows the top head until the user picks
-    st.session_state[last_top] = top
-    box, button = st.columns([3, 1], vertical_alignment="bottom")
-    box.selectbox("Or pick a head", heads, key=box_key,
-                  format_func=lambda lh: f"layer {lh[0]}, head {lh[1]}")
-    button.button("Open on the attention page", key=f"{chart_prefix}_open",
-                  on_click=open_chosen(box_key, text_key))
+def _patched(selection, clean: str, corrupted: str, answer, wrong, n_clean: int) -> dict | None:
+    """Every cell patched, after a click when the work is large (its cost said above the
+    button); None until then, or with a warning when the prompts cannot be patched."""
+    cfg = selection.model.cfg
+    runs = (cfg.n_layers + 1) * n_clean + cfg.n_layers * cfg.n_heads
+    key = (selection.model_name, clean, corrupted, answer, wrong)
+    if runs * n_clean > AUTO_WORK and st.session_state.get("_pt_ran") != key:
+        plan = patching_plan(cfg, n_clean, allowance())
+        st.caption(f"Patching every cell takes {cost_words(plan)}.")
+        if not st.button(f"Patch every cell ({runs:,} patched runs)", key="pt_run",
+                         type="primary"):
+            return None
+    st.session_state["_pt_ran"] = key
+    bar = st.empty()
+    try:
+        return _patch(selection.model_name, clean, corrupted, answer, wrong, bar)
+    except ValueError as exc:
+        st.warning(md_escape(str(exc)))
+        return None
+    finally:
+        bar.empty()
 
 
-def _small_gap(r: dict) -> bool:
-    """Warn (and return True) when clean and corrupted logit differences nearly agree."""
-    gap = abs(r["clean_value"] - r["corrupted_value"])
-    small = r["kind"] == "logit_diff" and gap < SMALL_GAP
-    if small:
-        st.warning(f"The corrupted prompt barely changes the answer: the logit difference is "
-                   f"{r['clean_value']:.3f} against {r['corrupted_value']:.3f}, a gap of only "
-                   f"{gap:.3f}. Dividing by so small a gap makes the grids noisy, with values "
-                   "far beyond 0 and 1. Change a word nearer the end, or pick two other "
-                   "tokens.")
-    return small
-
-
-def _metric_pair(loaded, clean: str, corrupted: str) -> tuple[int | None, int | None]:
-    """The two tokens of the logit difference, chosen on screen (decoders only)."""
-    if not loaded.cfg.has_lm_head:
-        return None, None
-    clean_logits = loaded.run(clean, keep=lambda n: False).logits[0, -1]  # [vocab]
-    corrupted_logits = loaded.run(corrupted, keep=lambda n: False).logits[0, -1]  # [vocab]
-    pair = default_pair(clean_logits, corrupted_logits)  # the engine's default
-    asked = [i for i in (VIEW.given("answer"), VIEW.given("wrong"))  # a link's or a lesson's
-             if i is not None and 0 <= i < clean_logits.numel()]
-    ids = list(dict.fromkeys(list(pair) + candidates(clean_logits, corrupted_logits) + asked))
-    names = loaded.tokenizer.tokens(ids)
-    shown = {i: f"“{visible_text(t)}”" for i, t in zip(ids, names)}
-    for name, default in (("answer", pair[0]), ("wrong", pair[1])):
-        VIEW[name] = VIEW.given(name) if VIEW.given(name) in ids else default
-    cols = st.columns(2)
-    answer = cols[0].selectbox("Answer token (counts +)", ids, key=VIEW.key("answer"),
-                               format_func=shown.get,
-                               help="By default the clean prompt's prediction against the "
-                               "corrupted one's; the list holds both prompts' top tokens.")
-    wrong = cols[1].selectbox("Wrong token (counts −)", ids, key=VIEW.key("wrong"),
-                              format_func=shown.get)
-    if answer == wrong:
-        st.info("Pick two different tokens for the logit difference.")
-        st.stop()
-    return answer, wrong
+def _corruption(selection, loaded, clean: str, limit: int) -> bool:
+    """The corrupted prompt in the session (a link's or a lesson's, else one made here, which
+    it follows until the user edits it); returns whether the made one flips the top guess."""
+    made, flips = _decoder_default(selection.model_name, clean, limit) \
+        if loaded.cfg.has_lm_head else (default_corruption(loaded, clean, limit), True)
+    VIEW.setdefault("corrupt", made)
+    follow_default(VIEW.key("corrupt"), "_pt_default", made)
+    return flips
 
 
 def _prompts(selection, loaded) -> None:
@@ -208,10 +187,7 @@ def _prompts(selection, loaded) -> None:
     if clean is None:
         return
     decoder = loaded.cfg.has_lm_head
-    made, flips = _decoder_default(selection.model_name, clean, limit) if decoder else \
-        (default_corruption(loaded, clean, limit), True)
-    VIEW.setdefault("corrupt", made)  # a link's or a lesson's, else the default made here
-    follow_default(VIEW.key("corrupt"), "_pt_default", made)  # until the user edits it
+    flips = _corruption(selection, loaded, clean, limit)
     source = "the sidebar text" if clean == selection.text else "the first whole words of " \
         "the sidebar text (above)"
     st.caption(f"Clean prompt: {source}. Bounds: both prompts at most {limit} tokens; "
@@ -236,74 +212,43 @@ def _prompts(selection, loaded) -> None:
     if n_clean != n_corrupt:
         mismatch(loaded, clean, corrupted, n_clean, n_corrupt)
         return
-    answer, wrong = _metric_pair(loaded, clean, corrupted)
+    answer, wrong = metric_pair(loaded, clean, corrupted)
+    r = _patched(selection, clean, corrupted, answer, wrong, n_clean)
+    if r is None:
+        return
     cfg = loaded.cfg
-    work = ((cfg.n_layers + 1) * n_clean + cfg.n_layers * cfg.n_heads) * n_clean
-    key = (selection.model_name, clean, corrupted, answer, wrong)
-    if work > AUTO_WORK and st.session_state.get("_pt_ran") != key:
-        plan = patching_plan(cfg, n_clean, allowance())
-        st.caption(f"Patching every cell takes {cost_words(plan)}.")
-    if work > AUTO_WORK and st.session_state.get("_pt_ran") != key and not st.button(
-            f"Patch every cell ({(cfg.n_layers + 1) * n_clean + cfg.n_layers * cfg.n_heads:,}"
-            " patched runs)", key="pt_run", type="primary"):
-        return
-    st.session_state["_pt_ran"] = key
-    bar = st.empty()
-    try:
-        r = _patch(selection.model_name, clean, corrupted, answer, wrong, bar)
-    except ValueError as exc:
-        bar.empty()
-        st.warning(md_escape(str(exc)))
-        return
-    bar.empty()
-    st.caption(_metric_line(r, loaded.tokenizer))
-    noisy = _small_gap(r)
+    st.caption(metric_line(r, loaded.tokenizer))
+    noisy = small_gap(r)
     top = _show_grids(r, cfg, "pt", None, "")
     if not noisy:
         st.caption(top_head_line(r["heads"], top))
-    _head_picker(cfg, top, "pt", None)
+    head_picker(cfg, top, "pt", None)
 
 
-def _name_heads(r: dict, which: str, n_seqs: int) -> None:
-    """What the learner should see, with every head and number read from the run."""
-    grid, prev, ind = r["heads"], r["previous"], r["induction"]
-    last = grid.shape[0] - 1
-    l0, l1 = int(grid[0].argmax()), int(grid[last].argmax())
-    p_layer, p_head = np.unravel_index(int(prev.argmax()), prev.shape)
-    i_layer, i_head = np.unravel_index(int(ind.argmax()), ind.shape)
-    lines = []
-    if which == "first":
-        same = (p_layer, p_head) == (0, l0)
-        lines.append(
-            f"- **Layer 0, head {l0}** has the largest positive value of layer 0 "
-            f"({grid[0, l0]:.0%} of "
-            "the clean answer comes back when only it is put back). " + (
-                f"It is the **previous-token head**: of all heads, it sends the most attention "
-                f"to the token just before ({prev[0, l0]:.0%} on average)." if same else
-                f"The head that looks most at the previous token is layer {p_layer}, head "
-                f"{p_head} ({prev[p_layer, p_head]:.0%}): here the work is shared."))
-    else:
-        lines.append(f"- Layer 0 stays pale (at most {grid[0].max():.0%}): the first copy is "
-                     "clean in both prompts, so the previous-token head already did its work.")
-    same = (i_layer, i_head) == (last, l1)
-    lines.append(
-        f"- **Layer {last}, head {l1}** has the largest positive value of layer {last} "
-        f"({grid[last, l1]:.0%}). " + (
-            f"It is the **induction head**: its induction score is the highest of all heads "
-            f"({ind[last, l1]:.0%} of its attention goes from each token of the second copy to "
-            "the token that followed it in the first copy)." if same else
-            f"The induction score ranks layer {i_layer}, head {i_head} first "
-            f"({ind[i_layer, i_head]:.0%}): in these sequences the heads share the work."))
-    st.markdown("**What to look for.** The head grid is averaged over "
-                f"{n_seqs} random sequence{'s' * (n_seqs > 1)}.\n" + "\n".join(lines))
-
-
-def _preset_section(selection, loaded) -> None:
-    cfg = loaded.cfg
+def _preset_settings(cfg) -> int:
+    """The preset's settings in the session (a link's or a lesson's, else the defaults), the
+    length held to what the model reads; returns the longest length offered."""
     longest = min(24, cfg.n_ctx // 2)
     for name in ("len", "which", "seed", "seqs"):
         VIEW.setdefault(name)
     VIEW["len"] = min(VIEW["len"], longest)
+    return longest
+
+
+def _preset_run(selection, length: int, which: str, seed: int, n_seqs: int) -> dict | None:
+    bar = st.empty()
+    try:
+        return _preset(selection.model_name, length, which, seed, n_seqs, bar)
+    except ValueError as exc:  # e.g. a sequence whose corruption changes nothing
+        st.warning(f"{md_escape(str(exc))} Try another seed.")
+        return None
+    finally:
+        bar.empty()
+
+
+def _preset_section(selection, loaded) -> None:
+    cfg = loaded.cfg
+    longest = _preset_settings(cfg)
     cols = st.columns([2, 3])
     length = cols[0].slider("Length of the random sequence", 4, longest, key=VIEW.key("len"))
     which = cols[1].radio("Corrupt", list(WHICH), key=VIEW.key("which"), format_func=WHICH.get)
@@ -312,14 +257,9 @@ def _preset_section(selection, loaded) -> None:
     n_seqs = cols[1].slider("Sequences averaged for the head grid", 1, 32, key=VIEW.key("seqs"))
     st.caption(f"Bounds: a sequence of 4 to {longest} tokens, shown twice (at most "
                f"{cfg.n_ctx} tokens, what this model reads at once); up to 32 sequences.")
-    bar = st.empty()
-    try:
-        r = _preset(selection.model_name, length, which, seed, n_seqs, bar)
-    except ValueError as exc:  # e.g. a sequence whose corruption changes nothing
-        bar.empty()
-        st.warning(f"{md_escape(str(exc))} Try another seed.")
+    r = _preset_run(selection, length, which, seed, n_seqs)
+    if r is None:
         return
-    bar.empty()
     clean, corrupted = "".join(r["clean_tokens"]), "".join(r["corrupted_tokens"])
     st.session_state["_pt_clean_text"] = clean
     broken = "first" if which == "first" else "second"
@@ -342,8 +282,8 @@ def _preset_section(selection, loaded) -> None:
                       f"Averaged over {n_seqs} sequence{'s' * (n_seqs > 1)} (the residual "
                       "grid shows the first one). Opening a head puts the clean sequence in "
                       "the sidebar.")
-    _name_heads(r, which, n_seqs)
-    _head_picker(cfg, top, "pp", "_pt_clean_text")
+    name_heads(r, which, n_seqs)
+    head_picker(cfg, top, "pp", "_pt_clean_text")
 
 
 INTRO = (
@@ -395,3 +335,53 @@ def render() -> None:
         _preset_section(selection, model)
     else:
         _prompts(selection, model)
+
+
+def figure(name: str) -> None:
+    """A lesson step's one figure (teaching/figures.py), in the step's mode: how much of the
+    clean answer each head, or each layer and position, brings back. No controls: only the
+    click and its cost line where the prompts' grids ask for one first."""
+    selection = st.session_state["selection"]
+    trace = require_trace(selection, context_note=False)
+    model = selection.model
+    if is_seq2seq(model):
+        seq2seq_patching_figure(selection, VIEW, name)
+        return
+    if trace.kind == "encoder_decoder":
+        st.info(needs_lm_head(selection, "Patching") or "")
+        return
+    _init_state(selection.model_name == PRESET_MODEL)
+    if VIEW["mode"] == "preset":
+        if selection.model_name != PRESET_MODEL:
+            st.info("The induction preset runs on tiny-induction, a small model trained to "
+                    "continue repeated sequences.")
+            return
+        _preset_settings(model.cfg)
+        r = _preset_run(selection, VIEW["len"], VIEW["which"], VIEW["seed"], VIEW["seqs"])
+        prefix, text_key = "pp", "_pt_clean_text"
+    else:
+        r, prefix, text_key = _prompts_patched(selection, model), "pt", None
+    if r is None:
+        return
+    if name == "stream":
+        _stream_grid(r, model.cfg, prefix, switch=False)
+    else:
+        _heads_grid(r, model.cfg, prefix, text_key)
+
+
+def _prompts_patched(selection, loaded) -> dict | None:
+    """The prompts' grids for the session's corrupted prompt and tokens, drawn nowhere."""
+    limit = min(MAX_PATCH_TOKENS, loaded.cfg.n_ctx)
+    clean = clean_prompt(selection, loaded, limit)
+    if clean is None:
+        return None
+    _corruption(selection, loaded, clean, limit)
+    corrupted, n_clean = VIEW["corrupt"], token_count(loaded, clean)
+    if not corrupted.strip() or token_count(loaded, corrupted) != n_clean:
+        mismatch(loaded, clean, corrupted, n_clean, token_count(loaded, corrupted))
+        return None
+    answer = wrong = None
+    if loaded.cfg.has_lm_head:
+        pair_choices(loaded, clean, corrupted)
+        answer, wrong = VIEW["answer"], VIEW["wrong"]
+    return _patched(selection, clean, corrupted, answer, wrong, n_clean)

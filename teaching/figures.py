@@ -27,6 +27,10 @@ FIGURES: dict[str, dict[str, str]] = {
                    "parts": "one token's embedding parts and their sum, number by number",
                    "lengths": "how long each part of the embedding is, token by token"},
     "training": {"run": "a training run of the step's task, with its live figures"},
+    "attribution": {"parts": "the score, built part by part (embeddings, layers, norm)",
+                    "heads": "each head's direct part of the score"},
+    "patching": {"heads": "how much of the answer each head brings back",
+                 "stream": "how much each layer and position brings back"},
 }
 
 

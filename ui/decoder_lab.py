@@ -112,18 +112,13 @@ def logit_pickers(view, labels: list[str], position_label: str,
     (with a link's or a lesson's `asked` ones) and their labels. Returns (pos, target,
     baseline or None, labels of the ids)."""
     n = len(labels)
-    view.setdefault("mode")
-    if view.setdefault("pos", n - 1) not in range(n):
-        view["pos"] = n - 1
+    _settle_position(view, n)
     cols = st.columns([3, 2])
     pos = cols[0].select_slider(position_label, list(range(n)), key=view.key("pos"),
                                 format_func=lambda i: plain_text(labels[i])) if n > 1 else 0
     mode = cols[1].radio("Explain", list(MODES), key=view.key("mode"), format_func=MODES.get,
                          horizontal=True)
-    asked = [v for v in (view.given("target"), view.given("base")) if v is not None]
-    ids, names = choices(pos, asked)
-    for name, fallback in (("target", ids[0]), ("base", ids[1 % len(ids)])):
-        view[name] = view.given(name) if view.given(name) in ids else fallback
+    ids, names = _settle_tokens(view, pos, choices)
     cols = st.columns(2)
     target = cols[0].selectbox("Target token", ids, key=view.key("target"),
                                format_func=names.get, help=target_help)
@@ -135,3 +130,39 @@ def logit_pickers(view, labels: list[str], position_label: str,
             cols[1].warning("Pick two different tokens: their difference is 0.")
             base = None
     return pos, target, base, names
+
+
+def _settle_position(view, n: int) -> None:
+    """The mode and position in the session: the link's or the lesson's, else the last one."""
+    view.setdefault("mode")
+    if view.setdefault("pos", n - 1) not in range(n):
+        view["pos"] = n - 1
+
+
+def _settle_tokens(view, pos: int, choices) -> tuple[list[int], dict[int, str]]:
+    """The target and subtracted tokens in the session (one offered at `pos`, else the
+    likeliest two); returns the ids offered and their labels."""
+    asked = [v for v in (view.given("target"), view.given("base")) if v is not None]
+    ids, names = choices(pos, asked)
+    for name, fallback in (("target", ids[0]), ("base", ids[1 % len(ids)])):
+        view[name] = view.given(name) if view.given(name) in ids else fallback
+    return ids, names
+
+
+def logit_view(view, n: int, choices) -> tuple[int, int, int | None, dict]:
+    """What `logit_pickers` returns, read from the session without drawing its controls (a
+    lesson step's figure): (pos, target, baseline or None, labels of the ids)."""
+    _settle_position(view, n)
+    pos = view["pos"] if n > 1 else 0
+    _, names = _settle_tokens(view, pos, choices)
+    target, base = view["target"], view["base"]
+    return pos, target, base if view["mode"] == "diff" and base != target else None, names
+
+
+def score_words(names: dict, target: int, base: int | None) -> tuple[str, str]:
+    """What the attribution takes apart ("logit" or "logit difference") and whose score it is
+    (the target token, or "“a” minus “b”"), from the tokens' labels."""
+    word = names[target].split("  ")[0]
+    if base is None:
+        return "logit", word
+    return "logit difference", f"{word} minus {names[base].split('  ')[0]}"

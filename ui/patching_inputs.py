@@ -1,6 +1,6 @@
 """The patching page's inputs: a default corrupted prompt of the same token length (for a
 decoder, one that clearly moves its answer), token counts, the candidate tokens of the logit
-difference, and the click that opens a head.
+difference, and the click (on a grid or beside it) that opens a head.
 
 Callbacks are bound (functools.partial) to names and small values only, like ui/callbacks.py.
 """
@@ -203,6 +203,20 @@ def _pick(box_key: str, text_key: str | None) -> None:
 def open_chosen(box_key: str, text_key: str | None = None):
     """An on_click callback opening the (layer, head) in the select box box_key."""
     return partial(_pick, box_key, text_key)
+
+
+def head_picker(cfg, top, chart_prefix: str, text_key: str | None) -> None:
+    heads = [(lay, h) for lay in range(cfg.n_layers) for h in range(cfg.n_heads)]
+    box_key, last_top = f"{chart_prefix}_box", f"_{chart_prefix}_top"
+    if st.session_state.get(box_key) in (None, st.session_state.get(last_top)) or \
+            st.session_state.get(box_key) not in heads:
+        st.session_state[box_key] = top  # follows the top head until the user picks
+    st.session_state[last_top] = top
+    box, button = st.columns([3, 1], vertical_alignment="bottom")
+    box.selectbox("Or pick a head", heads, key=box_key,
+                  format_func=lambda lh: f"layer {lh[0]}, head {lh[1]}")
+    button.button("Open on the attention page", key=f"{chart_prefix}_open",
+                  on_click=open_chosen(box_key, text_key))
 
 
 def _switch(model: str, values: dict) -> None:

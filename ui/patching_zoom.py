@@ -17,17 +17,19 @@ EVERY_HELP = ("The grid opens on the positions that matter, so each column is wi
               "for each).")
 
 
-def grid_columns(n_pos: int, changed, read_pos: int | None, row_names, key: str
-                 ) -> tuple[list[int | None] | None, str]:
+def grid_columns(n_pos: int, changed, read_pos: int | None, row_names, key: str,
+                 switch: bool = True) -> tuple[list[int | None] | None, str]:
     """The columns to draw (None: every position) and a line for the figure's subtitle, with
     the switch that shows every position when the grid opens zoomed. `key`: the switch's
-    widget key (the prompts' grid keeps its state in the page's view, so a link keeps it)."""
+    widget key (the prompts' grid keeps its state in the page's view, so a link keeps it).
+    Without `switch` (a lesson step's figure) the session's choice holds, drawn nowhere."""
     columns = zoom_columns(n_pos, changed, read_pos, row_names)
     if columns is None:
         return None, ""
     if key == VIEW.key("all"):
         VIEW.setdefault("all")
-    every = st.toggle(f"Show every position (all {n_pos})", key=key, help=EVERY_HELP)
+    every = st.toggle(f"Show every position (all {n_pos})", key=key, help=EVERY_HELP) \
+        if switch else bool(st.session_state.get(key))
     if every:
         return None, f"all {n_pos} positions: narrow columns, hover for each"
     shown = sum(p is not GAP for p in columns)

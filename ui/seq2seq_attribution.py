@@ -10,12 +10,15 @@ import pandas as pd
 import streamlit as st
 
 from ui.charts import chart_config
-from ui.decoder_lab import logit_pickers, seq2seq_attribution, token_choices
+from ui.decoder_lab import (
+    logit_pickers, logit_view, score_words, seq2seq_attribution, token_choices,
+)
 from ui.text import md_escape
 from viz.attribution import head_attribution_grid, logit_waterfall
 from viz.labels import axis_labels, looks_byte_level, plain_text, visible_text
 from viz.numbers import plain
 
+NOTHING_WRITTEN = "The decoder wrote nothing for this text, so there is no score to take apart."
 GRID_PX = 460  # the two head grids side by side on a wide screen, stacked on a narrow one
 
 
@@ -81,36 +84,25 @@ def _frozen_note(loaded, a) -> str:
             "in later layers is not counted here.")
 
 
-def render_seq2seq_attribution(selection, trace, view, sum_check) -> None:
-    loaded = selection.model
-    st.caption("This model is an encoder–decoder: the encoder reads your text, and the decoder "
-               "writes an output one token at a time. Here the score of the decoder's next token "
-               "is taken apart; the cross-attention heads are the ones that read your text.")
-    if trace.decoder_ids is None or trace.decoder_ids.shape[1] == 0:
-        st.info("The decoder wrote nothing for this text, so there is no score to take apart.")
-        return
-    byte_level = looks_byte_level(trace.decoder_tokens[0])
-    wrote = " ".join(visible_text(t, byte_level) for t in trace.decoder_tokens[0])
-    st.caption(f"The decoder reads what it wrote for your text, token by token: "
-               f"{md_escape(wrote)}")
-    pos, target, base, names, labels = _pickers(loaded, trace, view)
+def _explained(selection, trace, pos: int, target: int, base: int | None, names: dict):
+    """(the parts of the chosen score, "logit" or "logit difference", whose score it is)."""
     src = trace.token_ids.reshape(-1)[:trace.n_tokens].tolist()
     a = seq2seq_attribution(selection.model_name, tuple(src),
                             tuple(trace.decoder_ids[0].tolist()), pos, target, base)
-    word = names[target].split("  ")[0]
-    what = "logit" if base is None else "logit difference"
-    if base is not None:
-        word = f"{word} minus {names[base].split('  ')[0]}"
-    st.info(_frozen_note(loaded, a))
-    sum_check(a, what)
+    return (a, *score_words(names, target, base))
+
+
+def _waterfall(a, what: str, word: str, pos: int, labels: list[str]) -> None:
     fig = logit_waterfall(*_parts(a), total_name=f"= the {what}",
                           title=f"How the {what} of {word} is built, part by part",
                           subtitle=f"after decoder position {pos} ({plain_text(labels[pos])}); "
                           "red adds, blue takes away; the last bar is the sum", value_name=what)
     st.plotly_chart(fig, key="attr_layers", config=chart_config("attribution-layers", fig,
                                                                  position=pos))
-    st.subheader("Every head")
-    st.caption("Both grids share one colour scale, so their cells compare directly.")
+
+
+def _head_grids(a, what: str, pos: int) -> None:
+    """The self- and cross-attention heads' grids, on one colour scale."""
     top = float(max(abs(a.self_heads).max(), abs(a.cross_heads).max(), 1e-12))
     row = st.container(horizontal=True, gap="small")  # side by side, or one under the other
     for heads, title, key in (
@@ -122,6 +114,44 @@ def render_seq2seq_attribution(selection, trace, view, sum_check) -> None:
         grid.data[0].update(zmin=-top, zmax=top)
         row.container(width=GRID_PX).plotly_chart(
             grid, key=key, config=chart_config(key.replace("_", "-"), grid, position=pos))
+
+
+def seq2seq_attribution_figure(selection, trace, view, name: str) -> None:
+    """A lesson step's one figure (app_pages/attribution.py: figure): the decoder's score part
+    by part, or its heads' grids; no controls."""
+    if trace.decoder_ids is None or trace.decoder_ids.shape[1] == 0:
+        st.info(NOTHING_WRITTEN)
+        return
+    labels = axis_labels(trace.decoder_tokens[0])
+    pos, target, base, names = logit_view(
+        view, len(labels), lambda pos, asked: _choices(selection.model, trace, pos, asked))
+    a, what, word = _explained(selection, trace, pos, target, base, names)
+    if name == "heads":
+        _head_grids(a, what, pos)
+    else:
+        _waterfall(a, what, word, pos, labels)
+
+
+def render_seq2seq_attribution(selection, trace, view, sum_check) -> None:
+    loaded = selection.model
+    st.caption("This model is an encoder–decoder: the encoder reads your text, and the decoder "
+               "writes an output one token at a time. Here the score of the decoder's next token "
+               "is taken apart; the cross-attention heads are the ones that read your text.")
+    if trace.decoder_ids is None or trace.decoder_ids.shape[1] == 0:
+        st.info(NOTHING_WRITTEN)
+        return
+    byte_level = looks_byte_level(trace.decoder_tokens[0])
+    wrote = " ".join(visible_text(t, byte_level) for t in trace.decoder_tokens[0])
+    st.caption(f"The decoder reads what it wrote for your text, token by token: "
+               f"{md_escape(wrote)}")
+    pos, target, base, names, labels = _pickers(loaded, trace, view)
+    a, what, word = _explained(selection, trace, pos, target, base, names)
+    st.info(_frozen_note(loaded, a))
+    sum_check(a, what)
+    _waterfall(a, what, word, pos, labels)
+    st.subheader("Every head")
+    st.caption("Both grids share one colour scale, so their cells compare directly.")
+    _head_grids(a, what, pos)
     with st.expander("Every part as a table"):
         table = pd.DataFrame(a.components(), columns=["part", what])
         st.dataframe(table, hide_index=True, width="stretch", key="attr_table",

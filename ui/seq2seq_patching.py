@@ -89,20 +89,38 @@ def _metric_line(r: dict, tok) -> str:
             "corrupted one.")
 
 
-def _grids(r: dict, loaded) -> None:
-    cfg, dec_cfg = loaded.cfg, loaded.model.dec_cfg
+def _encoder_grid(r: dict, loaded) -> None:
+    cfg = loaded.cfg
     byte_level = looks_byte_level(r["clean_tokens"])
     labels = position_labels(r["clean_tokens"], r["corrupted_tokens"], byte_level)
     differ = [i for i, (a, b) in enumerate(zip(r["clean_tokens"], r["corrupted_tokens"]))
               if a != b]
-    st.markdown(f"**The encoder's residual stream**, at each layer and source token. "
-                f"{RECOVERED} At the top only the changed tokens can matter; lower down the "
-                "encoder has spread what they mean over the other positions.")
     fig = residual_grid(r["encoder"], labels, _rows(cfg.n_layers, "encoder"),
                         title="Metric recovered, patching the encoder",
                         subtitle="rows = where in the encoder; columns = source tokens",
                         marked_cols=differ)
     st.plotly_chart(fig, key="pt_s2s_encoder", config=chart_config("patching_encoder"))
+
+
+def _head_grids(r: dict) -> None:
+    """The decoder's self- and cross-attention heads, on one colour scale."""
+    row = st.container(horizontal=True, gap="small")  # side by side, or one under the other
+    top = float(max(abs(r["own"]).max(), abs(r["cross"]).max(), 1e-12))
+    for grid, title, key in ((r["own"], "Self-attention heads", "pt_s2s_own"),
+                             (r["cross"], "Cross-attention heads", "pt_s2s_cross")):
+        fig = head_grid(grid, title=title, value_name="recovered", diverging=True,
+                        subtitle="rows = decoder layers, columns = heads; one colour scale")
+        fig.data[0].update(zmin=-top, zmax=top)
+        row.container(width=460).plotly_chart(fig, key=key,
+                                              config=chart_config(key.replace("_", "-")))
+
+
+def _grids(r: dict, loaded) -> None:
+    dec_cfg = loaded.model.dec_cfg
+    st.markdown(f"**The encoder's residual stream**, at each layer and source token. "
+                f"{RECOVERED} At the top only the changed tokens can matter; lower down the "
+                "encoder has spread what they mean over the other positions.")
+    _encoder_grid(r, loaded)
     dec_labels = position_labels(r["dec_tokens"], r["dec_tokens"],
                                  looks_byte_level(r["dec_tokens"]))
     st.markdown("**The decoder's residual stream**, at each layer and output token. The "
@@ -117,15 +135,16 @@ def _grids(r: dict, loaded) -> None:
     st.markdown("**Every decoder head.** One head's output (at every output token) put back "
                 "from the clean run. Cross-attention heads read the source; a self-attention "
                 "head can only pass on what cross-attention brought in before it.")
-    row = st.container(horizontal=True, gap="small")  # side by side, or one under the other
-    top = float(max(abs(r["own"]).max(), abs(r["cross"]).max(), 1e-12))
-    for grid, title, key in ((r["own"], "Self-attention heads", "pt_s2s_own"),
-                             (r["cross"], "Cross-attention heads", "pt_s2s_cross")):
-        fig = head_grid(grid, title=title, value_name="recovered", diverging=True,
-                        subtitle="rows = decoder layers, columns = heads; one colour scale")
-        fig.data[0].update(zmin=-top, zmax=top)
-        row.container(width=460).plotly_chart(fig, key=key,
-                                              config=chart_config(key.replace("_", "-")))
+    _head_grids(r)
+
+
+def _corruption(loaded, view, clean: str, limit: int) -> str:
+    """The corrupted source in the session: a link's or a lesson's, else one made here (which
+    it follows until the user edits it)."""
+    made = default_corruption(loaded, clean, limit) or letter_changed(loaded, clean)
+    view.setdefault("corrupt", made)
+    follow_default(view.key("corrupt"), "_pt_default", made)
+    return view["corrupt"]
 
 
 def render_seq2seq_patching(selection, view) -> None:
@@ -138,9 +157,7 @@ def render_seq2seq_patching(selection, view) -> None:
     clean = clean_prompt(selection, loaded, limit)
     if clean is None:
         return
-    made = default_corruption(loaded, clean, limit) or letter_changed(loaded, clean)
-    view.setdefault("corrupt", made)
-    follow_default(view.key("corrupt"), "_pt_default", made)
+    _corruption(loaded, view, clean, limit)
     corrupted = st.text_input("Corrupted source (same number of tokens, one small change)",
                               key=view.key("corrupt"), max_chars=2_000,
                               help="By default your text with one word swapped.")
@@ -152,6 +169,16 @@ def render_seq2seq_patching(selection, view) -> None:
     if n_clean != n_corrupt:
         mismatch(loaded, clean, corrupted, n_clean, n_corrupt)
         return
+    r = _patched(selection, clean, corrupted, n_clean)
+    if r is not None:
+        st.caption(_metric_line(r, loaded.tokenizer))
+        _grids(r, loaded)
+
+
+def _patched(selection, clean: str, corrupted: str, n_clean: int) -> dict | None:
+    """Every cell patched, after a click when the work is large (its cost said above the
+    button); None until then, when it cannot fit this server, or with a warning."""
+    loaded = selection.model
     dec = cached_run(selection.model_name, clean).decoder_ids[0][:MAX_OUT_TOKENS].tolist()
     cfg, dec_cfg = loaded.cfg, loaded.model.dec_cfg
     work = ((cfg.n_layers + 1) * n_clean + (dec_cfg.n_layers + 1) * len(dec)
@@ -160,20 +187,38 @@ def render_seq2seq_patching(selection, view) -> None:
     why = refusal(plan)
     if why:  # even its smallest pieces never fit this server: nothing to click
         st.info(why)
-        return
+        return None
     key = (selection.model_name, clean, corrupted)
     if work > AUTO_WORK and st.session_state.get("_pt_s2s_ran") != key:
         st.caption(f"Patching every cell takes {cost_words(plan)}.")
         if not st.button("Patch every cell", key="pt_s2s_run", type="primary"):
-            return
+            return None
     st.session_state["_pt_s2s_ran"] = key
     bar = st.empty()
     try:
-        r = _patch(selection.model_name, clean, corrupted, tuple(dec), bar)
+        return _patch(selection.model_name, clean, corrupted, tuple(dec), bar)
     except ValueError as exc:
-        bar.empty()
         st.warning(md_escape(str(exc)))
+        return None
+    finally:
+        bar.empty()
+
+
+def seq2seq_patching_figure(selection, view, name: str) -> None:
+    """A lesson step's one figure (app_pages/patching.py: figure), for the session's corrupted
+    source: the decoder's heads, or the encoder's layers and positions; no controls."""
+    loaded = selection.model
+    limit = min(MAX_PATCH_TOKENS, loaded.cfg.n_ctx)
+    clean = clean_prompt(selection, loaded, limit)
+    if clean is None:
         return
-    bar.empty()
-    st.caption(_metric_line(r, loaded.tokenizer))
-    _grids(r, loaded)
+    corrupted = _corruption(loaded, view, clean, limit)
+    n_clean, n_corrupt = token_count(loaded, clean), token_count(loaded, corrupted)
+    if not corrupted.strip() or n_clean != n_corrupt:
+        mismatch(loaded, clean, corrupted, n_clean, n_corrupt)
+        return
+    r = _patched(selection, clean, corrupted, n_clean)
+    if r is not None and name == "stream":
+        _encoder_grid(r, loaded)
+    elif r is not None:
+        _head_grids(r)

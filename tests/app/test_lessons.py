@@ -48,7 +48,11 @@ FIGURE_CHARTS = {("attention", "heatmap"): {"attn_heatmap"},
                  ("ablation", "importance"): {"abl_grid"},
                  ("logit-lens", "table"): {"lens_table"},
                  ("generate", "next"): {"gen_next_tokens"},
-                 ("generate", "attention"): {"gen_attention", "gen_cross"}}
+                 ("generate", "attention"): {"gen_attention", "gen_cross"},
+                 ("attribution", "parts"): {"attr_layers"},
+                 ("attribution", "heads"): {"attr_grid", "attr_cross_grid"},
+                 ("patching", "heads"): {"pp_heads", "pt_heads", "pt_s2s_own", "pt_s2s_cross"},
+                 ("patching", "stream"): {"pp_resid", "pt_resid", "pt_s2s_encoder"}}
 QUESTION_CHART = "lesson_cell_chart"
 
 
@@ -159,8 +163,8 @@ def test_a_pending_step_on_a_new_figure_page_shows_only_its_figure(lesson, numbe
         assert not at.get("plotly_chart") or step.question.kind == "cell"  # hidden first
         at = _answer_wrong_then_right(at, lesson, number, step, texts)
     _shows_its_figure(at, step, number, settings)
-    assert not at.main.get("slider") and not at.main.get("text_area"), \
-        "a step draws no page controls"
+    for kind in ("selectbox", "slider", "text_input", "text_area", "toggle", "button"):
+        assert not [w for w in at.main.get(kind) if not str(w.key).startswith("lesson_")], kind
 
 
 LONG_ABLATION_LESSON = """
@@ -391,3 +395,30 @@ def test_the_class_link_of_a_step_wraps():
     assert not at.exception
     link = next(c for c in at.code if "lesson=reading-heatmaps" in c.value)
     assert link.proto.wrap_lines
+
+
+HEAVY_PATCHING_LESSON = """
+title = "Patching a long text"
+model = "minilm"
+text = "{text}"
+
+[[steps]]
+title = "Every cell"
+page = "patching"
+mode = "prompts"
+explain = "Patch every layer and position."
+"""
+
+
+def test_a_patching_step_on_a_long_text_asks_for_the_click_first(tmp_path, monkeypatch):
+    """The step's figure keeps the page's rule: above its place only the cost and the button
+    that starts the work, as the page says them, and no chart until the click."""
+    text = " ".join(["The cat sat on the mat because it was warm."] * 8)
+    (tmp_path / "heavy.toml").write_text(HEAVY_PATCHING_LESSON.replace("{text}", text))
+    monkeypatch.setenv("ATTENTION_LAB_LESSONS", str(tmp_path))
+    at = _open("heavy")
+    assert not at.exception, at.exception
+    assert "Patching every cell takes" in _said(at, "caption")
+    assert [b.key for b in at.main.get("button") if not b.key.startswith("lesson_")] == ["pt_run"]
+    assert not at.get("plotly_chart") and not at.main.get("text_input")
+    assert not at.main.get("selectbox") and not at.get("title")

@@ -107,4 +107,17 @@ def test_pending_steps_on_new_figure_pages_show_their_figure_above_the_fold(
     page = browser.new_page(viewport={"width": width, "height": FOLD})
     below = _below_the_fold(page, server, NEW_FIGURE_STEPS, str(tmp_path / f"{width}"))
     page.close()
+    return below
+
+
+def test_every_bundled_lesson_step_shows_its_figure_above_the_fold(server, browser):  # noqa: F811
+    steps = [(lesson, n) for lesson in LESSONS for n in range(1, len(lesson.steps) + 1)]
+    below = _below_the_fold(browser, server, steps)
+    assert below == [], f"figures whose top is below the fold (y ≥ {FOLD}): {below}"
+
+
+@pytest.mark.parametrize("width", [1400, 800])
+def test_pending_steps_with_a_figure_show_it_above_the_fold(pending_server,  # noqa: F811
+                                                              browser, width):  # noqa: F811
+    below = _below_the_fold(browser, pending_server, PENDING_STEPS, width)
     assert below == [], f"figures whose top is below the fold (y ≥ {FOLD}): {below}"
