@@ -10,11 +10,10 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from analysis.positional_heads import positional_map
-from analysis.score_parts import decompose_cell, kind_shares, needed, part_label, score_kinds
-from ui.cache import cached_run
+from analysis.score_parts import decompose_cell, kind_shares, part_label, score_kinds
 from ui.callbacks import pick_head
 from ui.charts import chart_config
+from ui.score_links import score_trace, share_of_place
 from ui.view_state import page_view
 from viz.attribution import logit_waterfall
 from viz.labels import axis_labels, plain_text
@@ -74,8 +73,7 @@ def show_score_parts(selection, trace, layer: int, head: int) -> None:
                 "app knows.")
         return
     labels = axis_labels(trace.tokens)
-    full = cached_run(selection.model_name, selection.text, selection.pair or "",
-                      keep=needed(trace.cfg), kind="score_parts")
+    full = score_trace(selection)
     cols = st.columns(2)
     choices = list(range(trace.n_tokens))
     _chosen_cell(trace, layer, head)
@@ -156,12 +154,8 @@ def _rotary(cell) -> None:
 
 
 def _positional_grid(selection, trace) -> None:
-    memo = st.session_state.setdefault("_attn_positional", {})
-    key = (selection.model_name, selection.text, selection.pair)
-    if key not in memo:
-        memo.clear()
-        memo[key] = positional_map(selection.model, trace)
-    fig = positional_grid(memo[key], "How much of each head's pattern is place",
+    fig = positional_grid(share_of_place(selection, trace),
+                          "How much of each head's pattern is place",
                           "Click a head to open it above.")
     st.plotly_chart(fig, key="attn_positional_grid", on_select=pick_head(
         "attn_positional_grid", trace.cfg.n_heads), selection_mode="points",
