@@ -30,6 +30,9 @@ KIND_WORDS = {"place": "where the two tokens are", "words": "which words they ar
 FROZEN = ("Before a layer reads a token, it rescales the token's numbers to a standard size. "
           "Here each rescaling is held at the size it had in this run, so the score is an "
           "exact sum of its parts.")
+ENCODER_ONLY = ("This model reads your text with an encoder and writes with a decoder. The "
+                "scores taken apart here are the encoder's, as in the map above; the decoder's "
+                "own scores (on what it has written, and on your text) are not taken apart.")
 POSITIONAL = ("How much of each head's pattern is place: for every query, how its scores "
               "differ between the keys, and the share of that spread the place-only score "
               "explains (1 = the place alone decides, 0 = the place adds nothing). The "
@@ -86,6 +89,8 @@ def show_score_parts(selection, trace, layer: int, head: int) -> None:
     except ValueError as exc:
         st.info(str(exc))
         return
+    if trace.kind == "encoder_decoder":
+        st.caption(ENCODER_ONLY)
     _words_and_grid(cell, trace, labels)
     _special_terms(cell, trace.cfg)
     if cell.bands is not None:
