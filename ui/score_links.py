@@ -11,12 +11,20 @@ from analysis.positional_heads import most_positional, positional_map, telling_c
 from analysis.score_parts import needed
 from ui.cache import cached_run, shared
 from ui.view_state import jump
-from viz.labels import axis_labels, plain_text
+from viz.labels import looks_byte_level, visible_text
 
+SPACE_MARKS = "␣▁"  # a word's leading space, as byte-level and SentencePiece tokens mark it
 WHY = "Why this score"  # the attention page's view (teaching/pages.py ATTENTION_VIEWS)
 SHOWN_HEADS = 3
 SCHEME_WORDS = {"learned": "its learned position table", "sinusoidal": "its sinusoidal table",
                 "rotary": "turning queries and keys", "relative": "its bias by distance"}
+
+
+def token_word(tokens, i: int) -> str:
+    """Token `i` as a learner reads it in a sentence: its text without the mark of the space
+    before it, and with no position number ("sat", "[CLS]")."""
+    text = visible_text(tokens[i], looks_byte_level(tokens))
+    return text.lstrip(SPACE_MARKS) or text
 
 
 def why_button(container, label: str, layer: int, head: int, query: int, key: int,
@@ -53,7 +61,6 @@ def heads_positions_drive(selection, positions: str) -> None:
         return  # Hugging Face's own code gives no queries or keys to take apart
     trace = score_trace(selection)
     share = share_of_place(selection, trace)
-    labels = axis_labels(trace.tokens)
     st.header("Which heads do these positions drive?")
     scheme = SCHEME_WORDS.get(positions, "its positions")
     st.markdown(f"This model marks where each token stands with {scheme}. On your text, these "
@@ -65,7 +72,7 @@ def heads_positions_drive(selection, positions: str) -> None:
     row = st.container(horizontal=True, gap="small", key="pos_heads_row")
     for layer, head, value in most_positional(share, SHOWN_HEADS):
         query, key = telling_cell(trace, layer, head)
-        q, k = plain_text(labels[query]), plain_text(labels[key])
+        q, k = token_word(trace.tokens, query), token_word(trace.tokens, key)
         why_button(row, f"Layer {layer}, head {head} ({value:.2f}): why does “{q}” look at "
                    f"“{k}”?", layer, head, query, key, f"pos_why_{layer}_{head}",
                    help="Opens this head on the Attention page with this score taken apart.")
@@ -78,8 +85,7 @@ def why_from_scores_step(trace, layer: int, head: int) -> None:
     if trace.input_ids.shape[0] != 1:  # a padded batch: the attention page reads one text
         return
     query, key = telling_cell(trace, layer, head)
-    labels = axis_labels(trace.tokens)
-    q, k = plain_text(labels[query]), plain_text(labels[key])
+    q, k = token_word(trace.tokens, query), token_word(trace.tokens, key)
     why_button(st, f"Why does “{q}” look at “{k}”? Take that score apart ▶", layer, head,
                query, key, "wk_why_score", help="Opens the Attention page on this head with "
                "this one score split into word, place and what earlier layers wrote.")

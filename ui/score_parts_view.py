@@ -13,7 +13,8 @@ import streamlit as st
 from analysis.score_parts import decompose_cell, kind_shares, part_label, score_kinds
 from ui.callbacks import pick_head
 from ui.charts import chart_config
-from ui.score_links import score_trace, share_of_place
+from ui.score_links import score_trace, share_of_place, token_word
+from ui.text import md_escape
 from ui.view_state import page_view
 from viz.attribution import logit_waterfall
 from viz.labels import axis_labels, plain_text
@@ -81,7 +82,8 @@ def show_score_parts(selection, trace, layer: int, head: int) -> None:
     choices = list(range(trace.n_tokens))
     _chosen_cell(trace, layer, head)
     query = cols[0].selectbox("Query token (the one looking)", choices,
-                              key=VIEW.key("cell_query"), format_func=lambda i: plain_text(labels[i]))
+                              key=VIEW.key("cell_query"),
+                              format_func=lambda i: plain_text(labels[i]))
     key = cols[1].selectbox("Key token (the one looked at)", choices, key=VIEW.key("cell_key"),
                             format_func=lambda i: plain_text(labels[i]))
     try:
@@ -91,7 +93,7 @@ def show_score_parts(selection, trace, layer: int, head: int) -> None:
         return
     if trace.kind == "encoder_decoder":
         st.caption(ENCODER_ONLY)
-    _words_and_grid(cell, trace, labels)
+    _words_and_grid(cell, trace)
     _special_terms(cell, trace.cfg)
     if cell.bands is not None:
         _rotary(cell)
@@ -99,11 +101,12 @@ def show_score_parts(selection, trace, layer: int, head: int) -> None:
         _positional_grid(selection, full)
 
 
-def _words_and_grid(cell, trace, labels) -> None:
+def _words_and_grid(cell, trace) -> None:
     rotary = trace.cfg.positions == "rotary"
     shares = kind_shares(score_kinds(cell))
-    q, k = plain_text(labels[cell.query]), plain_text(labels[cell.key])
-    st.markdown(f"**Why does “{q}” look at “{k}”?** The score of this pair is "
+    q, k = (md_escape(token_word(trace.tokens, i)) for i in (cell.query, cell.key))
+    st.markdown(f"**Why does “{q}” (token {cell.query}) look at “{k}” (token {cell.key})?** "
+                "The score of this pair is "
                 f"**{cell.score:.3f}** (before the softmax). " + sentence(shares, rotary))
     st.caption(FROZEN + f" The parts below add up to {cell.total():.3f}; the model computed "
                f"{cell.score:.3f}.")
