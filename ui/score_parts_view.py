@@ -144,8 +144,9 @@ def _special_terms(cell, cfg) -> None:
         st.caption("This model squashes every score into a fixed range; here that changes it "
                    f"by {cell.extra['soft cap']:+.3f}.")
     if len(cell.shared_with) > 1:
-        others = ", ".join(str(h) for h in cell.shared_with if h != cell.head)
-        st.caption(f"Head {cell.head} shares its keys with head(s) {others} (key head "
+        others = [str(h) for h in cell.shared_with if h != cell.head]
+        heads = f"head {others[0]}" if len(others) == 1 else "heads " + ", ".join(others)
+        st.caption(f"Head {cell.head} shares its keys with {heads} (key head "
                    f"{cell.kv_head} of {cfg.n_kv_heads}).")
 
 
@@ -156,8 +157,9 @@ def _rotary(cell) -> None:
                     "Fast pairs (left) tell near from far; slow ones (right) barely turn.")
     st.plotly_chart(fig, key="attn_score_bands", config=chart_config("score-bands"))
     own = cell.query - cell.key
+    apart = f"{own} token{'s' * (own != 1)} apart"
     fig = distance_curve(cell.distances, cell.curve, own, "The same two tokens at other "
-                         "distances", f"The red dot is where they are: {own} tokens apart.")
+                         "distances", f"The red dot is where they are: {apart}.")
     st.plotly_chart(fig, key="attn_score_curve", config=chart_config("score-distance"))
 
 

@@ -85,6 +85,11 @@ def test_a_rotary_decoders_score_shows_its_bands_and_distances(server, browser, 
     page.wait_for_function(
         "() => [...document.querySelectorAll('.js-plotly-plot .gtitle')].some("
         "t => t.textContent.includes('other distances'))", timeout=60_000)
+    page.locator(".js-plotly-plot").filter(has_text="how fast each pair turns").first \
+        .scroll_into_view_if_needed()
+    page.wait_for_timeout(300)
+    page.screenshot(path=f"/tmp/why_score_llama_bands_{screen[0]}x{screen[1]}.png")
+    assert page.evaluate(TOO_WIDE) == 0
     said = page.locator('[data-testid="stMain"]').inner_text()
     assert "turning its query and key" in said
     assert page.evaluate(TOO_WIDE) == 0
