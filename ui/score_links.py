@@ -10,6 +10,7 @@ import streamlit as st
 from analysis.positional_heads import most_positional, positional_map, telling_cell
 from analysis.score_parts import needed
 from ui.cache import cached_run, shared
+from ui.text import md_escape
 from ui.view_state import jump
 from viz.labels import looks_byte_level, visible_text
 
@@ -25,6 +26,14 @@ def token_word(tokens, i: int) -> str:
     before it, and with no position number ("sat", "[CLS]")."""
     text = visible_text(tokens[i], looks_byte_level(tokens))
     return text.lstrip(SPACE_MARKS) or text
+
+
+def looks_at(tokens, query: int, key: int) -> str:
+    """'why does “on” look at “sat”?', or '... look at itself?' for a token's own cell
+    (Markdown-escaped, for a button's label)."""
+    q = md_escape(token_word(tokens, query))
+    target = "itself" if query == key else f"“{md_escape(token_word(tokens, key))}”"
+    return f"why does “{q}” look at {target}?"
 
 
 def why_button(container, label: str, layer: int, head: int, query: int, key: int,
@@ -72,9 +81,9 @@ def heads_positions_drive(selection, positions: str) -> None:
     row = st.container(horizontal=True, gap="small", key="pos_heads_row")
     for layer, head, value in most_positional(share, SHOWN_HEADS):
         query, key = telling_cell(trace, layer, head)
-        q, k = token_word(trace.tokens, query), token_word(trace.tokens, key)
-        why_button(row, f"Layer {layer}, head {head} ({value:.2f}): why does “{q}” look at "
-                   f"“{k}”?", layer, head, query, key, f"pos_why_{layer}_{head}",
+        why_button(row, f"Layer {layer}, head {head} ({value:.2f}): "
+                   + looks_at(trace.tokens, query, key), layer, head, query, key,
+                   f"pos_why_{layer}_{head}",
                    help="Opens this head on the Attention page with this score taken apart.")
     st.caption("The share for every head is on the Attention page, under “Why this score”.")
 
@@ -85,7 +94,7 @@ def why_from_scores_step(trace, layer: int, head: int) -> None:
     if trace.input_ids.shape[0] != 1:  # a padded batch: the attention page reads one text
         return
     query, key = telling_cell(trace, layer, head)
-    q, k = token_word(trace.tokens, query), token_word(trace.tokens, key)
-    why_button(st, f"Why does “{q}” look at “{k}”? Take that score apart ▶", layer, head,
+    said = looks_at(trace.tokens, query, key)
+    why_button(st, f"{said[0].upper()}{said[1:]} Take that score apart ▶", layer, head,
                query, key, "wk_why_score", help="Opens the Attention page on this head with "
                "this one score split into word, place and what earlier layers wrote.")

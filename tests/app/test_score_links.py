@@ -75,3 +75,11 @@ def test_the_walkthroughs_scores_step_opens_its_own_cell():
     assert "look at" in button.label
     button.click().run()
     _why_opened(at, "minilm", 2, 5, query, key)
+
+
+def test_a_buttons_words_name_the_tokens_as_words():
+    from ui.score_links import looks_at
+
+    tokens = ["<s>", "Ġthe", "Ġcat", "*"]
+    assert looks_at(tokens, 2, 1) == "why does “cat” look at “the”?"
+    assert looks_at(tokens, 3, 3) == "why does “\\*” look at itself?"

@@ -116,3 +116,25 @@ def test_the_positions_page_opens_a_heads_score(server, browser):  # noqa: F811
     assert (link["layer"], link["head"]) == ([str(layer)], [str(head)])
     assert "cq" in link and "ck" in link
     page.close()
+
+
+def test_the_walkthroughs_scores_step_opens_its_own_score(server, browser):  # noqa: F811
+    from analysis.walkthrough import walkthrough
+    from model import load_model
+
+    lm = load_model("minilm")
+    number = next(i for i, s in enumerate(walkthrough(lm.run(TEXT), 0), 1) if s.key == "scores")
+    page = browser.new_page(viewport={"width": 800, "height": 900})
+    query = urllib.parse.urlencode({"model": "minilm", "text": TEXT, "step": number})
+    page.goto(f"{server}/walkthrough?{query}", wait_until="domcontentloaded")
+    button = page.get_by_role("button", name=re.compile("Take that score apart"))
+    button.wait_for(timeout=240_000)
+    _settle(page)
+    button.scroll_into_view_if_needed()
+    page.screenshot(path="/tmp/why_score_walkthrough_800x900.png")
+    assert page.evaluate(TOO_WIDE) == 0
+    button.click()
+    _wait_grid(page)
+    link = urllib.parse.parse_qs(urllib.parse.urlparse(page.url).query)
+    assert link["view"] == ["Why this score"] and "cq" in link and "ck" in link
+    page.close()
