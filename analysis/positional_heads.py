@@ -117,3 +117,23 @@ def _frozen(norm, part: torch.Tensor, whole: torch.Tensor) -> torch.Tensor:
         return part
     inv = torch.rsqrt(whole.pow(2).mean(-1, keepdim=True) + norm.eps)
     return part * norm.gain().detach().double().cpu() * inv
+
+
+def most_positional(share: np.ndarray, count: int = 3) -> list[tuple[int, int, float]]:
+    """The `count` heads of a map ([layer, head]) with the largest share, largest first:
+    (layer, head, share)."""
+    order = np.argsort(-share, axis=None, kind="stable")[:count]
+    return [(int(i // share.shape[1]), int(i % share.shape[1]), float(share.flat[i]))
+            for i in order]
+
+
+def telling_cell(trace, layer: int, head: int) -> tuple[int, int]:
+    """(query, key): where this head looks most sharply on this text, the query a token that
+    is not special (when there is one) and the key the one it gives the most weight."""
+    pattern = trace.attention(layer, head).double()  # [q_pos, k_pos]
+    peak, where = pattern.max(-1)  # [q_pos]
+    ordinary = ~trace.special_mask[0].bool()  # [pos]
+    if bool(ordinary.any()):
+        peak = torch.where(ordinary, peak, -1.0)
+    query = int(peak.argmax())
+    return query, int(where[query])

@@ -97,9 +97,10 @@ def embedding_parts(model, cache, positions: torch.Tensor,
 
 
 def block_outputs(block, kind: str, cache, layer: int, positions) -> tuple:
-    """(z [head, pos, d_head], MLP output [pos, d_model] or None) of block `layer` at
-    `positions` only, by the engine's own modules from what the run kept (the block's input
-    and its attention pattern): a cell needs two positions, not the whole text recomputed."""
+    """(z [head, pos, d_head], attention output [pos, d_model] (the heads joined, b_O
+    added), MLP output [pos, d_model] or None) of block `layer` at `positions` only, by the
+    engine's own modules from what the run kept (the block's input and its attention
+    pattern): a cell needs two positions, not the whole text recomputed."""
     names = hook_names(block.attn.cfg)
     attn = block.attn
     device = attn.W_Q.device
@@ -108,27 +109,30 @@ def block_outputs(block, kind: str, cache, layer: int, positions) -> tuple:
     v = attn.kv_per_head(cache[names.attn(layer, "v")].to(device))  # [1, head, k_pos, d_head]
     with torch.no_grad():
         z = attn.z_from(pattern[None], v)  # [1, head, pos, d_head]
-        if block.mlp is None:
-            return z[0].cpu(), None
         out = attn.out_from(z)[0]  # [pos, d_model]
+        if block.mlp is None:
+            return z[0].cpu(), out.cpu(), None
         mlp_in = {"pre_ln": lambda: block.ln2(x + out), "post_ln": lambda: block.ln1(x + out),
                   "parallel": lambda: block.ln2(x),
                   "sandwich": lambda: block.ln2(x + block.ln1_post(out))}[kind]()
-        return z[0].cpu(), block.mlp(mlp_in[None])[0].cpu()
+        return z[0].cpu(), out.cpu(), block.mlp(mlp_in[None])[0].cpu()
 
 
-def _head_parts(block, z: torch.Tensor, layer: int, merge) -> Parts:
+def _head_parts(block, z: torch.Tensor, out: torch.Tensor, layer: int, merge) -> Parts:
     """What block `layer`'s attention added, from its z [head, pos, d_head]: one part per
     head (z · W_O[h]) and its bias b_O; through Gemma's norm after attention (frozen) where it
-    has one. With a `merge` that puts a layer's heads together, they are added as one."""
+    has one. With a `merge` that puts a layer's heads together, they are added as one: the
+    engine's own output `out` [pos, d_model] less its bias (float32 arithmetic, as the run's)."""
     attn = block.attn
-    z = z.double()
-    w_o = attn.W_O.detach().double().cpu()  # [head, d_head, d_model]
     keys = [("head", layer, h) for h in range(z.shape[0])]
     parts: Parts = {}
     if merge is not None and len({merge(k) for k in keys}) == 1:
-        _add(parts, keys[0], torch.einsum("hpd,hdm->pm", z, w_o), merge)  # [pos, d_model]
+        joined = out.double() if attn.b_O is None else out.double() - attn.b_O.detach(
+        ).double().cpu()
+        _add(parts, keys[0], joined, merge)  # [pos, d_model]
     else:
+        z = z.double()
+        w_o = attn.W_O.detach().double().cpu()  # [head, d_head, d_model]
         per_head = torch.einsum("hpd,hdm->hpm", z, w_o)  # [head, pos, d_model]
         for h, key in enumerate(keys):
             _add(parts, key, per_head[h], merge)
@@ -184,8 +188,8 @@ def attention_inputs(model, cache, positions, stop: int | None = None,
 def _next_stream(model, block, cache, layer: int, positions, parts: Parts, merge) -> Parts:
     """The stream after block `layer`, as parts."""
     kind = model.cfg.block
-    z, mlp_out = block_outputs(block, kind, cache, layer, positions)
-    heads = _head_parts(block, z, layer, merge)
+    z, out, mlp_out = block_outputs(block, kind, cache, layer, positions)
+    heads = _head_parts(block, z, out, layer, merge)
     if kind == "post_ln":
         parts = freeze(block.ln1, _join(parts, heads), f"after attention {layer}", merge)
         if mlp_out is None:

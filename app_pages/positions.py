@@ -21,6 +21,7 @@ from ui.cache import shared
 from ui.sidebar import require_trace
 from ui.text import md_escape
 from ui.relative_positions import show_relative_bias
+from ui.score_links import heads_positions_drive
 from ui.view_state import page_view
 from ui.charts import chart_config
 from ui.widgets import index_slider, shown_model_name
@@ -337,7 +338,7 @@ def render() -> None:
         f"**{cfg.positions}** positions.")
     if cfg.positions == "relative":  # T5: no position table, a bias per head and distance
         show_relative_bias(lm)
-        return
+        return heads_positions_drive(selection, cfg.positions)
     own_max, d_default = _sizes(cfg)  # the controls
     VIEW.setdefault("n_positions", min(128, own_max))
     _clamp(VIEW.key("n_positions"), 2, MAX_POSITIONS, min(128, own_max))
@@ -372,6 +373,7 @@ def render() -> None:
     if own_kind == "rotary":
         _rotary_qk(trace, lm, n_pos)
     _costs(t, lm, cfg, own_params)
+    heads_positions_drive(selection, cfg.positions)
 
 
 def figure(name: str) -> None:

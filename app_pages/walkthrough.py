@@ -21,6 +21,7 @@ from ui.heavy import room_for
 from ui.sidebar import require_trace
 from ui.decoder_lab import decoder_reason
 from ui.page_registry import page_link
+from ui.score_links import why_from_scores_step
 from ui.view_state import page_view
 from viz.attention import attention_heatmap
 from ui.callbacks import step_state
@@ -356,6 +357,8 @@ def render() -> None:
                              PAIR_PX if pair else FULL_PX)
         _figure(step, trace, pick, labels, selection.model)
         _curious(step)
+        if step.key == "scores":
+            why_from_scores_step(trace, layer, head)
         if step.key == "stack" and layer + 1 < cfg.n_layers:
             first = next(i for i, s in enumerate(steps, 1) if s.layer is not None)
             st.button(f"Walk through layer {layer + 1} ▶", key="wk_next_layer",

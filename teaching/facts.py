@@ -16,6 +16,7 @@ from analysis.head_stats import head_statistics, unknown_token
 
 from .fact_base import Fact, FactError, FactInputs, plain  # noqa: F401 (others import them here)
 from .facts_lab import LAB_FACTS
+from .facts_scores import SCORE_FACTS
 
 
 def _stats(f: FactInputs) -> dict[str, np.ndarray]:
@@ -334,6 +335,7 @@ FACTS: dict[str, Fact] = {
 
 
 FACTS.update(LAB_FACTS)
+FACTS.update(SCORE_FACTS)
 
 
 def compute(name: str, inputs: FactInputs) -> dict:

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 
+from score_fact_checks import verify_why
 from teaching.facts import plain
 
 
@@ -218,6 +219,7 @@ def verify_lab(name, fact, trace, settings, model, prose) -> bool:
         "patch": lambda: _patch(fact, model, prose),
         "shift": lambda: _shift(fact, trace),
         "effect": lambda: _effect(fact, trace, settings, model),
+        "why": lambda: verify_why(fact, trace, model),
     }
     if name not in checks:
         return False

@@ -10,11 +10,11 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from analysis.positional_heads import positional_map
-from analysis.score_parts import decompose_cell, kind_shares, needed, part_label, score_kinds
-from ui.cache import cached_run
+from analysis.score_parts import decompose_cell, kind_shares, part_label, score_kinds
 from ui.callbacks import pick_head
 from ui.charts import chart_config
+from ui.score_links import score_trace, share_of_place, token_word
+from ui.text import md_escape
 from ui.view_state import page_view
 from viz.attribution import logit_waterfall
 from viz.labels import axis_labels, plain_text
@@ -31,6 +31,9 @@ KIND_WORDS = {"place": "where the two tokens are", "words": "which words they ar
 FROZEN = ("Before a layer reads a token, it rescales the token's numbers to a standard size. "
           "Here each rescaling is held at the size it had in this run, so the score is an "
           "exact sum of its parts.")
+ENCODER_ONLY = ("This model reads your text with an encoder and writes with a decoder. The "
+                "scores taken apart here are the encoder's, as in the map above; the decoder's "
+                "own scores (on what it has written, and on your text) are not taken apart.")
 POSITIONAL = ("How much of each head's pattern is place: for every query, how its scores "
               "differ between the keys, and the share of that spread the place-only score "
               "explains (1 = the place alone decides, 0 = the place adds nothing). The "
@@ -74,13 +77,13 @@ def show_score_parts(selection, trace, layer: int, head: int) -> None:
                 "app knows.")
         return
     labels = axis_labels(trace.tokens)
-    full = cached_run(selection.model_name, selection.text, selection.pair or "",
-                      keep=needed(trace.cfg), kind="score_parts")
+    full = score_trace(selection)
     cols = st.columns(2)
     choices = list(range(trace.n_tokens))
     _chosen_cell(trace, layer, head)
     query = cols[0].selectbox("Query token (the one looking)", choices,
-                              key=VIEW.key("cell_query"), format_func=lambda i: plain_text(labels[i]))
+                              key=VIEW.key("cell_query"),
+                              format_func=lambda i: plain_text(labels[i]))
     key = cols[1].selectbox("Key token (the one looked at)", choices, key=VIEW.key("cell_key"),
                             format_func=lambda i: plain_text(labels[i]))
     try:
@@ -88,7 +91,9 @@ def show_score_parts(selection, trace, layer: int, head: int) -> None:
     except ValueError as exc:
         st.info(str(exc))
         return
-    _words_and_grid(cell, trace, labels)
+    if trace.kind == "encoder_decoder":
+        st.caption(ENCODER_ONLY)
+    _words_and_grid(cell, trace)
     _special_terms(cell, trace.cfg)
     if cell.bands is not None:
         _rotary(cell)
@@ -96,11 +101,12 @@ def show_score_parts(selection, trace, layer: int, head: int) -> None:
         _positional_grid(selection, full)
 
 
-def _words_and_grid(cell, trace, labels) -> None:
+def _words_and_grid(cell, trace) -> None:
     rotary = trace.cfg.positions == "rotary"
     shares = kind_shares(score_kinds(cell))
-    q, k = plain_text(labels[cell.query]), plain_text(labels[cell.key])
-    st.markdown(f"**Why does “{q}” look at “{k}”?** The score of this pair is "
+    q, k = (md_escape(token_word(trace.tokens, i)) for i in (cell.query, cell.key))
+    st.markdown(f"**Why does “{q}” (token {cell.query}) look at “{k}” (token {cell.key})?** "
+                "The score of this pair is "
                 f"**{cell.score:.3f}** (before the softmax). " + sentence(shares, rotary))
     st.caption(FROZEN + f" The parts below add up to {cell.total():.3f}; the model computed "
                f"{cell.score:.3f}.")
@@ -138,8 +144,9 @@ def _special_terms(cell, cfg) -> None:
         st.caption("This model squashes every score into a fixed range; here that changes it "
                    f"by {cell.extra['soft cap']:+.3f}.")
     if len(cell.shared_with) > 1:
-        others = ", ".join(str(h) for h in cell.shared_with if h != cell.head)
-        st.caption(f"Head {cell.head} shares its keys with head(s) {others} (key head "
+        others = [str(h) for h in cell.shared_with if h != cell.head]
+        heads = f"head {others[0]}" if len(others) == 1 else "heads " + ", ".join(others)
+        st.caption(f"Head {cell.head} shares its keys with {heads} (key head "
                    f"{cell.kv_head} of {cfg.n_kv_heads}).")
 
 
@@ -150,18 +157,15 @@ def _rotary(cell) -> None:
                     "Fast pairs (left) tell near from far; slow ones (right) barely turn.")
     st.plotly_chart(fig, key="attn_score_bands", config=chart_config("score-bands"))
     own = cell.query - cell.key
+    apart = f"{own} token{'s' * (own != 1)} apart"
     fig = distance_curve(cell.distances, cell.curve, own, "The same two tokens at other "
-                         "distances", f"The red dot is where they are: {own} tokens apart.")
+                         "distances", f"The red dot is where they are: {apart}.")
     st.plotly_chart(fig, key="attn_score_curve", config=chart_config("score-distance"))
 
 
 def _positional_grid(selection, trace) -> None:
-    memo = st.session_state.setdefault("_attn_positional", {})
-    key = (selection.model_name, selection.text, selection.pair)
-    if key not in memo:
-        memo.clear()
-        memo[key] = positional_map(selection.model, trace)
-    fig = positional_grid(memo[key], "How much of each head's pattern is place",
+    fig = positional_grid(share_of_place(selection, trace),
+                          "How much of each head's pattern is place",
                           "Click a head to open it above.")
     st.plotly_chart(fig, key="attn_positional_grid", on_select=pick_head(
         "attn_positional_grid", trace.cfg.n_heads), selection_mode="points",

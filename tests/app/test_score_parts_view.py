@@ -36,3 +36,15 @@ def test_a_key_the_query_cannot_see_is_explained(tiny_chars):
     at = open_with_sidebar(ATTENTION, "tiny-chars", params=params)
     assert not at.exception
     assert "reads left to right" in page_text(at, ("info",), unescape=False)
+
+
+def test_an_encoder_decoder_says_only_the_encoders_scores_are_taken_apart():
+    import tiny_seq2seq
+
+    from ui.score_parts_view import ENCODER_ONLY
+
+    at = open_with_sidebar(ATTENTION, params={"model": str(tiny_seq2seq.folder("t5")),
+                                              "text": TEXT, "view": VIEW, "cq": "3", "ck": "1"})
+    assert not at.exception
+    assert ENCODER_ONLY in page_text(at, ("caption",), unescape=False)
+    assert "a learned number for how far apart" in page_text(at, ("caption",), unescape=False)
