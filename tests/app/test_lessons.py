@@ -1,6 +1,5 @@
 """AppTest: every bundled lesson walked end to end, each question answered wrongly and then
-rightly; each pending lesson's step on a page with a new figure, opened from its link, shows
-that figure alone; the lesson list and a lesson's sentences name models as the sidebar does;
+rightly, each step showing its one figure and none of its page's controls; the lesson list and a lesson's sentences name models as the sidebar does;
 a step's class link wraps instead of being cut; the start page; the teacher's recorder and
 lessons folder."""
 
@@ -15,7 +14,6 @@ import pytest
 os.environ["HF_HUB_OFFLINE"] = "1"
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from bundled_lessons import NEW_FIGURE_STEPS, PENDING_DIR  # noqa: E402
 from page_links import open_lesson, switch  # noqa: E402
 
 from model import load_model  # noqa: E402
@@ -126,6 +124,9 @@ def _shows_its_figure(at: AppTest, step, number: int, settings: dict) -> None:
         assert drawn or "· shape `" in _said(at, "markdown") or at.main.dataframe, number
     if figure_of(step.page, step.figure):  # a page with no figure runs whole, title too
         assert not at.get("title"), "a step draws no page title"
+        for kind in ("selectbox", "slider", "text_input", "text_area", "toggle", "button"):
+            assert not [w for w in at.main.get(kind)  # nor the page's own controls
+                        if not str(w.key).startswith("lesson_")], (number, kind)
 
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=lambda lesson: lesson.id)
@@ -144,27 +145,6 @@ def test_every_bundled_lesson_walks_end_to_end(lesson):
         if number < len(lesson.steps):
             at.button(key="lesson_next_bottom").click().run()
     assert at.button(key="lesson_finish_bottom") is not None
-
-
-@pytest.mark.parametrize("lesson, number", NEW_FIGURE_STEPS,
-                         ids=lambda v: v.id if hasattr(v, "id") else str(v))
-def test_a_pending_step_on_a_new_figure_page_shows_only_its_figure(lesson, number, monkeypatch):
-    """A step of a lesson not offered yet, opened from its link in the operator's folder: no
-    error, its question first, then its one figure and no page controls."""
-    monkeypatch.setenv("ATTENTION_LAB_LESSONS", str(PENDING_DIR))
-    at = _open(lesson.id, number)
-    step = lesson.steps[number - 1]
-    assert not at.exception, at.exception
-    assert not _said(at, "error"), _said(at, "error")
-    settings, texts, _ = _texts(step)
-    texts["_settings"] = settings
-    assert texts["title"] in _said(at, "header"), _said(at, "header")
-    if step.question is not None:
-        assert not at.get("plotly_chart") or step.question.kind == "cell"  # hidden first
-        at = _answer_wrong_then_right(at, lesson, number, step, texts)
-    _shows_its_figure(at, step, number, settings)
-    for kind in ("selectbox", "slider", "text_input", "text_area", "toggle", "button"):
-        assert not [w for w in at.main.get(kind) if not str(w.key).startswith("lesson_")], kind
 
 
 LONG_ABLATION_LESSON = """

@@ -1,4 +1,4 @@
-"""AppTest: the lesson figures of the effect, compare and embeddings pages that no pending
+"""AppTest: the lesson figures of the effect, compare and embeddings pages that no bundled
 step uses yet, and the effect figure's long measurement: a step shows the button that starts
 it and its cost above the figure (meanwhile the quicker run that fits), and nothing else."""
 

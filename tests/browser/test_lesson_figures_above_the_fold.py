@@ -1,9 +1,6 @@
-"""Chromium at 1400 × 900: every step of every bundled lesson, and every step of the pending
-lessons on a page that has a figure no bundled lesson opens, opened from its link (and its
-question answered, when it has one), shows the top of its one figure above the fold, and no
-other chart of its page. One server (the pending lessons its operator's folder) and one browser
-for all of them. The pending lessons' steps on pages that have a figure no bundled lesson opens
-yet (tests/bundled_lessons.py: NEW_FIGURE_STEPS) are checked at 800 × 900 too."""
+"""Chromium at 1400 × 900 and 800 × 900: every step of every bundled lesson, opened from its
+link (and its question answered, when it has one), shows the top of its one figure above the
+fold, and no other chart of its page. One server and one browser for all of them."""
 
 from __future__ import annotations
 
@@ -12,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from app_server import running_app
-from bundled_lessons import NEW_FIGURE_STEPS, PENDING_DIR
 from teaching.format import parse_lesson
 from test_browser import _settle, browser  # noqa: F401  (fixtures)
 
@@ -36,11 +32,9 @@ QUESTION = "[class*=st-key-lesson_choice_], .st-key-lesson_cell_box"
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    """The app on 127.0.0.1, the pending lessons in its operator's folder."""
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("ATTENTION_LAB_LESSONS", str(PENDING_DIR))
-        with running_app(tmp_path_factory.mktemp("server") / "server.log") as url:
-            yield url
+    """The app on 127.0.0.1."""
+    with running_app(tmp_path_factory.mktemp("server") / "server.log") as url:
+        yield url
 
 
 def _answer(page, step) -> None:
@@ -93,31 +87,10 @@ def _below_the_fold(page, server: str, steps, shots: str = "") -> list:
     return below
 
 
-def test_every_bundled_lesson_step_shows_its_figure_above_the_fold(server, browser):  # noqa: F811
-    page = browser.new_page(viewport={"width": 1400, "height": FOLD})
-    below = _below_the_fold(page, server, [(lesson, number) for lesson in LESSONS
-                                           for number in range(1, len(lesson.steps) + 1)])
-    page.close()
-    assert below == [], f"figures whose top is below the fold (y ≥ {FOLD}): {below}"
-
-
 @pytest.mark.parametrize("width", [1400, 800])
-def test_pending_steps_on_new_figure_pages_show_their_figure_above_the_fold(
-        server, browser, width, tmp_path):  # noqa: F811
+def test_every_lesson_step_shows_its_figure_above_the_fold(server, browser, width,  # noqa: F811
+                                                           tmp_path):
     page = browser.new_page(viewport={"width": width, "height": FOLD})
-    below = _below_the_fold(page, server, NEW_FIGURE_STEPS, str(tmp_path / f"{width}"))
+    below = _below_the_fold(page, server, BUNDLED_STEPS, str(tmp_path / f"{width}"))
     page.close()
-    return below
-
-
-def test_every_bundled_lesson_step_shows_its_figure_above_the_fold(server, browser):  # noqa: F811
-    steps = [(lesson, n) for lesson in LESSONS for n in range(1, len(lesson.steps) + 1)]
-    below = _below_the_fold(browser, server, steps)
-    assert below == [], f"figures whose top is below the fold (y ≥ {FOLD}): {below}"
-
-
-@pytest.mark.parametrize("width", [1400, 800])
-def test_pending_steps_with_a_figure_show_it_above_the_fold(pending_server,  # noqa: F811
-                                                              browser, width):  # noqa: F811
-    below = _below_the_fold(browser, pending_server, PENDING_STEPS, width)
     assert below == [], f"figures whose top is below the fold (y ≥ {FOLD}): {below}"

@@ -1,9 +1,8 @@
 """The screen a room watches shows the figure: in projector mode, at the two screens a class
 projector has (1024 × 768, 1280 × 720), at least half of the main figure is inside the first
 screen, unscrolled, on /attention and on every step of every bundled lesson (its question
-answered first, when it has one, as a teacher would before the room sees the figure), and of
-the pending lessons' steps on pages whose figure no bundled lesson opens yet. On /attention
-the controls are one click away, beside the title.
+answered first, when it has one, as a teacher would before the room sees the figure). On
+/attention the controls are one click away, beside the title.
 
 The main figure is what tests/browser/test_lesson_figures_above_the_fold.py calls a step's
 figure (a plot, a table of numbers, or a training step's Start button): the first one in the
@@ -18,7 +17,6 @@ import urllib.parse
 import pytest
 
 from test_browser import _settle, browser  # noqa: F401  (fixtures)
-from bundled_lessons import NEW_FIGURE_STEPS
 from test_lesson_figures_above_the_fold import (  # noqa: F401  (server: a fixture)
     DRAWN, LESSONS, QUESTION, server, open_step,
 )
@@ -95,15 +93,5 @@ def test_every_lesson_step_shows_its_figure_in_the_first_screen(server, browser,
     short = _short_in_sight(page, server, [(lesson, number) for lesson in LESSONS
                                            for number in range(1, len(lesson.steps) + 1)],
                             screen)
-    page.close()
-    assert short == [], f"steps whose figure is less than half in the first screen: {short}"
-
-
-@pytest.mark.parametrize("screen", ROOM_SCREENS, ids=lambda s: f"{s[0]}x{s[1]}")
-def test_pending_steps_on_new_figure_pages_show_their_figure_in_the_first_screen(
-        server, browser, screen, tmp_path):  # noqa: F811
-    page = browser.new_page(viewport={"width": screen[0], "height": screen[1]})
-    short = _short_in_sight(page, server, NEW_FIGURE_STEPS, screen,
-                            str(tmp_path / f"{screen[0]}"))
     page.close()
     assert short == [], f"steps whose figure is less than half in the first screen: {short}"

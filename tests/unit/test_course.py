@@ -1,6 +1,5 @@
-"""The course as written (teaching/course/, teaching/bundled/ and the lessons waiting in
-teaching/course/pending/): every page that shows the model opens in
-a step, every idea of the source notes is taught by a step, every question probes a named
+"""The course as written (teaching/course/ and teaching/bundled/): every page that shows the
+model opens in a step, every idea of the source notes is taught by a step, every question probes a named
 misconception and every misconception is probed, every bundled lesson is in one unit, and the
 course is as large as it promises. Every lesson loads and every fact in it resolves on its
 model (tests/unit/test_lesson_claims.py checks each fact against an independent

@@ -21,9 +21,7 @@ from teaching.resolve import step_parts, step_texts
 pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parents[2]
-# the bundled lessons and the course's lessons not offered yet (teaching/course/pending/)
-BUNDLED = sorted([*(ROOT / "teaching" / "bundled").glob("*.toml"),
-                  *(ROOT / "teaching" / "course" / "pending").glob("*.toml")])
+BUNDLED = sorted((ROOT / "teaching" / "bundled").glob("*.toml"))
 LESSONS = [parse_lesson(p.read_bytes(), p.stem, "bundled") for p in BUNDLED]
 STEPS = [(lesson, i) for lesson in LESSONS for i in range(len(lesson.steps))]
 
