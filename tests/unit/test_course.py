@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bundled_lessons import COURSE as LESSONS, run_text
+from bundled_lessons import LESSONS, run_text
 from teaching.format import LessonError, parse_lesson
 from teaching.pages import LESSON_PAGES
 from teaching.resolve import step_texts
