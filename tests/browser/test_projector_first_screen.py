@@ -88,10 +88,10 @@ def _short_in_sight(page, server: str, steps, screen, shots: str = "") -> list:
 
 @pytest.mark.parametrize("screen", ROOM_SCREENS, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_every_lesson_step_shows_its_figure_in_the_first_screen(server, browser,  # noqa: F811
-                                                                screen):
+                                                                screen, tmp_path):
     page = browser.new_page(viewport={"width": screen[0], "height": screen[1]})
     short = _short_in_sight(page, server, [(lesson, number) for lesson in LESSONS
                                            for number in range(1, len(lesson.steps) + 1)],
-                            screen)
+                            screen, str(tmp_path / f"{screen[0]}"))
     page.close()
     assert short == [], f"steps whose figure is less than half in the first screen: {short}"
