@@ -1,7 +1,7 @@
 """AppTest: every bundled lesson walked end to end, each question answered wrongly and then
-rightly, each step showing its one figure and none of its page's controls; the lesson list and a lesson's sentences name models as the sidebar does;
-a step's class link wraps instead of being cut; the start page; the teacher's recorder and
-lessons folder."""
+rightly, each step showing its one figure and none of its page's controls; the lesson list and
+a lesson's sentences name models as the sidebar does; a step's class link wraps instead of being
+cut; the start page; the teacher's recorder and lessons folder."""
 
 from __future__ import annotations
 
@@ -145,35 +145,6 @@ def test_every_bundled_lesson_walks_end_to_end(lesson):
         if number < len(lesson.steps):
             at.button(key="lesson_next_bottom").click().run()
     assert at.button(key="lesson_finish_bottom") is not None
-
-
-LONG_ABLATION_LESSON = """
-title = "Every head, on a long text"
-model = "minilm"
-text = "{text}"
-
-[[steps]]
-title = "Remove each head"
-page = "ablation"
-explain = "Each head removed alone."
-"""
-
-
-def test_an_ablation_step_on_a_long_text_waits_for_its_one_button(tmp_path, monkeypatch):
-    """Past the size measured at once, the step's figure is the page's button and its cost
-    line, nothing else; the click draws the grid."""
-    text = " ".join(["The cat chased the dog and then the dog chased the cat."] * 7)
-    (tmp_path / "long.toml").write_text(LONG_ABLATION_LESSON.format(text=text))
-    monkeypatch.setenv("ATTENTION_LAB_LESSONS", str(tmp_path))
-    at = _open("long")
-    assert not at.exception, at.exception
-    assert not at.get("plotly_chart") and not at.get("title")
-    assert "Measuring every head takes" in _said(at, "caption")
-    button = at.button(key="abl_sweep_btn")
-    assert button.label.startswith("Measure all 72 heads")
-    button.click().run()
-    assert not at.exception, at.exception
-    assert {c.key for c in at.get("plotly_chart")} == {"abl_grid"}
 
 
 def test_a_link_to_a_later_step_opens_that_step_with_its_state():
@@ -375,30 +346,3 @@ def test_the_class_link_of_a_step_wraps():
     assert not at.exception
     link = next(c for c in at.code if "lesson=reading-heatmaps" in c.value)
     assert link.proto.wrap_lines
-
-
-HEAVY_PATCHING_LESSON = """
-title = "Patching a long text"
-model = "minilm"
-text = "{text}"
-
-[[steps]]
-title = "Every cell"
-page = "patching"
-mode = "prompts"
-explain = "Patch every layer and position."
-"""
-
-
-def test_a_patching_step_on_a_long_text_asks_for_the_click_first(tmp_path, monkeypatch):
-    """The step's figure keeps the page's rule: above its place only the cost and the button
-    that starts the work, as the page says them, and no chart until the click."""
-    text = " ".join(["The cat sat on the mat because it was warm."] * 8)
-    (tmp_path / "heavy.toml").write_text(HEAVY_PATCHING_LESSON.replace("{text}", text))
-    monkeypatch.setenv("ATTENTION_LAB_LESSONS", str(tmp_path))
-    at = _open("heavy")
-    assert not at.exception, at.exception
-    assert "Patching every cell takes" in _said(at, "caption")
-    assert [b.key for b in at.main.get("button") if not b.key.startswith("lesson_")] == ["pt_run"]
-    assert not at.get("plotly_chart") and not at.main.get("text_input")
-    assert not at.main.get("selectbox") and not at.get("title")
