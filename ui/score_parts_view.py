@@ -97,12 +97,16 @@ def _which_attention(trace) -> tuple[str, int | None, int | None]:
     return stack, layer, head
 
 
-def sentence(shares: dict[str, float], rotary: bool) -> str:
+def sentence(shares: dict[str, float], rotary: bool, cross: bool = False) -> str:
     """'58% of this score comes from where the two tokens are, 30% from which words they
-    are': the kinds of at least 5%, largest first."""
+    are': the kinds of at least 5%, largest first (`cross`: the key is a token of the text
+    the encoder read)."""
     words = dict(KIND_WORDS)
     if rotary:
         words["words"] = "which words they are, each turned by where it stands"
+    if cross:
+        words["earlier layers"] = ("what earlier layers wrote into the two tokens (into your "
+                                   "text's token, the encoder's layers)")
     big = sorted(((v, k) for k, v in shares.items() if v >= 0.05), reverse=True)
     if not big:
         return "No kind of part stands out in this score."
@@ -166,7 +170,8 @@ def _words_and_grid(cell, trace) -> None:
                       "cross": ("output token", "text token")}[cell.stack]
     st.markdown(f"**Why does “{q}” ({q_word} {cell.query}) look at “{k}” ({k_word} "
                 f"{cell.key})?** The score of this pair is "
-                f"**{cell.score:.3f}** (before the softmax). " + sentence(shares, rotary))
+                f"**{cell.score:.3f}** (before the softmax). "
+                + sentence(shares, rotary, cell.stack == "cross"))
     st.caption(FROZEN + (" " + CROSS_FROZEN if cell.stack == "cross" else "")
                + f" The parts below add up to {cell.total():.3f}; the model computed "
                f"{cell.score:.3f}.")

@@ -62,7 +62,11 @@ def test_an_encoder_decoder_takes_apart_its_decoder_and_cross_attention_scores()
         cell = decompose_decoder_cell(lm, trace, stack, 1, 2, query, key)
         text = page_text(at, ("markdown", "caption"), unescape=False)
         assert f"**{cell.score:.3f}**" in text and f"add up to {cell.total():.3f}" in text
-        assert sentence(kind_shares(score_kinds(cell)), False) in text
+        assert sentence(kind_shares(score_kinds(cell)), False, stack == "cross") in text
         assert (CROSS_FROZEN in text) == (stack == "cross")
         assert ("a learned number for how far apart" in text) == (stack == "decoder")
         assert "not taken apart" not in text
+        at.toggle(key="attn_score_parts_each").set_value(True).run()  # per layer and head
+        assert not at.exception
+        names = at.get("plotly_chart")[-1].proto.spec
+        assert "query's decoder" in names and ("key's encoder" in names) == (stack == "cross")

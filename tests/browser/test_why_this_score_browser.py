@@ -153,4 +153,7 @@ def test_a_t5_decoders_and_cross_attentions_scores_fit_the_screen(server, browse
     assert ("output token 5" in said) and ("not taken apart" not in said)
     assert ("encoder's output" in said) == (stack == "cross")
     assert page.evaluate(TOO_WIDE) == 0
+    page.locator(".js-plotly-plot").filter(has_text=GRID).first.scroll_into_view_if_needed()
+    page.wait_for_timeout(300)
+    page.screenshot(path=f"/tmp/why_score_t5_{stack}_grid_{screen[0]}x{screen[1]}.png")
     page.close()
