@@ -92,8 +92,8 @@ def _which_attention(trace) -> tuple[str, int | None, int | None]:
         return stack, None, None
     layer = VIEW.setdefault("cross_layer", trace.dec_cfg.n_layers - 1)
     head = VIEW.setdefault("cross_head")
-    st.caption(f"Decoder layer {layer}, head {head}: the “Decoder layer” and “Decoder head” "
-               "sliders above choose them.")
+    st.caption(f"Decoder layer {layer}, head {head}: the “Decoder layer” and “Decoder "
+               "head” sliders above choose them.")
     return stack, layer, head
 
 

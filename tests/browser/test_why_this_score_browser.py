@@ -144,8 +144,8 @@ def test_the_walkthroughs_scores_step_opens_its_own_score(server, browser):  # n
 
 @pytest.mark.parametrize("screen", SCREENS, ids=lambda s: f"{s[0]}x{s[1]}")
 @pytest.mark.parametrize("stack", ["decoder", "cross"])
-def test_a_t5_decoders_and_cross_attentions_scores_fit_the_screen(server, browser, screen,  # noqa: F811
-                                                                  stack):
+def test_a_t5_decoders_and_cross_attentions_scores_fit(server, browser, screen,  # noqa: F811
+                                                       stack):
     page = _open(browser, server, str(tiny_seq2seq.folder("t5")), screen, f"t5_{stack}",
                  {"cin": stack, "xlayer": "1", "xhead": "2", "cq": "5", "ck": "3"})
     said = page.locator('[data-testid="stMain"]').inner_text()
