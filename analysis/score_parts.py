@@ -62,6 +62,8 @@ class CellParts:
     distances: np.ndarray | None = None  # rotary: [n] distances (query after key, tokens)
     curve: np.ndarray | None = None  # rotary: [n] the score were the two tokens that far apart
     notes: list[str] = field(default_factory=list)
+    stack: str = "encoder"  # an encoder–decoder's "decoder" (self-attention) or "cross"
+    key_tokens: list[str] | None = None  # the keys' tokens where they are not `tokens` (cross)
 
     def total(self) -> float:
         return float(self.grid.sum() + sum(self.extra.values()))
@@ -78,31 +80,42 @@ class CellParts:
         return qg, kg, out
 
 
-def needed(cfg):
+def needed(cfg, more=()):
     """keep() for a run that decompose_cell and positional_map can read: the embeddings,
-    every block's input, attention pattern, v, q·k and scores."""
+    every block's input, attention pattern, v, q·k and scores; and the names in `more` (an
+    encoder–decoder's decoder: seq2seq_score_parts.needed_decoder)."""
     names = hook_names(cfg)
     wanted = {names.embed(part, required=False) for part in ("tok", "type", "pos")}
     for layer in range(cfg.n_layers):
         wanted |= {names.resid(layer, "pre")} | {names.attn(layer, what) for what in
                                                 ("pattern", "v", "qk", "scores")}
     wanted.discard(None)
+    wanted |= set(more)
     return lambda name: name in wanted
 
 
-def part_label(key: tuple) -> str:
-    """A part's plain name: "token embedding", "layer 2 head 5", "query bias", ..."""
+def part_label(key: tuple, side: str = "") -> str:
+    """A part's plain name: "token embedding", "layer 2 head 5", "query bias", ...; with a
+    `side` ("encoder", "decoder": an encoder–decoder's cross-attention or decoder) that word
+    first, and a decoder's heads named self- or cross-attention."""
+    if side:
+        label = part_label(key)
+        if side == "decoder" and key[0] == "head":
+            label = f"layer {key[1]} self-attention head {key[2]}"
+        return label if key[0] in ("query bias", "key bias") else f"{side} {label}"
     kind = key[0]
     plain = {"token": "token embedding", "position": "position embedding",
              "type": "token type embedding", "project bias": "embedding projection bias",
              "query bias": "query bias", "key bias": "key bias"}
     if kind in plain:
         return plain[kind]
-    if kind == "head":
-        return f"layer {key[1]} head {key[2]}"
+    if kind in ("head", "cross head"):
+        what = "cross-attention head" if kind == "cross head" else "head"
+        return f"layer {key[1]} {what} {key[2]}"
     if kind == "norm bias":
         return f"norm bias ({key[1]})"
     return f"layer {key[1]} " + {"attn bias": "attention bias", "mlp": "MLP",
+                                 "cross bias": "cross-attention bias",
                                  "mlp bias": "MLP bias"}[kind]
 
 
@@ -240,7 +253,7 @@ KINDS = ("place", "words", "word and place", "earlier layers", "fixed biases", "
 
 def _kind(q_group: str, k_group: str) -> str:
     sides = {q_group, k_group}
-    if sides & {"attention", "mlp"}:
+    if sides & {"attention", "cross", "mlp"}:
         return "earlier layers"
     if "bias" in sides:
         return "fixed biases"

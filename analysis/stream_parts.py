@@ -16,6 +16,8 @@ itself. Parts are keyed by plain tuples:
 
     ("token",), ("type",), ("position",)          the embeddings
     ("head", layer, head)                          one head's z · W_O
+    ("cross head", layer, head), ("cross bias", layer)   an encoder–decoder's decoder:
+                                                   one cross-attention head, its bias
     ("attn bias", layer), ("mlp", layer), ("mlp bias", layer)
     ("norm bias", where)                           a frozen norm's bias (where: a plain name)
     ("project bias",)                              ELECTRA's widening layer's bias
@@ -36,16 +38,17 @@ from model.hook_names import hook_names
 Key = tuple
 Parts = dict  # key -> [pos, d_model] float64
 
-GROUPS = ("token", "position", "type", "attention", "mlp", "bias")
+GROUPS = ("token", "position", "type", "attention", "cross", "mlp", "bias")
 
 
 def group_of(key: Key) -> str:
     """The group of a part: token, position, type (the embeddings), attention (earlier
-    heads), mlp (earlier MLPs), bias (every fixed bias, norms' included)."""
+    heads), cross (a decoder's earlier cross-attention heads), mlp (earlier MLPs), bias
+    (every fixed bias, norms' included)."""
     kind = key[0]
     if kind in ("token", "position", "type"):
         return kind
-    return {"head": "attention", "mlp": "mlp"}.get(kind, "bias")
+    return {"head": "attention", "cross head": "cross", "mlp": "mlp"}.get(kind, "bias")
 
 
 def _add(parts: Parts, key: Key, value: torch.Tensor, merge: Callable | None) -> None:
@@ -75,10 +78,12 @@ def freeze(norm, parts: Parts, where: str, merge: Callable | None = None,
 
 
 def embedding_parts(model, cache, positions: torch.Tensor,
-                    merge: Callable | None = None) -> Parts:
+                    merge: Callable | None = None, names=None) -> Parts:
     """The first block's input at `positions` as parts: token, type, position (each as the
-    model adds it), through the embedding norm and widening where the model has them."""
-    names = hook_names(model.cfg)
+    model adds it), through the embedding norm and widening where the model has them.
+    `model` is any stack with `cfg` and `embed` (an encoder–decoder's decoder too, with its
+    own `names`)."""
+    names = hook_names(model.cfg) if names is None else names
     parts: Parts = {}
     for key, part in (("token", "tok"), ("type", "type"), ("position", "pos")):
         name = names.embed(part, required=False)
@@ -183,6 +188,15 @@ def attention_inputs(model, cache, positions, stop: int | None = None,
         if stop is not None and layer == stop - 1:
             return
         parts = _next_stream(model, block, cache, layer, positions, parts, merge)
+
+
+def output_parts(model, cache, positions, merge: Callable | None = None) -> Parts:
+    """The stream after the last block at `positions`, as parts (before any final norm)."""
+    positions = torch.as_tensor(positions, dtype=torch.long)
+    parts = embedding_parts(model, cache, positions, merge)
+    for layer, block in enumerate(model.blocks):
+        parts = _next_stream(model, block, cache, layer, positions, parts, merge)
+    return parts
 
 
 def _next_stream(model, block, cache, layer: int, positions, parts: Parts, merge) -> Parts:

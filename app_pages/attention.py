@@ -329,7 +329,8 @@ def render() -> None:
             st.session_state["_attn_opened"] = (key, *opening)
     VIEW.setdefault("layer", opening[0] if opening else 0)
     VIEW.setdefault("head", opening[1] if opening else 0)
-    for name in ("mode", "average", "hide_special", "window", "cell_query", "cell_key"):
+    for name in ("mode", "average", "hide_special", "window", "cell_query", "cell_key",
+                 "cell_in"):
         VIEW.setdefault(name)
     st.session_state["_attn_view_drawn"] = VIEW.setdefault("view") or VIEWS[0]
     explorer(selection)

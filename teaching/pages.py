@@ -167,7 +167,9 @@ PAGE_SPECS: tuple[PageSpec, ...] = (
         _s("window", "text"),  # "first-last" token positions; unset: what fits the screen
         _s("cross_layer", "layer", url="xlayer"),  # encoder-decoder models only
         _s("cross_head", "head", 0, url="xhead"),
-        _s("cell_query", "int", url="cq"), _s("cell_key", "int", url="ck"))),  # Why this score
+        _s("cell_query", "int", url="cq"), _s("cell_key", "int", url="ck"),  # Why this score
+        # an encoder–decoder's cell: in the encoder, the decoder's self- or cross-attention
+        _s("cell_in", "choice", "encoder", ("encoder", "decoder", "cross"), url="cin"))),
     PageSpec("effect", "effect", "Attention vs effect", "Explore", ":material/balance:", "eff", (
         _s("layer", "layer", url="elayer"), _s("head", "head", 0, url="ehead"),
         _s("average", "bool", False, url="eavg"), _s("pos", "int", url="epos"),

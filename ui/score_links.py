@@ -9,6 +9,7 @@ import streamlit as st
 
 from analysis.positional_heads import most_positional, positional_map, telling_cell
 from analysis.score_parts import needed
+from analysis.seq2seq_score_parts import needed_decoder
 from ui.cache import cached_run, shared
 from ui.text import md_escape
 from ui.view_state import jump
@@ -46,9 +47,12 @@ def why_button(container, label: str, layer: int, head: int, query: int, key: in
 
 
 def score_trace(selection):
-    """The run "Why this score" reads (the same one the attention page keeps for it)."""
+    """The run "Why this score" reads (the same one the attention page keeps for it); an
+    encoder–decoder's keeps what its decoder's scores are taken apart from too."""
+    dec_cfg = getattr(getattr(selection.model, "model", None), "dec_cfg", None)
+    more = () if dec_cfg is None else needed_decoder(dec_cfg)
     return cached_run(selection.model_name, selection.text, selection.pair or "",
-                      keep=needed(selection.model.cfg), kind="score_parts")
+                      keep=needed(selection.model.cfg, more), kind="score_parts")
 
 
 @shared("positional_heads")

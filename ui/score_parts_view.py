@@ -11,6 +11,8 @@ import numpy as np
 import streamlit as st
 
 from analysis.score_parts import decompose_cell, kind_shares, part_label, score_kinds
+from analysis.seq2seq_score_parts import decompose_decoder_cell
+from model.hook_names import hook_names
 from ui.callbacks import pick_head
 from ui.charts import chart_config
 from ui.score_links import score_trace, share_of_place, token_word
@@ -22,7 +24,8 @@ from viz.score_parts import band_bars, distance_curve, parts_grid, positional_gr
 
 VIEW = page_view("attention")
 GROUP_WORDS = {"token": "word", "position": "place", "type": "sentence A or B",
-               "attention": "earlier heads", "mlp": "earlier MLPs", "bias": "fixed biases"}
+               "attention": "earlier heads", "cross": "earlier heads reading your text",
+               "mlp": "earlier MLPs", "bias": "fixed biases"}
 KIND_WORDS = {"place": "where the two tokens are", "words": "which words they are",
               "word and place": "one token's word meeting the other's place",
               "earlier layers": "what earlier layers wrote into the two tokens",
@@ -31,9 +34,18 @@ KIND_WORDS = {"place": "where the two tokens are", "words": "which words they ar
 FROZEN = ("Before a layer reads a token, it rescales the token's numbers to a standard size. "
           "Here each rescaling is held at the size it had in this run, so the score is an "
           "exact sum of its parts.")
-ENCODER_ONLY = ("This model reads your text with an encoder and writes with a decoder. The "
-                "scores taken apart here are the encoder's, as in the map above; the decoder's "
-                "own scores (on what it has written, and on your text) are not taken apart.")
+# an encoder–decoder's three kinds of attention (the page's `cell_in` setting)
+STACK_WORDS = {"encoder": "Encoder: your text reads itself",
+               "decoder": "Decoder: the output reads what it has written so far",
+               "cross": "Cross-attention: the output reads your text"}
+SIDE_WORDS = {  # a group's name on one side of the grid, where it differs from GROUP_WORDS
+    "decoder": {"attention": "earlier heads reading the output",
+                "cross": "earlier heads reading your text"},
+    "encoder": {"attention": "the encoder's heads", "mlp": "the encoder's MLPs"}}
+SIDES = {"encoder": ("", ""), "decoder": ("decoder", "decoder"), "cross": ("decoder", "encoder")}
+CROSS_FROZEN = ("Your text reaches the decoder as the encoder's output, which passes one last "
+                "rescaling; that one is held at its size in this run too, so each key splits "
+                "into what the encoder's parts wrote.")
 POSITIONAL = ("How much of each head's pattern is place: for every query, how its scores "
               "differ between the keys, and the share of that spread the place-only score "
               "explains (1 = the place alone decides, 0 = the place adds nothing). The "
@@ -42,25 +54,59 @@ POSITIONAL = ("How much of each head's pattern is place: for every query, how it
               "query and key put at the two places.")
 
 
-def _chosen_cell(trace, layer: int, head: int) -> tuple[int, int]:
+def _scores_row(trace, stack: str, layer: int, head: int, query: int) -> np.ndarray:
+    """[key]: the row of weights (or pre-softmax scores) of `query` in the chosen head."""
+    if stack == "encoder":
+        return trace.attention(layer, head)[query].numpy()
+    names = hook_names(trace.dec_cfg, decoder=True)
+    name = names.attn(layer, "scores") if stack == "decoder" else names.cross_attn(
+        layer, "scores")
+    return trace.cache[name][0, head, query].numpy()
+
+
+def _chosen_cell(trace, stack: str, layer: int, head: int, n_query: int,
+                 n_key: int) -> tuple[int, int]:
     """The query and key of the cell: the page's settings (read from a link before the page
-    draws), else the last token and the key it looks at most in this head."""
-    n = trace.n_tokens
+    draws), else the last query token and the key it looks at most in this head."""
     query = VIEW.setdefault("cell_query")
-    if query is None or not 0 <= query < n:
-        query = VIEW["cell_query"] = n - 1
+    if query is None or not 0 <= query < n_query:
+        query = VIEW["cell_query"] = n_query - 1
     key = VIEW.setdefault("cell_key")
-    if key is None or not 0 <= key < n:
-        key = VIEW["cell_key"] = int(np.argmax(trace.attention(layer, head)[query].numpy()))
+    if key is None or not 0 <= key < n_key:
+        key = VIEW["cell_key"] = int(np.argmax(_scores_row(trace, stack, layer, head, query)))
     return query, key
 
 
-def sentence(shares: dict[str, float], rotary: bool) -> str:
+def _new_stack() -> None:
+    """Another kind of attention: its own default cell (the old one may not exist there)."""
+    VIEW["cell_query"] = VIEW["cell_key"] = None
+
+
+def _which_attention(trace) -> tuple[str, int | None, int | None]:
+    """An encoder–decoder's choice of attention, and for the decoder's the layer and head of
+    the cross-attention sliders above: (stack, layer, head), layer and head None for the
+    encoder (the page's own sliders)."""
+    stack = st.radio("Which attention", list(STACK_WORDS), key=VIEW.key("cell_in"),
+                     format_func=STACK_WORDS.get, horizontal=True, on_change=_new_stack)
+    if stack == "encoder":
+        return stack, None, None
+    layer = VIEW.setdefault("cross_layer", trace.dec_cfg.n_layers - 1)
+    head = VIEW.setdefault("cross_head")
+    st.caption(f"Decoder layer {layer}, head {head}: the “Decoder layer” and “Decoder "
+               "head” sliders above choose them.")
+    return stack, layer, head
+
+
+def sentence(shares: dict[str, float], rotary: bool, cross: bool = False) -> str:
     """'58% of this score comes from where the two tokens are, 30% from which words they
-    are': the kinds of at least 5%, largest first."""
+    are': the kinds of at least 5%, largest first (`cross`: the key is a token of the text
+    the encoder read)."""
     words = dict(KIND_WORDS)
     if rotary:
         words["words"] = "which words they are, each turned by where it stands"
+    if cross:
+        words["earlier layers"] = ("what earlier layers wrote into the two tokens (into your "
+                                   "text's token, the encoder's layers)")
     big = sorted(((v, k) for k, v in shares.items() if v >= 0.05), reverse=True)
     if not big:
         return "No kind of part stands out in this score."
@@ -76,42 +122,63 @@ def show_score_parts(selection, trace, layer: int, head: int) -> None:
                 "own code gives only the attention weights: it works for a model family this "
                 "app knows.")
         return
-    labels = axis_labels(trace.tokens)
     full = score_trace(selection)
+    stack = "encoder"
+    if trace.kind == "encoder_decoder":
+        stack, d_layer, d_head = _which_attention(trace)
+        layer, head = (layer, head) if d_layer is None else (d_layer, d_head)
+    q_tokens = trace.tokens if stack == "encoder" else trace.decoder_tokens[0]
+    k_tokens = trace.decoder_tokens[0] if stack == "decoder" else trace.tokens
+    q_labels, k_labels = axis_labels(q_tokens), axis_labels(k_tokens)
     cols = st.columns(2)
-    choices = list(range(trace.n_tokens))
-    _chosen_cell(trace, layer, head)
-    query = cols[0].selectbox("Query token (the one looking)", choices,
+    _chosen_cell(full, stack, layer, head, len(q_tokens), len(k_tokens))
+    query = cols[0].selectbox("Query token (the one looking)", range(len(q_tokens)),
                               key=VIEW.key("cell_query"),
-                              format_func=lambda i: plain_text(labels[i]))
-    key = cols[1].selectbox("Key token (the one looked at)", choices, key=VIEW.key("cell_key"),
-                            format_func=lambda i: plain_text(labels[i]))
+                              format_func=lambda i: plain_text(q_labels[i]))
+    key = cols[1].selectbox("Key token (the one looked at)", range(len(k_tokens)),
+                            key=VIEW.key("cell_key"),
+                            format_func=lambda i: plain_text(k_labels[i]))
     try:
-        cell = decompose_cell(selection.model, full, layer, head, query, key)
+        cell = (decompose_cell(selection.model, full, layer, head, query, key)
+                if stack == "encoder" else
+                decompose_decoder_cell(selection.model, full, stack, layer, head, query, key))
     except ValueError as exc:
         st.info(str(exc))
         return
-    if trace.kind == "encoder_decoder":
-        st.caption(ENCODER_ONLY)
     _words_and_grid(cell, trace)
     _special_terms(cell, trace.cfg)
     if cell.bands is not None:
         _rotary(cell)
-    with st.expander("Every head: how much of its pattern is place"):
-        _positional_grid(selection, full)
+    if stack == "encoder":
+        with st.expander("Every head: how much of its pattern is place"):
+            if trace.kind == "encoder_decoder":
+                st.caption("The encoder's heads, which read your text.")
+            _positional_grid(selection, full)
+
+
+def _group_words(group: str, side: str) -> str:
+    return SIDE_WORDS.get(side, {}).get(group, GROUP_WORDS[group])
 
 
 def _words_and_grid(cell, trace) -> None:
     rotary = trace.cfg.positions == "rotary"
     shares = kind_shares(score_kinds(cell))
-    q, k = (md_escape(token_word(trace.tokens, i)) for i in (cell.query, cell.key))
-    st.markdown(f"**Why does “{q}” (token {cell.query}) look at “{k}” (token {cell.key})?** "
-                "The score of this pair is "
-                f"**{cell.score:.3f}** (before the softmax). " + sentence(shares, rotary))
-    st.caption(FROZEN + f" The parts below add up to {cell.total():.3f}; the model computed "
+    k_tokens = cell.tokens if cell.key_tokens is None else cell.key_tokens
+    q, k = md_escape(token_word(cell.tokens, cell.query)), md_escape(token_word(k_tokens,
+                                                                                cell.key))
+    q_word, k_word = {"encoder": ("token", "token"), "decoder": ("output token", "output token"),
+                      "cross": ("output token", "text token")}[cell.stack]
+    st.markdown(f"**Why does “{q}” ({q_word} {cell.query}) look at “{k}” ({k_word} "
+                f"{cell.key})?** The score of this pair is "
+                f"**{cell.score:.3f}** (before the softmax). "
+                + sentence(shares, rotary, cell.stack == "cross"))
+    st.caption(FROZEN + (" " + CROSS_FROZEN if cell.stack == "cross" else "")
+               + f" The parts below add up to {cell.total():.3f}; the model computed "
                f"{cell.score:.3f}.")
+    q_side, k_side = SIDES[cell.stack]
     if st.toggle("Every layer and head on its own", key="attn_score_parts_each"):
-        terms = [(f"query's {part_label(a)} × key's {part_label(b)}", cell.grid[i, j])
+        terms = [(f"query's {part_label(a, q_side)} × key's {part_label(b, k_side)}",
+                  cell.grid[i, j])
                  for i, a in enumerate(cell.q_keys) for j, b in enumerate(cell.k_keys)]
         terms += list(cell.extra.items())
         top = sorted(terms, key=lambda t: -abs(t[1]))[:12]
@@ -120,8 +187,11 @@ def _words_and_grid(cell, trace) -> None:
         st.plotly_chart(fig, key="attn_score_terms", config=chart_config("score-terms"))
         return
     qg, kg, grouped = cell.grouped()
-    fig = parts_grid([GROUP_WORDS[g] for g in qg], [GROUP_WORDS[g] for g in kg], grouped,
-                     f"Layer {cell.layer}, head {cell.head}: the score in parts",
+    where = {"encoder": "Layer", "decoder": "Decoder layer",
+             "cross": "Cross-attention, decoder layer"}[cell.stack]
+    fig = parts_grid([_group_words(g, q_side) for g in qg], [_group_words(g, k_side)
+                                                             for g in kg], grouped,
+                     f"{where} {cell.layer}, head {cell.head}: the score in parts",
                      "Rows: the query's parts; columns: the key's parts; each cell one × the "
                      f"other. They add up to {float(grouped.sum()):.3f}" + _extras(cell))
     st.plotly_chart(fig, key="attn_score_grid", config=chart_config("score-parts"))

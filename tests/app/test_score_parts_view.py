@@ -38,13 +38,35 @@ def test_a_key_the_query_cannot_see_is_explained(tiny_chars):
     assert "reads left to right" in page_text(at, ("info",), unescape=False)
 
 
-def test_an_encoder_decoder_says_only_the_encoders_scores_are_taken_apart():
+def test_an_encoder_decoder_takes_apart_its_decoder_and_cross_attention_scores():
+    """T5: the encoder's cell by default; the decoder's self-attention (with its distance
+    bias) and its cross-attention each on request, with the run's own numbers."""
     import tiny_seq2seq
 
-    from ui.score_parts_view import ENCODER_ONLY
+    from analysis.seq2seq_score_parts import decompose_decoder_cell
+    from model import load_model
+    from ui.score_parts_view import CROSS_FROZEN
 
-    at = open_with_sidebar(ATTENTION, params={"model": str(tiny_seq2seq.folder("t5")),
-                                              "text": TEXT, "view": VIEW, "cq": "3", "ck": "1"})
+    folder = str(tiny_seq2seq.folder("t5"))
+    at = open_with_sidebar(ATTENTION, params={"model": folder, "text": TEXT, "view": VIEW,
+                                              "cq": "3", "ck": "1"})
     assert not at.exception
-    assert ENCODER_ONLY in page_text(at, ("caption",), unescape=False)
     assert "a learned number for how far apart" in page_text(at, ("caption",), unescape=False)
+    lm = load_model(folder, device="cpu")
+    trace = lm.run(TEXT)
+    for stack, (query, key) in (("decoder", (4, 2)), ("cross", (4, 3))):
+        at = open_with_sidebar(ATTENTION, params={
+            "model": folder, "text": TEXT, "view": VIEW, "cin": stack, "xlayer": "1",
+            "xhead": "2", "cq": str(query), "ck": str(key)})
+        assert not at.exception
+        cell = decompose_decoder_cell(lm, trace, stack, 1, 2, query, key)
+        text = page_text(at, ("markdown", "caption"), unescape=False)
+        assert f"**{cell.score:.3f}**" in text and f"add up to {cell.total():.3f}" in text
+        assert sentence(kind_shares(score_kinds(cell)), False, stack == "cross") in text
+        assert (CROSS_FROZEN in text) == (stack == "cross")
+        assert ("a learned number for how far apart" in text) == (stack == "decoder")
+        assert "not taken apart" not in text
+        at.toggle(key="attn_score_parts_each").set_value(True).run()  # per layer and head
+        assert not at.exception
+        names = at.get("plotly_chart")[-1].proto.spec
+        assert "query's decoder" in names and ("key's encoder" in names) == (stack == "cross")

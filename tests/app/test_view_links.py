@@ -35,7 +35,9 @@ VIEWS: dict[str, dict[str, dict]] = {
                        "window": "2-8"},
         "tiny-induction": {"layer": 1, "head": 1, "view": "Where a row comes from (Q·K)",
                            "cell_query": 5, "cell_key": 2},
-        "tiny-reverse": {"layer": 0, "head": 1, "cross_layer": 0, "cross_head": 1},
+        "tiny-reverse": {"layer": 0, "head": 1, "cross_layer": 0, "cross_head": 1,
+                         "view": "Why this score", "cell_in": "cross", "cell_query": 3,
+                         "cell_key": 1},
     },
     "effect": {
         "minilm": {"layer": 2, "head": 3, "steps": 16, "baseline": "zero", "occlusion": "mask",

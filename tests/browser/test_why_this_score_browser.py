@@ -1,5 +1,6 @@
 """"Why this score" in Chromium: a link with the cell (cq, ck) opens /attention on MiniLM and on
-a tiny rotary decoder (a Llama-style folder) with the score taken apart; on a wide screen, a
+a tiny rotary decoder (a Llama-style folder) with the score taken apart, and on a tiny T5
+folder the decoder's self-attention and cross-attention cells; on a wide screen, a
 narrow one and a room's (1024 × 768, projector mode) its plain words and its figures fit the
 window's width, and the positions page's button for a head lands on that head's score taken
 apart. Screenshots in /tmp/why_score_*.png."""
@@ -13,6 +14,7 @@ import pytest
 from playwright.sync_api import Error as PlaywrightError
 
 import tiny_models
+import tiny_seq2seq
 from test_browser import _settle, browser, server  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.browser
@@ -53,11 +55,11 @@ def _show_words(page) -> None:
     page.wait_for_timeout(300)
 
 
-def _open(browser, server, model: str, screen, name: str):  # noqa: F811
+def _open(browser, server, model: str, screen, name: str, more=None):  # noqa: F811
     width, height, room = screen
     page = browser.new_page(viewport={"width": width, "height": height})
     params = {"model": model, "text": TEXT, "layer": "1", "head": "0",
-              "view": "Why this score", "cq": "4", "ck": "3"}
+              "view": "Why this score", "cq": "4", "ck": "3", **(more or {})}
     if room:
         params["projector"] = "1"
     page.goto(f"{server}/attention?{urllib.parse.urlencode(params)}",
@@ -137,4 +139,21 @@ def test_the_walkthroughs_scores_step_opens_its_own_score(server, browser):  # n
     _wait_grid(page)
     link = urllib.parse.parse_qs(urllib.parse.urlparse(page.url).query)
     assert link["view"] == ["Why this score"] and "cq" in link and "ck" in link
+    page.close()
+
+
+@pytest.mark.parametrize("screen", SCREENS, ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("stack", ["decoder", "cross"])
+def test_a_t5_decoders_and_cross_attentions_scores_fit(server, browser, screen,  # noqa: F811
+                                                       stack):
+    page = _open(browser, server, str(tiny_seq2seq.folder("t5")), screen, f"t5_{stack}",
+                 {"cin": stack, "xlayer": "1", "xhead": "2", "cq": "5", "ck": "3"})
+    said = page.locator('[data-testid="stMain"]').inner_text()
+    assert re.search(r"\d+% of this score comes from", said)
+    assert ("output token 5" in said) and ("not taken apart" not in said)
+    assert ("encoder's output" in said) == (stack == "cross")
+    assert page.evaluate(TOO_WIDE) == 0
+    page.locator(".js-plotly-plot").filter(has_text=GRID).first.scroll_into_view_if_needed()
+    page.wait_for_timeout(300)
+    page.screenshot(path=f"/tmp/why_score_t5_{stack}_grid_{screen[0]}x{screen[1]}.png")
     page.close()
