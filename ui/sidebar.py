@@ -19,7 +19,7 @@ from .text import md_escape
 from .urlstate import link_was_unreadable, url_default, write_to_url
 
 OTHER = "Other: local directory or hub id"
-LINK_MODEL_KEY = "_link_model"  # the model the session's first link named
+LINK_MODEL_KEY = "_link_model"  # the model the link that opened the session named
 
 
 @dataclass
@@ -89,8 +89,8 @@ def _model_choice(page: str | None) -> tuple[str, str]:
     by_label = {model_label(n): n for n in options if n != OTHER and n not in trained}
     wanted = url_default("sb_model", None)
     if wanted is not None and view_state.MODEL_KEY not in st.session_state:
-        st.session_state[LINK_MODEL_KEY] = wanted  # the link chose the model (ui/switch.py)
         wanted = by_label.get(wanted, wanted)
+        st.session_state[LINK_MODEL_KEY] = wanted  # the link chose the model (ui/switch.py)
         if wanted in options:
             st.session_state[view_state.MODEL_KEY] = wanted
         elif allowed is None:

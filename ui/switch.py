@@ -114,16 +114,17 @@ def offer_decoder(reason: str, key: str = "switch") -> None:
 
 def _opens_on_decoder(selection) -> bool:
     """Should a decoder-lab page the sidebar's model cannot run open on OPENS_ON? When the
-    learner has just come to it from another page (or opened the app on it with no model in
-    the link), the server offers it, and the model is one the app offers (a folder or hub id
-    the learner typed is theirs), not a link's refused one, nor a live class's they follow."""
+    learner has just come to it from another page (or opened the app on it), the server
+    offers it, and nothing chose the model on purpose: not the learner typing a folder or hub
+    id, not the link that opened the session naming it (kept while it is the sidebar's
+    model), not a live class they follow; not a link's refused model either."""
     came_from = page_registry.came_from()
     shown = st.session_state.get(page_registry.SHOWN_KEY)
     if came_from == shown or OPENS_ON not in bundled_decoders() or selection.link_refused:
         return False
     if selection.model_name not in BUNDLED:  # a folder or hub id the learner typed: kept
         return False
-    if came_from is None and st.session_state.get(LINK_MODEL_KEY):  # a link naming its model
+    if st.session_state.get(LINK_MODEL_KEY) == selection.model_name:  # a link's choice: kept
         return False
     student = class_session.student()
     return student is None or not student.following

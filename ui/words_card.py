@@ -74,4 +74,4 @@ def draw(name: str) -> None:
         return
     with st.expander("What tiny-words learned"):
         for line in card_lines():
-            st.markdown(line)
+            st.caption(line)

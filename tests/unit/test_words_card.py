@@ -15,10 +15,10 @@ import torch
 
 from analysis.patching import patched_metric, prepare_ids
 from model import load_model
-from model.hook_names import hook_names
 from training.english_card import swap_giver
 from training.english_task import io_examples
 from ui import words_card
+from words_fact_checks import direct_parts
 
 pytestmark = pytest.mark.unit
 
@@ -43,25 +43,6 @@ def _fresh() -> list:
     return out
 
 
-def _direct(ids, right: int, wrong: int) -> np.ndarray:
-    """[layer, head]: each head's output at the last word, through the final LayerNorm with
-    its scale held at this run's, onto unembed[right] - unembed[wrong]."""
-    lm = _model()
-    m, names = lm.model, hook_names(lm.cfg)
-    trace = lm.run_ids(torch.tensor(ids))
-    resid = trace.cache[names.resid(lm.cfg.n_layers - 1, "post")][0, -1].double()  # [d_model]
-    ln = m.ln_final
-    std = torch.sqrt(resid.var(unbiased=False) + ln.eps)
-    u = (m.unembed.weight[right] - m.unembed.weight[wrong]).detach().double()  # [d_model]
-    out = np.zeros((lm.cfg.n_layers, lm.cfg.n_heads))
-    for layer, block in enumerate(m.blocks):
-        z = trace.cache[names.attn(layer, "z")][0, :, -1].double()  # [head, d_head]
-        for h in range(lm.cfg.n_heads):
-            part = z[h] @ block.attn.W_O[h].detach().double()  # [d_model]
-            out[layer, h] = float((part - part.mean()) / std * ln.weight.detach().double() @ u)
-    return out
-
-
 def _attention_to(ids, tokens, name_id: int) -> np.ndarray:
     """[layer, head]: attention from the last word to every mention of the name."""
     word = _model().tokenizer.tokens([name_id])[0]
@@ -71,7 +52,7 @@ def _attention_to(ids, tokens, name_id: int) -> np.ndarray:
 
 def test_the_heads_the_card_names_write_the_answer_and_look_where_it_says():
     training, card = words_card._stored()
-    direct = np.mean([_direct(c, r, w) for c, _, r, w, _ in _fresh()], axis=0)
+    direct = np.mean([direct_parts(_model(), c, r, w) for c, _, r, w, _ in _fresh()], axis=0)
     to_right = np.mean([_attention_to(c, t, r) for c, _, r, w, t in _fresh()], axis=0)
     to_repeated = np.mean([_attention_to(c, t, w) for c, _, r, w, t in _fresh()], axis=0)
     order = np.argsort(-direct.ravel())
