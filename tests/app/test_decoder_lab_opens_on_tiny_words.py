@@ -17,6 +17,7 @@ from page_links import APP, switch  # noqa: E402
 
 from chart_data import chart_specs as _charts  # noqa: E402
 from ui.examples import known_sentence  # noqa: E402
+from ui.words_card import card_lines  # noqa: E402
 
 pytestmark = pytest.mark.app
 
@@ -48,6 +49,8 @@ def test_a_decoder_page_opens_on_tiny_words_with_its_sentence(page):
     chart, key = PAGES[page]
     assert chart in _charts(at)  # the page itself, on tiny-words' run
     assert at.button(key=f"{key}_tiny-chars")  # the other decoders, one click away
+    assert [e for e in at.sidebar.expander if e.label == "What tiny-words learned"]
+    assert card_lines()[-1] in _texts(at.sidebar.caption)  # its card, under the model box
 
 
 def test_the_model_a_link_names_is_kept():

@@ -60,7 +60,8 @@ def test_the_heads_the_card_names_write_the_answer_and_look_where_it_says():
     assert sorted(top) == sorted(card["name_movers"])  # the biggest writers, again
     for layer, h in card["name_movers"]:
         assert direct[layer, h] > 1.0  # "it adds ... to the right name's score"
-        assert direct[layer, h] == pytest.approx(card["attribution"][layer][h], rel=0.5)
+        said = card["attribution"][layer][h]  # on the card's own sentences: the same size here
+        assert said / 2 <= direct[layer, h] <= said * 2
         copies = card["attention_to_right"][layer][h] > card["attention_to_repeated"][layer][h]
         assert (to_right[layer, h] > to_repeated[layer, h]) == copies  # where it looks
         looked = to_right if copies else to_repeated
