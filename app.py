@@ -55,7 +55,7 @@ if start_first:
         engine_warm.note_in_sidebar()
         st.stop()
 
-from ui import cache, foreign, sidebar  # noqa: E402 - the engine: torch and the models
+from ui import cache, foreign, sidebar, switch  # noqa: E402 - the engine: torch and the models
 
 cache.start_memory_keeper()
 # A closed tab's session is closed FREED_WITHIN_SECONDS later (ui/sessions.py), and the memory
@@ -65,6 +65,7 @@ waiting = busy.BusyLine()
 # backpressure: a few runs at once, in order; a new text counts as a long run in the wait shown
 with cache.run_queue().slot(on_wait=waiting, computes=sidebar.brings_new_input()):
     waiting.clear()
+    switch.take_pending()  # a decoder-lab page opening on the bundled decoder (ui/switch.py)
     st.session_state["selection"] = sidebar.render(page.url_path)
     sidebar.remember_input()
     teacher_tools.render(page.url_path)

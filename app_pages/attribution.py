@@ -15,7 +15,7 @@ from ui.decoder_lab import (
 )
 from ui.seq2seq_attribution import render_seq2seq_attribution, seq2seq_attribution_figure
 from ui.sidebar import require_trace
-from ui.switch import offer_decoder
+from ui.switch import offer_decoder, open_on_decoder, opened_note
 from ui.view_state import page_view
 from viz.attribution import head_attribution_grid, logit_waterfall
 from viz.numbers import gap, plain
@@ -113,8 +113,9 @@ def render() -> None:
     reason = decoder_reason(selection, "Taking the score apart", attribution=True,
                             seq2seq_ok=True)
     if reason is not None:
-        offer_decoder(reason, key="attr_switch")
+        open_on_decoder(reason, key="attr_switch")
         st.stop()
+    opened_note(key="attr_switch")
 
     loaded, cfg = selection.model, trace.cfg
     if is_seq2seq(loaded):  # the decoder's score, with its cross-attention heads

@@ -16,7 +16,7 @@ from ui.decoder_lab import decoder_reason, generation, induction_head
 from ui.seq2seq_generate import (apply_config_defaults, decoder_config_note, render_seq2seq,
                                  seq2seq_figure)
 from ui.sidebar import require_trace
-from ui.switch import offer_decoder
+from ui.switch import offer_decoder, open_on_decoder, opened_note
 from ui.text import md_escape
 from ui.view_state import page_view
 from ui.widgets import index_slider
@@ -216,8 +216,9 @@ def render() -> None:
     trace = require_trace(selection, context_note=reason is not None)
     window_note = st.empty()  # where generation starts in a long prompt, beside the other notes
     if reason is not None:
-        offer_decoder(reason, key="gen_switch")
+        open_on_decoder(reason, key="gen_switch")
         st.stop()
+    opened_note(key="gen_switch")
 
     loaded, cfg = selection.model, trace.cfg
     if is_seq2seq(loaded):  # the source is the sidebar's text; the decoder writes

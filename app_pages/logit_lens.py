@@ -13,7 +13,7 @@ from ui.charts import chart_config
 from ui.column_width import column_width
 from ui.examples import LEARNED_FROM, known_label, known_sentence
 from ui.sidebar import require_trace, use_known_sentence
-from ui.switch import needs_lm_head, offer_decoder
+from ui.switch import needs_lm_head, offer_decoder, open_on_decoder, opened_note
 from ui.text import md_escape
 from ui.view_state import page_view
 from viz.labels import SEPARATOR, axis_labels, looks_byte_level, visible_text, plain_text
@@ -141,8 +141,9 @@ def render() -> None:
     trace = require_trace(selection)
     reason = needs_lm_head(selection, "The logit lens")
     if reason is not None:
-        offer_decoder(reason, key="lens_switch")
+        open_on_decoder(reason, key="lens_switch")
         st.stop()
+    opened_note(key="lens_switch")
 
     key = (selection.model_name, selection.text, selection.pair)
     tokens = trace.tokens

@@ -29,7 +29,7 @@ from ui.patching_notes import (
 from ui.patching_zoom import grid_columns
 from ui.seq2seq_patching import render_seq2seq_patching, seq2seq_patching_figure
 from ui.sidebar import require_trace
-from ui.switch import needs_lm_head, offer_decoder
+from ui.switch import needs_lm_head, open_on_decoder, opened_note
 from ui.text import md_escape
 from ui.view_state import page_view
 from viz.heads import head_grid
@@ -307,8 +307,9 @@ def render() -> None:
         render_seq2seq_patching(selection, VIEW)
         return
     if trace.kind == "encoder_decoder":
-        offer_decoder(needs_lm_head(selection, "Patching") or "", key="pt_switch")
+        open_on_decoder(needs_lm_head(selection, "Patching") or "", key="pt_switch")
         st.stop()
+    opened_note(key="pt_switch")
     on_preset = selection.model_name == PRESET_MODEL
     _init_state(on_preset)
     mode = st.radio("What to patch", list(MODES), key=VIEW.key("mode"), horizontal=True,

@@ -17,6 +17,7 @@ from analysis.head_stats import head_statistics, unknown_token
 from .fact_base import Fact, FactError, FactInputs, plain  # noqa: F401 (others import them here)
 from .facts_lab import LAB_FACTS
 from .facts_scores import SCORE_FACTS
+from .facts_words import WORDS_FACTS
 
 
 def _stats(f: FactInputs) -> dict[str, np.ndarray]:
@@ -336,6 +337,7 @@ FACTS: dict[str, Fact] = {
 
 FACTS.update(LAB_FACTS)
 FACTS.update(SCORE_FACTS)
+FACTS.update(WORDS_FACTS)
 
 
 def compute(name: str, inputs: FactInputs) -> dict:

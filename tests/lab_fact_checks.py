@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from score_fact_checks import verify_why
+from words_fact_checks import WORDS_FACTS, verify_words
 from teaching.facts import plain
 
 
@@ -221,6 +222,7 @@ def verify_lab(name, fact, trace, settings, model, prose) -> bool:
         "effect": lambda: _effect(fact, trace, settings, model),
         "why": lambda: verify_why(fact, trace, model),
     }
+    checks |= {n: (lambda n=n: verify_words(n, fact, trace, model, prose)) for n in WORDS_FACTS}
     if name not in checks:
         return False
     checks[name]()

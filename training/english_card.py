@@ -49,13 +49,15 @@ def _name_positions(tokens: list[str], name: str) -> list[int]:
 
 def head_roles(loaded, n: int = N_PROMPTS) -> dict:
     """Mean patching effect, direct attribution and attention of every head over n fresh
-    indirect-object prompts of the training templates: {"patching", "attribution": [layer][head], "attention_to_right",
-    "attention_to_repeated": [layer][head] from the last word, "n"}."""
+    indirect-object prompts of the training templates: {"patching", "attribution": [layer][head],
+    "attention_to_right", "attention_to_repeated": [layer][head] from the last word, "n",
+    "right_first": the share of prompts whose likeliest next word is the right name}."""
     cfg = loaded.cfg
     patching = np.zeros((cfg.n_layers, cfg.n_heads))
     direct = np.zeros((cfg.n_layers, cfg.n_heads))
     to_right = np.zeros((cfg.n_layers, cfg.n_heads))
     to_repeated = np.zeros((cfg.n_layers, cfg.n_heads))
+    right_first = 0  # prompts whose likeliest next word is the right name
     tok = loaded.tokenizer
     for ex in io_examples(n, held_out=False):
         clean = torch.tensor(tok.rows([ex.prompt])[0])  # [pos]
@@ -65,10 +67,12 @@ def head_roles(loaded, n: int = N_PROMPTS) -> dict:
         patching += head_patching(p)
         direct += attribute_ids(loaded, clean, target=right, baseline=wrong).heads
         tokens = tok.tokens(clean.tolist())
-        pattern = loaded.run_ids(clean).attentions[:, :, -1]  # [layer, head, k_pos]
+        run = loaded.run_ids(clean)
+        right_first += int(run.logits[0, -1].argmax()) == right
+        pattern = run.attentions[:, :, -1]  # [layer, head, k_pos]
         to_right += pattern[:, :, _name_positions(tokens, ex.right)].sum(-1).numpy()
         to_repeated += pattern[:, :, _name_positions(tokens, ex.wrong)].sum(-1).numpy()
-    return {"n": n, **{k: (v / n).round(3).tolist() for k, v in (
+    return {"n": n, "right_first": right_first / n, **{k: (v / n).round(3).tolist() for k, v in (
         ("patching", patching), ("attribution", direct), ("attention_to_right", to_right),
         ("attention_to_repeated", to_repeated))}}
 

@@ -19,6 +19,8 @@ from .view_state import page_view
 
 PACKAGE = "app_pages"  # where the declared page modules live
 START = PAGE_SPECS[0].path  # the first page is the start page, at "/"
+SHOWN_KEY = "_page_shown"  # the page the last whole run showed
+CAME_FROM_KEY = "_page_came_from"  # the page before this run's (None: the session's first run)
 
 
 def module_name(path: str) -> str:
@@ -69,12 +71,20 @@ def run(page) -> None:
     """Run the page on screen, then put the settings it used in its link (also when the page
     stopped early with a message)."""
     path = path_of(page)
+    state = st.session_state
+    state[CAME_FROM_KEY], state[SHOWN_KEY] = state.get(SHOWN_KEY), path
     try:
         page.run()
     except StopException:  # st.stop(): the page said why it stopped; a jump leaves the link
         _write_link(path)
         raise
     _write_link(path)
+
+
+def came_from() -> str | None:
+    """The page the run before this one showed (this page's own path when the learner stayed on
+    it; None on the session's first run)."""
+    return st.session_state.get(CAME_FROM_KEY)
 
 
 def _write_link(path: str) -> None:

@@ -11,7 +11,7 @@ from model import BUNDLED, LoadedModel, ModelLoadError, Trace
 from model.hub import HubUnreachable
 from model.registry import HubOffline
 
-from . import charts, settings, view_state
+from . import charts, settings, view_state, words_card
 from .cache import get_model, get_trace
 from .examples import EXAMPLES, LEARNED_FROM, SHORT, known_label, known_sentence
 from .model_names import NAMES, about_loaded, description, in_groups, short_label
@@ -19,6 +19,7 @@ from .text import md_escape
 from .urlstate import link_was_unreadable, url_default, write_to_url
 
 OTHER = "Other: local directory or hub id"
+LINK_MODEL_KEY = "_link_model"  # the model the link that opened the session named
 
 
 @dataclass
@@ -89,6 +90,7 @@ def _model_choice(page: str | None) -> tuple[str, str]:
     wanted = url_default("sb_model", None)
     if wanted is not None and view_state.MODEL_KEY not in st.session_state:
         wanted = by_label.get(wanted, wanted)
+        st.session_state[LINK_MODEL_KEY] = wanted  # the link chose the model (ui/switch.py)
         if wanted in options:
             st.session_state[view_state.MODEL_KEY] = wanted
         elif allowed is None:
@@ -106,6 +108,7 @@ def _model_choice(page: str | None) -> tuple[str, str]:
     if about:
         st.caption(about)
     _known_text_note(choice)
+    words_card.draw(choice)
     if choice in trained:
         return trained[choice], choice
     if choice != OTHER:

@@ -11,15 +11,19 @@ from __future__ import annotations
 
 import streamlit as st
 
-from . import settings
+from model import BUNDLED
+
+from . import class_session, page_registry, settings
 from .examples import KNOWN_KIND, is_app_example, known_sentence
 from .model_names import NAMES, description
-from .sidebar import model_label, refusal_note, use_known_sentence
+from .sidebar import LINK_MODEL_KEY, model_label, refusal_note, use_known_sentence
 from .text import md_escape
 
 MODEL_KEY = "sb_model_choice"  # the sidebar's model picker (ui/sidebar.py)
 PAIR_KEY = "sb_pair"
 TEXT_KEY = "sb_text"
+PENDING_KEY = "_decoder_pending"  # a page asked to open on the default decoder next run
+OPENED_KEY = "_decoder_opened"  # {"page", "reason"}: a page that opened on it, and why
 # Bundled decoders with a language-model head, best first for a learner's English text.
 DECODERS = ("tiny-words", "tiny-chars", "tiny-induction")
 WHAT_THEY_ARE = {
@@ -29,6 +33,7 @@ WHAT_THEY_ARE = {
                   "attention",
     "tiny-induction": "continues repeated letters (a-z and digits)",
 }
+OPENS_ON = DECODERS[0]  # where a decoder-lab page opens when the sidebar's model cannot do it
 
 
 def bundled_decoders() -> list[str]:
@@ -105,3 +110,62 @@ def offer_decoder(reason: str, key: str = "switch") -> None:
         kind = KNOWN_KIND.get(swapped[0], "sentence")
         st.caption(f"Switching to {swapped[0]} also puts in a {kind} of the kind it learned "
                    "from, so its guesses mean something.")
+
+
+def _opens_on_decoder(selection) -> bool:
+    """Should a decoder-lab page the sidebar's model cannot run open on OPENS_ON? When the
+    learner has just come to it from another page (or opened the app on it), the server
+    offers it, and nothing chose the model on purpose: not the learner typing a folder or hub
+    id, not the link that opened the session naming it (kept while it is the sidebar's
+    model), not a live class they follow; not a link's refused model either."""
+    came_from = page_registry.came_from()
+    shown = st.session_state.get(page_registry.SHOWN_KEY)
+    if came_from == shown or OPENS_ON not in bundled_decoders() or selection.link_refused:
+        return False
+    if selection.model_name not in BUNDLED:  # a folder or hub id the learner typed: kept
+        return False
+    if st.session_state.get(LINK_MODEL_KEY) == selection.model_name:  # a link's choice: kept
+        return False
+    student = class_session.student()
+    return student is None or not student.following
+
+
+def open_on_decoder(reason: str, key: str) -> None:
+    """A decoder-lab page (its render()) that the sidebar's model cannot run: just opened, it
+    opens on OPENS_ON (the run starts again with it in the sidebar, and the page says why);
+    else `reason` and a button per bundled decoder (`offer_decoder`)."""
+    selection = st.session_state["selection"]
+    if _opens_on_decoder(selection):
+        st.session_state[PENDING_KEY] = {"page": st.session_state[page_registry.SHOWN_KEY],
+                                         "reason": reason}
+        st.rerun()
+    st.session_state.pop(OPENED_KEY, None)  # the learner chose this model here
+    offer_decoder(reason, key)
+
+
+def take_pending() -> None:
+    """app.py, before the sidebar is drawn: a page asked to open on the default decoder."""
+    pending = st.session_state.pop(PENDING_KEY, None)
+    if pending is not None:
+        _switch_to(OPENS_ON)
+        st.session_state[OPENED_KEY] = pending
+
+
+def opened_note(key: str) -> None:
+    """On a page that opened on OPENS_ON: why, in one line, with the other bundled decoders
+    a click away. Said while the learner stays on the page with that model."""
+    opened = st.session_state.get(OPENED_KEY)
+    if opened is None:
+        return
+    selection = st.session_state["selection"]
+    if opened["page"] != st.session_state.get(page_registry.SHOWN_KEY) or \
+            selection.model_name != OPENS_ON:
+        del st.session_state[OPENED_KEY]
+        return
+    st.info(f"{opened['reason']} So the page opened on {OPENS_ON}, a decoder that comes with "
+            f"the app: it {WHAT_THEY_ARE[OPENS_ON]}.")
+    others = [n for n in bundled_decoders() if n != OPENS_ON]
+    row = st.container(horizontal=True)
+    for name in others:
+        row.button(f"Switch to {name}", key=f"{key}_{name}", on_click=_switch_to, args=(name,),
+                   help=description(name))

@@ -95,11 +95,6 @@ def test_minilm_ablation_logit_lens_and_compare():
     more = {m.label: float(m.value) for m in at.metric}
     assert more["Sentence cosine"] != metrics["Sentence cosine"]
 
-    switch(at, PAGES[2]).run()
-    assert not at.exception
-    assert "MiniLM is an encoder" in _texts(at.info) and "lens_table" not in _charts(at)
-    assert at.button(key="lens_switch_tiny-chars")  # the way out is one click (test below)
-
     switch(at, PAGES[3]).run()
     assert not at.exception
     charts = _charts(at)
@@ -112,6 +107,12 @@ def test_minilm_ablation_logit_lens_and_compare():
                                          "word pieces than the first one does.").run()
     assert not at.exception
     assert "No difference map" in _texts(at.info) and "cmp_diff" not in _charts(at)
+
+    switch(at, PAGES[2]).run()  # MiniLM has no next token: the lens opens on tiny-words
+    assert not at.exception
+    assert "MiniLM is an encoder" in _texts(at.info) and "lens_table" in _charts(at)
+    assert at.selectbox(key="sb_model_choice").value == "tiny-words"
+    assert at.button(key="lens_switch_tiny-chars")  # the other decoders: one click
 
 
 def test_tiny_gpt2_decoder_on_every_page(tiny_dirs, tiny_models_loaded):
@@ -155,7 +156,10 @@ def test_the_logit_lens_switches_an_encoder_to_a_bundled_decoder_in_one_click():
     tiny_chars = load_model("tiny-chars")
     at = _app()
     at.text_input(key="sb_pair").input("A second sentence.").run()
-    switch(at, PAGES[2]).run()
+    switch(at, PAGES[2]).run()  # opens on tiny-words; MiniLM picked on the page is kept
+    at.selectbox(key="sb_model_choice").set_value("minilm").run()
+    at.selectbox(key="sb_example").set_value("Short sentence").run()
+    at.text_input(key="sb_pair").input("A second sentence.").run()
     assert "lens_table" not in _charts(at)
     assert "second sentence" in _texts(at.caption)  # says that switching clears it
     at.button(key="lens_switch_tiny-chars").click().run()

@@ -29,7 +29,10 @@ LENS = "logit-lens"
 
 
 def _app() -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=300).run()
+    """The logit lens from a link that names MiniLM: the page keeps it and offers the decoders
+    (from another page it opens on tiny-words: test_decoder_lab_opens_on_tiny_words.py)."""
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.query_params["model"] = "minilm"
     switch(at, LENS).run()
     return at
 
