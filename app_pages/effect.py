@@ -99,13 +99,18 @@ def _steps_allowed(k: int) -> list[int]:
 def _method_settings(loaded, k: int) -> tuple[str, int, str | None]:
     """Integrated gradients' baseline and steps, and the occlusion mode (None: not run), each
     put back to what this model and text allow when the session's does not fit."""
+    chosen = {}
     for setting, options in (("baseline", offered(loaded, baseline_names(loaded))),
                              ("occlusion", offered(loaded, OCCLUSION)),
                              ("steps", _steps_allowed(k))):
+        if len(options) == 1 and setting != "steps":  # the only one: said, not kept in the view
+            chosen[setting] = options[0]
+            continue
         if options and VIEW[setting] not in options:  # steps: at what fits the text, quietly
             VIEW[setting] = options[-1 if setting == "steps" else 0]
-    return (VIEW["baseline"], VIEW["steps"],
-            None if k > MAX_OCCLUSION_TOKENS else VIEW["occlusion"])
+        chosen[setting] = VIEW[setting]
+    return (chosen["baseline"], chosen["steps"],
+            None if k > MAX_OCCLUSION_TOKENS else chosen["occlusion"])
 
 
 def _method_controls(loaded, k: int) -> tuple[str, int, str | None]:
