@@ -26,10 +26,11 @@ class CheckError(ValueError):
     """A check's file does not load, or the two forms do not pair up."""
 
 
-def read_form(form: str, folder: Path = CHECKS) -> Lesson:
-    """One form, parsed like a lesson (CheckError naming the line and problem)."""
+def read_form(form: str, folder: Path | None = None) -> Lesson:
+    """One form, parsed like a lesson (CheckError naming the line and problem); `folder`:
+    the check's own (CHECKS) unless given."""
     try:
-        data = (folder / f"{form}.toml").read_bytes()
+        data = ((folder or CHECKS) / f"{form}.toml").read_bytes()
     except OSError as exc:
         raise CheckError(f"{SAID[form]} cannot be read ({exc.strerror})") from None
     try:
@@ -69,7 +70,7 @@ def pair_problems(before: Lesson, after: Lesson) -> list[str]:
     return problems
 
 
-def load_forms(folder: Path = CHECKS) -> dict[str, Lesson]:
+def load_forms(folder: Path | None = None) -> dict[str, Lesson]:
     """Both forms, checked to pair up (CheckError with the first problem)."""
     forms = {form: read_form(form, folder) for form in FORMS}
     problems = pair_problems(forms["before"], forms["after"])

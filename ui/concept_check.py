@@ -147,7 +147,7 @@ def _item(form: str, lesson: Lesson, number: int) -> None:
 
 def kindly(row: Row) -> str:
     """The misconception in the learner's terms: what their answers suggest they thought."""
-    belief = row.belief[0].lower() + row.belief[1:]
+    belief = safe_markdown(row.belief[0].lower() + row.belief[1:])
     if row.held is None:
         return f"Not asked yet: whether {belief}"
     if row.held:
