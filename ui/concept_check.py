@@ -81,10 +81,12 @@ def check_box() -> None:
             st.markdown("**You have taken both checks.** Your map shows what moved.")
         row = st.container(horizontal=True, gap="small")
         if not done_before:
-            row.button(TITLES["before"], key="check_start_before", type="primary",
+            row.button("Continue the first check" if _answers("before") else TITLES["before"],
+                       key="check_start_before", type="primary",
                        on_click=partial(go, "before", _next_open("before", before)))
         if not done_after and (done_before or finished):
-            row.button(TITLES["after"], key="check_start_after",
+            row.button("Continue the second check" if _answers("after") else TITLES["after"],
+                       key="check_start_after",
                        type="primary" if done_before and finished else "secondary",
                        disabled=not finished,
                        help=None if finished else "Finish a lesson first.",

@@ -57,7 +57,8 @@ def _take(at, form: str, answers: list[dict]) -> None:
 
 def _map_lines(at) -> dict[str, str]:
     """Misconception id -> its line on the map."""
-    lines = [line for el in at.markdown for line in str(el.value).split("\n\n- ")]
+    lines = [line.removeprefix("- ") for el in at.markdown
+             for line in str(el.value).split("\n\n")]
     out = {}
     for tag, m in misconceptions().items():
         belief = m.belief[0].lower() + m.belief[1:]
