@@ -18,6 +18,7 @@ from teaching.facts import FactError
 from teaching.format import Lesson, LessonError
 from teaching.render import safe_markdown
 
+from .cache import shared
 from .lesson_library import catalogue
 from .lesson_progress import progress
 from .lesson_step import shown_name, step_texts
@@ -27,6 +28,18 @@ from .urlstate import url_int
 CHECK_KEY = "concept_check"  # session state: form -> {item number: {"picked", "right"}}
 TITLES = {"before": "Check what you know first", "after": "Check again"}
 MARKS = {True: "✓ right", False: "✗ not right", None: "not taken yet"}
+
+
+def _texts(form: str, number: int, with_answer: bool, step) -> dict[str, str]:
+    """An item's texts with its facts filled in (and its answer, when asked), worked out once
+    on this server: every learner's item is the same, and a fact may take seconds."""
+    return _shared_texts(form, number, with_answer, step.model, step.text, step.question, step)
+
+
+@shared("check-texts")
+def _shared_texts(form: str, number: int, with_answer: bool, model: str, text: str, question,
+                  _step) -> dict[str, str]:
+    return step_texts(_step, with_answer=with_answer)[1]
 
 
 def _answers(form: str) -> dict[int, dict]:
@@ -110,10 +123,8 @@ def _settle(form: str, lesson: Lesson) -> None:
     for number, got in _answers(form).items():
         if got["right"] is None and 1 <= number <= len(lesson.steps):
             step = lesson.steps[number - 1]
-            with st.spinner("Noting your answer…" if step.page != "training" else
-                            "Noting your answer: it needs the training page's first run of "
-                            "the copying model, once on this server (about a minute)…"):
-                got["right"] = got["picked"] == step_texts(step)[1]["answer"]
+            with st.spinner("Noting your answer…"):
+                got["right"] = got["picked"] == _texts(form, number, True, step)["answer"]
 
 
 def _item(form: str, lesson: Lesson, number: int) -> None:
@@ -127,7 +138,10 @@ def _item(form: str, lesson: Lesson, number: int) -> None:
                   on_click=partial(go, form, _next_open(form, lesson)))
         return
     try:
-        _, texts = step_texts(step, with_answer=False)
+        with st.spinner("This question is about a training run of the copying model. It "
+                        "runs once on this server, in about a minute…"
+                        if step.page == "training" else "Reading the question's run…"):
+            texts = _texts(form, number, False, step)
     except (FactError, LessonError, ValueError) as exc:
         st.error(f"This question cannot be asked with this model: {md_escape(str(exc))}")
         return

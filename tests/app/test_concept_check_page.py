@@ -49,7 +49,7 @@ def _take(at, form: str, answers: list[dict]) -> None:
         box = at.radio(key=f"check_{form}_{number}")
         right = PLANS[form](number)
         pick = texts["answer"] if right else next(o for o in box.options if o != texts["answer"])
-        box.set_value(pick)
+        box.set_value(pick).run()  # the answer button waits for a pick
         at.button(key="check_answer").click().run()
         assert not at.exception, at.exception
         assert not at.get("success") and "right" not in _said(at, "warning")  # nothing told
