@@ -168,18 +168,18 @@ def kindly(row: Row) -> str:
         return f"Not asked yet: whether {belief}"
     if row.held:
         return f"You did not think that {belief}"
-    return (f"Your answer suggests you thought that {belief} Many people do at first; it is "
-            "not so.")
+    return f"Your answer suggests you thought that {belief}"
 
 
-def _map_line(row: Row) -> str:
+def _map_line(row: Row, lessons: dict[str, Lesson]) -> str:
     verdict = {True: "**Held**", False: "**Revisit**", None: "**Not taken yet**"}[row.held]
     line = (f"{verdict} · {kindly(row)}  \nBefore: {MARKS[row.before]} · "
             f"after: {MARKS[row.after]}")
-    if row.held is False and row.step is not None:
+    if row.held is False and row.step is not None and row.step[0] in lessons:
         lesson_id, number = row.step
         link = urlencode({"lesson": lesson_id, "step": number})
-        line += f" · [The step that shows why](/lessons?{link})"
+        line += (f" · see why: [{md_escape(lessons[lesson_id].title)}, step {number}]"
+                 f"(/lessons?{link})")
     return line
 
 
@@ -200,7 +200,10 @@ def show_map(forms: dict[str, Lesson], form: str) -> None:
                          ([r for r in rows if r.held is None], "Not asked yet")):
         if group:
             st.subheader(title, anchor=False)
-            st.markdown("\n\n".join(f"- {_map_line(r)}" for r in group))
+            if group is revisit:
+                st.caption("Many people think so at first. Each link opens the lesson step "
+                           "that shows, on a real run, why it is not so.")
+            st.markdown("\n\n".join(f"- {_map_line(r, lessons)}" for r in group))
     st.button("All lessons", key="check_all", type="primary", on_click=_leave)
 
 

@@ -43,6 +43,14 @@ def _said(at, kind: str) -> str:
     return " ".join(str(el.value) for el in at.get(kind)).replace("\\", "")
 
 
+def _address(at, **params) -> None:
+    """The page at this address, in the same session (as a link typed in the tab does)."""
+    at.query_params.clear()
+    at.query_params.update(params)
+    at.run()
+    assert not at.exception, at.exception
+
+
 def _take(at, form: str, answers: list[dict]) -> None:
     for number, texts in enumerate(answers, 1):
         assert at.query_params["item"] in (str(number), [str(number)])
@@ -93,6 +101,7 @@ def _check_map(at, taken: dict[str, dict[int, bool]]) -> None:
             assert line.startswith("**Held**") and link not in line, line
         else:
             assert line.startswith("**Revisit**") and link in line, line
+            assert f"step {number}]" in line  # the link names the lesson and its step
             assert "you thought that" in line
 
 
@@ -107,17 +116,16 @@ def test_both_forms_walked_with_known_answers_give_the_exact_map(right_answers):
     _check_map(at, {"before": before})
     assert "after: not taken yet" in _said(at, "markdown")
 
-    at.query_params.from_dict({"check": "before", "item": "1"})  # back to a question answered
-    at.run()
-    assert "answered once" in _said(at, "info") and not at.get("radio")
+    _address(at, check="before", item="1")  # back to a question answered
+    assert "answered once" in _said(at, "info")
+    assert not [r for r in at.radio if r.key == "check_before_1"]  # no second answer
 
     at.query_params.clear()
     at.run()  # the list: the first check done, "Check again" waits for a finished lesson
     assert "check_start_before" not in [b.key for b in at.button]
     assert at.button(key="check_start_after").disabled
 
-    at.query_params.from_dict({"check": "after", "item": "1"})
-    at.run()
+    _address(at, check="after", item="1")
     _take(at, "after", right_answers["after"])
     after = {k: PLANS["after"](k) for k in range(1, n + 1)}
     _check_map(at, {"before": before, "after": after})
