@@ -104,8 +104,8 @@ def check_box() -> None:
                        disabled=not finished,
                        help=None if finished else "Finish a lesson first.",
                        on_click=partial(go, "after", _next_open("after", after)))
-        if done_before or done_after:
-            form = "after" if done_after else "before"
+        if _answers("before") or _answers("after"):  # the map so far, once anything is answered
+            form = "after" if _answers("after") else "before"
             row.button("Your map", key="check_map", on_click=partial(go, form, "end"))
 
 
