@@ -154,8 +154,7 @@ def _item(form: str, lesson: Lesson, number: int) -> None:
     st.radio("Your answer", options, index=None, key=box, label_visibility="collapsed")
     nothing = st.session_state.get(box) is None
     st.button("Answer" if number < n else "Answer and see my map", key="check_answer",
-              type="primary", disabled=nothing, help="Pick one answer first." if nothing else None,
-              on_click=partial(_record, form, number, box))
+              type="primary", disabled=nothing, on_click=partial(_record, form, number, box))
     st.caption("You answer each question once. How you did comes at the end.")
     st.button("Leave the check", key="check_leave", on_click=_leave,
               help="Your answers so far are kept; you can come back to the next question.")
