@@ -146,7 +146,8 @@ def _item(form: str, lesson: Lesson, number: int) -> None:
         st.error(f"This question cannot be asked with this model: {md_escape(str(exc))}")
         return
     st.subheader(texts["title"], anchor=False)
-    if step.page != "training":  # a training run reads no text of its own
+    # the item's text, unless the question quotes it (a training run reads no text of its own)
+    if step.page != "training" and f"“{step.text}”" not in texts["prompt"]:
         st.markdown(f"{md_escape(shown_name(step.model))} reads: “{md_escape(step.text)}”")
     st.markdown(safe_markdown(texts["prompt"]))
     options = [texts[f"option{i}"] for i in range(len(step.question.options))]
