@@ -1,6 +1,7 @@
 """Lessons: a list of guided lessons, and one lesson step at a time.
 
-/lessons lists them, with this session's progress on each; /lessons?lesson=<id>&step=<n> opens
+/lessons lists them, with this session's progress on each, under the concept check
+(/lessons?check=before&item=<n>, ui/concept_check.py); /lessons?lesson=<id>&step=<n> opens
 step n: its explanation and an optional "predict, then reveal" question beside the one figure
 the step is about, in the step's state, with a link to the full page; step=end is the summary
 a finished lesson ends on.
@@ -16,7 +17,7 @@ import streamlit as st
 from teaching.facts import FactError
 from teaching.format import Lesson, LessonError
 from teaching.render import safe_markdown
-from ui import class_answers, class_bar, class_session, projector
+from ui import class_answers, class_bar, class_session, concept_check, projector
 from ui.course_list import course_list
 from ui.lesson_library import catalogue
 from ui.lesson_progress import (
@@ -38,6 +39,7 @@ def _lesson_list() -> None:
                 "more. Some steps ask you to **guess first**: the answer appears only after you "
                 "have made your guess. Your progress is kept until you close or reload this tab.")
     lessons, broken = catalogue()
+    concept_check.check_box()
     course_list(lessons, _start_button, go_to)
     for item in broken:
         st.error(f"The lesson file {md_escape(item.name)} could not be opened: "
@@ -247,6 +249,8 @@ def _summary(lesson: Lesson) -> None:
 
 
 def render() -> None:
+    if concept_check.render():  # /lessons?check=before&item=<n>: the concept check
+        return
     wanted, number = lesson_from_url()
     if wanted is None:
         _lesson_list()

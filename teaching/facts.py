@@ -15,6 +15,7 @@ import torch
 from analysis.head_stats import head_statistics, unknown_token
 
 from .fact_base import Fact, FactError, FactInputs, plain  # noqa: F401 (others import them here)
+from .facts_check import CHECK_FACTS
 from .facts_lab import LAB_FACTS
 from .facts_scores import SCORE_FACTS
 from .facts_words import WORDS_FACTS
@@ -54,7 +55,7 @@ def _run(f: FactInputs) -> dict:
             "d_model": cfg.d_model, "d_head": cfg.d_head, "d_mlp": cfg.d_mlp,
             "vocab": cfg.d_vocab, "first": plain(f.trace.tokens[0]),
             "last": plain(f.trace.tokens[-1]), "markers": markers,
-            "pieces": f.trace.n_tokens - markers}
+            "pieces": f.trace.n_tokens - markers, "words": len(f.trace.texts[0].split())}
 
 
 def _sink(f: FactInputs) -> dict:
@@ -265,7 +266,20 @@ def induction_run(settings) -> dict:
     rise, rise_step = max(rises) if rises else (0.0, 0)
     return {"step": jump if jump is not None else steps, "steps": steps,
             "score": scores[-1][1], "when": when_phrase(jump, steps), "jumped": jump is not None,
-            "threshold": JUMP_SCORE, "rise": rise, "rise_step": rise_step}
+            "threshold": JUMP_SCORE, "rise": rise, "rise_step": rise_step,
+            "how": how_it_rose(scores, steps), "scores": scores}
+
+
+ROSE = ("most of it within a fifth of the run", "about evenly, a little at every step")
+
+
+def how_it_rose(scores: list[tuple[int, float]], steps: int) -> str:
+    """ROSE[0] when some stretch of a fifth of the run holds at least half of the score's
+    whole rise (first snapshot to last), else ROSE[1]."""
+    total = scores[-1][1] - scores[0][1] if scores else 0.0
+    best = max((b - a for i, (s, a) in enumerate(scores) for t, b in scores[i + 1:]
+                if t - s <= steps / 5), default=0.0)
+    return ROSE[0] if total > 0 and best >= total / 2 else ROSE[1]
 
 
 def _induction_head(f: FactInputs) -> dict:
@@ -295,7 +309,7 @@ def _induction(f: FactInputs) -> dict:
 
 FACTS: dict[str, Fact] = {
     "run": Fact(("model", "tokens", "layers", "heads", "heads_total", "d_model", "d_head",
-                 "d_mlp", "vocab", "first", "last", "markers", "pieces"), _run,
+                 "d_mlp", "vocab", "first", "last", "markers", "pieces", "words"), _run,
                 describe="the model and the text"),
     "prev": Fact(("layer", "head", "share", "amount"), _best("previous"),
                  describe="the head that looks most at the previous token"),
@@ -329,7 +343,8 @@ FACTS: dict[str, Fact] = {
                  describe="the number of each step of the forward-pass walkthrough"),
     "indhead": Fact(("layer", "head", "score", "prev_head", "prev_share", "length", "a", "b"),
                     _induction_head, describe="the induction head on a stretch typed twice"),
-    "induction": Fact(("step", "steps", "score", "when", "threshold", "rise", "rise_step"),
+    "induction": Fact(("step", "steps", "score", "when", "threshold", "rise", "rise_step",
+                       "how"),
                       _induction,
                       describe="when induction heads form in the training page's default run"),
 }
@@ -338,6 +353,7 @@ FACTS: dict[str, Fact] = {
 FACTS.update(LAB_FACTS)
 FACTS.update(SCORE_FACTS)
 FACTS.update(WORDS_FACTS)
+FACTS.update(CHECK_FACTS)
 
 
 def compute(name: str, inputs: FactInputs) -> dict:

@@ -21,3 +21,13 @@ def bundled_model(name: str):
 def run_text(name: str, text: str, pair: str):
     """The runner step_texts asks for: the model and its run on the text (and pair)."""
     return bundled_model(name), bundled_model(name).run(text, pair or None)
+
+
+@functools.cache
+def default_induction() -> dict:
+    """The induction fact: the training page's default run (the same settings give the same
+    run), trained once per test process for every file that needs it."""
+    from teaching.facts import induction_run
+    from ui.training_runs import default_settings
+
+    return induction_run(default_settings("induction"))

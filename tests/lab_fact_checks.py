@@ -208,6 +208,35 @@ def _effect(fact, trace, settings, model) -> None:
     assert fact["same"].startswith("yes") == (i == j)
 
 
+def _mix(fact, trace, model) -> None:
+    """The first layer by hand: the embedding sum from the weights, and the first block's
+    attention output from a plain run of each text, at the watched word."""
+    from teaching.facts_check import MIX_PLACES, MIX_TOLERANCE
+
+    ids = trace.input_ids[0]
+    special = _special(model, ids)
+    words = [i for i, t in enumerate(trace.tokens)
+             if not special[i] and any(c.isalpha() for c in plain(t))]
+    first, watched = words[0], words[-1]
+    assert (fact["swapped"], fact["word"]) == (plain(trace.tokens[first]),
+                                               plain(trace.tokens[watched]))
+    put = next(int(ids[i]) for i in words[1:-1] if int(ids[i]) != int(ids[first]))
+    assert fact["by"] == _word(model, put)
+    swapped = ids.clone()
+    swapped[first] = put
+    types = trace.token_type_ids[0]
+    a, b = (first_layer_input(model, x, types) for x in (ids, swapped))
+    assert fact["embed_change"] == pytest.approx(float((a[watched] - b[watched]).abs().max()),
+                                                 abs=1e-5)
+    assert float((a[first] - b[first]).abs().max()) > 0  # the swapped word itself did change
+    out = [model.run_ids(x, keep=lambda n: n == "blocks.0.hook_attn_out").cache[
+        "blocks.0.hook_attn_out"][0, watched].double() for x in (ids, swapped)]
+    change = float((out[0] - out[1]).abs().max())
+    assert fact["attn_change"] == pytest.approx(change, rel=1e-3, abs=1e-6)
+    if fact["embed_change"] <= MIX_TOLERANCE and change > MIX_TOLERANCE:
+        assert fact["where"] == MIX_PLACES[1]  # only attention carries the swap across
+
+
 def verify_lab(name, fact, trace, settings, model, prose) -> bool:
     checks = {
         "dims": lambda: _dims(fact, trace, model),
@@ -221,6 +250,7 @@ def verify_lab(name, fact, trace, settings, model, prose) -> bool:
         "shift": lambda: _shift(fact, trace),
         "effect": lambda: _effect(fact, trace, settings, model),
         "why": lambda: verify_why(fact, trace, model),
+        "mix": lambda: _mix(fact, trace, model),
     }
     checks |= {n: (lambda n=n: verify_words(n, fact, trace, model, prose)) for n in WORDS_FACTS}
     if name not in checks:

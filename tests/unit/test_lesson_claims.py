@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 
+from bundled_lessons import default_induction
 from lab_fact_checks import verify_lab
 from model import load_model
 from teaching.facts import JUMP_SCORE, WALK_NAMES, amount, plain, when_phrase
@@ -37,10 +38,7 @@ def _runner(name: str, text: str, pair: str):
 
 @pytest.fixture(scope="module")
 def induction():
-    from ui.training_runs import default_settings
-    from teaching.facts import induction_run
-
-    return induction_run(default_settings("induction"))
+    return default_induction()
 
 
 def test_there_are_at_least_six_bundled_lessons_covering_the_topics():
@@ -164,6 +162,7 @@ def _verify_run(fact: dict, trace, prose: str) -> None:
     special = _special(trace)
     assert fact["markers"] == int(special.sum())
     assert fact["pieces"] + fact["markers"] == fact["tokens"]  # the count includes the markers
+    assert fact["words"] == len(re.findall(r"\S+", trace.texts[0]))
     if "markers" in prose and "at the start" in prose:  # "... {run.first} at the start"
         assert special[0] and special[-1] and fact["markers"] == 2
         assert (fact["first"], fact["last"]) == (plain(trace.tokens[0]), plain(trace.tokens[-1]))
@@ -215,16 +214,22 @@ def _verify_cross(fact: dict, trace) -> None:
 @pytest.mark.parametrize("lesson, index", STEPS,
                          ids=[f"{lesson.id}-{i + 1}" for lesson, i in STEPS])
 def test_every_claim_of_every_step_holds(lesson, index, induction):
-    step = lesson.steps[index]
-    settings, texts, facts = step_texts(step, _runner, train=lambda: induction)
+    verify_step(lesson.steps[index], _runner, induction)
+
+
+def verify_step(step, runner, induction: dict) -> dict[str, dict]:
+    """Every fact of the step filled in and checked against an independent computation, and a
+    choice question's answer one of its options, all different; the facts, by name."""
+    settings, texts, facts = step_texts(step, runner, train=lambda: induction)
     assert not PLACEHOLDER.search(" ".join(texts.values())), "a fact was left unfilled"
-    trace = _runner(step.model, step.text, step.pair)[1]
+    trace = runner(step.model, step.text, step.pair)[1]
     for name, fact in facts.items():
         _verify(name, fact, trace, settings, texts.get("row", ""), induction,
                 " ".join(texts.values()))
     if step.question is not None and step.question.kind == "choice":
         options = [texts[f"option{i}"] for i in range(len(step.question.options))]
-        assert texts["answer"] in options and len(set(options)) == len(options)
+        assert texts["answer"] in options and len(set(options)) == len(options), options
+    return facts
 
 
 def test_the_induction_prediction_is_read_from_the_run(induction):
