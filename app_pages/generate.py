@@ -147,6 +147,7 @@ def _first_head(cfg) -> None:
         VIEW["layer"], VIEW["head"] = layer, head
         st.session_state["_gen_induction"] = (layer, head, score) if score >= INDUCTION_CLEAR \
             else None
+    VIEW.setdefault("layer")  # the link's layer, when it gives one, into the slider
     VIEW.setdefault("head", 0)
 
 

@@ -206,9 +206,8 @@ def figure(name: str) -> None:
         offer_decoder(reason, key="lens_switch")
         return
     n = len(trace.tokens)
-    if VIEW.setdefault("pos", n - 1) not in range(n):
-        VIEW["pos"] = n - 1
-    end = VIEW["pos"]
+    given = VIEW.given("pos")  # the step's position; else the last, not kept as the step's
+    end = given if given in range(n) else n - 1
     plot_px = lens_plot_px(column_width("lens_column_width"), projector.on())
     lens = _lens(trace, (selection.model_name, selection.text, selection.pair))
     _table(selection, trace, lens, (_window_ending(trace.tokens, end, plot_px), end), "top",
