@@ -155,8 +155,11 @@ def logit_view(view, n: int, choices) -> tuple[int, int, int | None, dict]:
     _settle_position(view, n)
     pos = view["pos"] if n > 1 else 0
     _, names = _settle_tokens(view, pos, choices)
-    target, base = view["target"], view["base"]
-    return pos, target, base if view["mode"] == "diff" and base != target else None, names
+    target = view["target"]
+    if view["mode"] != "diff":  # the second token is read only for a difference, as the page does
+        return pos, target, None, names
+    base = view["base"]
+    return pos, target, base if base != target else None, names
 
 
 def score_words(names: dict, target: int, base: int | None) -> tuple[str, str]:
