@@ -34,11 +34,17 @@ FIGURES: dict[str, dict[str, str]] = {
 }
 
 
+# A step's `figure = "page"`: no one figure, the whole page with its controls (for a class to
+# explore, or a teacher who moves a setting while the room watches).
+WHOLE_PAGE = "page"
+
+
 def default_figure(page: str) -> str:
     """The figure a step on `page` shows when it names none ("" when the page has none)."""
     return next(iter(FIGURES.get(page, {})), "")
 
 
 def figure_of(page: str, name: str = "") -> str:
-    """The figure a step shows: its own choice, else its page's default ("" for none)."""
-    return name or default_figure(page)
+    """The figure a step shows: its own choice, else its page's default ("" for none: the
+    whole page)."""
+    return "" if name == WHOLE_PAGE else name or default_figure(page)

@@ -11,7 +11,8 @@
     layer = 0                           # page settings (teaching/pages.py lists them)
     head = "{prev.head}"                # ...or a fact computed from the model
     explain = "Markdown shown beside the page. {prev.share:.0%} comes from the run."
-    figure = "heatmap"                  # optional: the one figure shown (teaching/figures.py)
+    figure = "heatmap"                  # optional: the one figure shown (teaching/figures.py),
+                                        # or "page": the whole page, its controls too
 
     [steps.question]                    # optional: predict, then reveal
     kind = "choice"                     # or "cell": click the brightest cell of a row
@@ -40,7 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .facts import FACTS
-from .figures import FIGURES
+from .figures import FIGURES, WHOLE_PAGE
 from .limits import MAX_LESSON_BYTES  # noqa: F401 (the pages read the limit from here)
 from .limits import (
     FORMAT_SPEC, FORMATS_SAID, MAX_STEP_CHARS, LessonError, check_size, check_text,
@@ -268,6 +269,8 @@ def _figure(value, page: str, line: int) -> str:
     """A step's `figure`: one its page offers (a page with none shows the whole page)."""
     if value is None:
         return ""
+    if value == WHOLE_PAGE:  # the whole page and its controls, e.g. for a class to explore
+        return value
     offered = FIGURES.get(page, {})
     if not offered:
         raise LessonError(line, f"the {page} page has no figure to choose: a step on it shows "

@@ -1,5 +1,5 @@
 """An operator's lesson file for the live-class tests (AppTest and Chromium): one step that runs
-a whole page with its own slider (the Embeddings page, its layer at 2), so a setting the
+a whole page with its own slider (`figure = "page"`: the Embeddings page, its layer at 2), so a setting the
 teacher moves inside the step can travel to the class."""
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ text = "The cat sat on the mat because it was warm."
 [[steps]]
 title = "Tokens move through the layers"
 page = "embeddings"
+figure = "page"
 layer = 2
 explain = "Each layer moves the tokens to new places."
 """

@@ -1,6 +1,7 @@
 """A lesson step names the one figure it shows (`figure = "..."`), or gets its page's own; a
 file without the key still parses (every lesson written before it); a figure its page does not
-offer is refused with its line; every page that offers figures can draw them."""
+offer is refused with its line; `figure = "page"` asks for the whole page on any page; every
+page that offers figures can draw them."""
 
 from __future__ import annotations
 
@@ -38,6 +39,12 @@ def test_a_step_may_name_its_figure_and_otherwise_gets_its_pages_own():
     assert step.figure == "cross-attention" == figure_of(step.page, step.figure)
     plain = _parse("").steps[0]
     assert plain.figure == "" and figure_of("attention", plain.figure) == "heatmap"
+
+
+def test_a_step_may_ask_for_the_whole_page_on_any_page():
+    for page in ("attention", "embeddings"):
+        step = _parse('figure = "page"', page).steps[0]
+        assert step.figure == "page" and figure_of(step.page, step.figure) == ""
 
 
 @pytest.fixture
