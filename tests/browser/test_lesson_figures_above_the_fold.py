@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from app_server import running_app
 from teaching.format import parse_lesson
-from test_browser import _settle, browser  # noqa: F401  (fixtures)
+from test_browser import _settle, browser, server  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.browser
 
@@ -30,13 +29,6 @@ DRAWN = (f"{FIGURE} .js-plotly-plot, {FIGURE} [data-testid=stDataFrame], "
 
 
 QUESTION = "[class*=st-key-lesson_choice_], .st-key-lesson_cell_box"
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    """The app on 127.0.0.1."""
-    with running_app(tmp_path_factory.mktemp("server") / "server.log") as url:
-        yield url
 
 
 def _answer(page, step) -> None:

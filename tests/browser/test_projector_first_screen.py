@@ -20,7 +20,7 @@ import pytest
 from teaching.figures import figure_of
 from test_browser import _settle, browser  # noqa: F401  (fixtures)
 from test_lesson_figures_above_the_fold import (  # noqa: F401  (server: a fixture)
-    DRAWN, LESSONS, QUESTION, server, open_step,
+    BUNDLED_STEPS, DRAWN, QUESTION, server, open_step,
 )
 
 pytestmark = pytest.mark.browser
@@ -88,9 +88,6 @@ def _short_in_sight(page, server: str, steps, screen, shots: str = "") -> list:
     return short
 
 
-ALL_STEPS = [(lesson, number) for lesson in LESSONS for number in range(1, len(lesson.steps) + 1)]
-
-
 def one_of_each_kind(steps) -> list:
     """The first step of each layout a screen can get: its page, its figure, its question's
     kind (the same three lay a step out the same way whatever its lesson)."""
@@ -105,8 +102,8 @@ def one_of_each_kind(steps) -> list:
 
 # Every step on the classroom projector's usual screen; one step of each layout on the wider,
 # shorter one (every step there too would double the suite's longest browser test).
-@pytest.mark.parametrize("screen, steps", [(ROOM_SCREENS[0], ALL_STEPS),
-                                           (ROOM_SCREENS[1], one_of_each_kind(ALL_STEPS))],
+@pytest.mark.parametrize("screen, steps", [(ROOM_SCREENS[0], BUNDLED_STEPS),
+                                           (ROOM_SCREENS[1], one_of_each_kind(BUNDLED_STEPS))],
                          ids=lambda v: f"{v[0]}x{v[1]}" if isinstance(v[0], int) else "steps")
 def test_every_lesson_step_shows_its_figure_in_the_first_screen(server, browser,  # noqa: F811
                                                                 screen, steps, tmp_path):
