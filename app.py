@@ -8,10 +8,10 @@ from pathlib import Path
 
 import streamlit as st  # noqa: E402
 
+from server import sessions, settings, uploads  # noqa: E402 - none of these loads torch
 from ui import (  # noqa: E402 - none of these loads torch (ui.cache and ui.sidebar do: below)
     busy, class_bar, class_follow, class_teach, engine_warm, lesson_link, page_registry,
-    page_style, projector, runner_handover, sessions, settings, teacher_tools, uploads, urlstate,
-    view_state,
+    page_style, projector, runner_handover, teacher_tools, urlstate, view_state,
 )
 
 HERE = Path(__file__).resolve().parent

@@ -12,7 +12,7 @@ from analysis.ablation import (
     METRICS, Inputs, ablation_report, importance_sweep, model_directory, sentence_pooling,
 )
 from analysis.cost import sweep_plan
-from ui import settings
+from server import settings
 from ui.alphabet import read_text, show_unknown_note_read
 from ui.heavy import allowance, cost_words, refusal, room_for
 from ui.cache import get_model, shared

@@ -9,7 +9,8 @@ import streamlit as st
 import torch
 
 from analysis.head_stats import STATISTICS, head_statistics, unknown_token
-from ui import projector, settings
+from server import settings
+from ui import projector
 from ui.alphabet import read_text, show_unknown_note_read
 from ui.cache import get_trace
 from ui.charts import chart_config

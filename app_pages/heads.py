@@ -11,7 +11,8 @@ import streamlit as st
 from analysis.head_stats import (STATISTICS, StatTotals, pooled_statistics, special_tokens_in,
                                  trace_totals, unknown_token)
 from analysis.induction import repeat_scores
-from ui import projector, settings
+from server import settings
+from ui import projector
 from ui.cache import get_model, shared
 from ui.charts import chart_config
 from ui.callbacks import open_chosen_head, pick_head

@@ -13,7 +13,7 @@ from analysis.patching import (
 )
 from analysis.cost import patching_plan
 from analysis.seq2seq_runs import is_seq2seq
-from ui import settings
+from server import settings
 from ui.heavy import allowance, cost_words, room_for
 from ui.cache import get_model, shared
 from ui.charts import chart_config

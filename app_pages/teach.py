@@ -16,7 +16,8 @@ from teaching.figures import FIGURES
 from teaching.format import MAX_LESSON_BYTES, LessonError
 from teaching.limits import limits_said
 from teaching.pages import PAGES
-from ui import class_teach, settings
+from server import settings
+from ui import class_teach
 from ui.lesson_library import EXAMPLE_FILE, FOLDER_KEY, add_upload
 from ui.lesson_step import go_to
 from ui.page_registry import switch_to

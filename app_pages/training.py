@@ -6,11 +6,12 @@ import numpy as np
 import streamlit as st
 import torch
 
+from server import sessions, settings
+from server import training_runs as runs
 from training import saving
 from training import train as tr
 from training.tasks import EOS, REVERSAL_LETTERS, make_task
-from ui import sessions, settings, view_state
-from ui import training_runs as runs
+from ui import view_state
 from ui.charts import chart_config
 from ui.text import md_escape
 from viz.training import loss_curve, snapshot_grid

@@ -78,7 +78,7 @@ def worker(cases: list) -> list[dict]:
     from ui.heavy import PACE, machine_now, span_words, time_span, timed
 
     heavy.FRESH = 0.0  # each reading of the machine is new
-    from ui.working_memory import working_memory
+    from server.working_memory import working_memory
 
     lm = load_model("minilm")
     rows = []

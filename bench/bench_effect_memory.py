@@ -6,7 +6,7 @@ A click is `analysis.effect.all_heads` on the bundled MiniLM, as app_pages/effec
 the sentence-vector norm target, integrated gradients from zero vectors with the most steps the
 page allows for the text (16 at 512 tokens, 32 at 252), and occlusion ("remove") where the
 text is within its 256-token bound. AFTER reserves the click's estimated memory from a
-working-memory pool of ATTENTION_LAB_WORKING_MB (ui/working_memory.py, default 512 MB) and
+working-memory pool of ATTENTION_LAB_WORKING_MB (server/working_memory.py, default 512 MB) and
 runs in the chunks that fit, as the page does. "two at once": two clicks on two texts started
 together in one process (two users), the peak of the process.
 
@@ -22,6 +22,7 @@ server runs them. The estimate column is analysis/cost.py's for the same click.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import platform
@@ -83,10 +84,11 @@ def worker(tree: str, tokens: int, users: int) -> dict:
     from model import load_model
 
     pool = None
-    if (Path(tree) / "ui" / "working_memory.py").exists():
-        from ui.working_memory import WorkingMemory, allowance_from_env
-
-        pool = WorkingMemory(allowance_from_env())
+    for package in ("server", "ui"):  # where the working memory lives in that tree (if it has one)
+        if (Path(tree) / package / "working_memory.py").exists():
+            wm = importlib.import_module(f"{package}.working_memory")
+            pool = wm.WorkingMemory(wm.allowance_from_env())
+            break
     lm = load_model("minilm")
     _click(lm, _text(10), 12, pool)  # warm-up
     base, peak, done = _rss(), [0], [False]
@@ -125,7 +127,7 @@ def _estimate(tokens: int) -> str:
     sys.path.insert(0, str(ROOT))
     from analysis.cost import effect_plan
     from model import load_model
-    from ui.working_memory import allowance_from_env
+    from server.working_memory import allowance_from_env
 
     cfg = load_model("minilm").cfg
     steps = max(s for s in (4, 8, 16, 32, 64) if s * tokens <= 64 * 128)

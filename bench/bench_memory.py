@@ -7,7 +7,7 @@ count), two fresh processes:
 - threads: MiniLM runs --runs distinct 512-token texts the way the server does: each run in a
   new thread (Streamlit runs each page in a new thread), --sessions threads alive at once,
   --slots of them computing (the run queue), each putting its trace (the app's `keep`, with
-  its attentions stacked) in one ui.budget.MemoryBudget of --budget-mb. Server RSS is taken
+  its attentions stacked) in one server.budget.MemoryBudget of --budget-mb. Server RSS is taken
   after one warm-up run ("base"), at its peak, with the budget full, and after everything is
   evicted, gc.collect() and malloc_trim(0) ("evicted"): what stays above base is memory the
   allocator did not give back. Also: arenas, and seconds per run.
@@ -67,7 +67,7 @@ def threads_child(args) -> dict:
 
     from model import load_model
     from model.allocator import arena_count, keep_freed_memory, release_free_memory
-    from ui.budget import MemoryBudget
+    from server.budget import MemoryBudget
     from ui.cache import keep_for_app
 
     torch.set_num_threads(1)  # hosted mode: one torch thread per run

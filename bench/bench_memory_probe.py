@@ -11,7 +11,7 @@ answers requests dropped in a directory (--dir): for "stats" (nothing changed fi
 - glibc's view: mallinfo2 (in use, free, mmapped) and malloc_info per arena (size, free in bins);
 - Python's view: objects by type, live torch tensors (storage bytes, counted once), numpy
   arrays reachable from Python objects, traces and plotly figures alive, the app's memory
-  budget (ui/budget.MemoryBudget: entries, counted bytes, bytes measured again now);
+  budget (server/budget.MemoryBudget: entries, counted bytes, bytes measured again now);
 - Streamlit's view: sessions connected and stored, and the runtime's own cache statistics.
 
     python bench/bench_memory_probe.py serve --dir /tmp/probe -- --server.port 8610 ...
@@ -107,7 +107,7 @@ def glibc_view(libc) -> dict:
 def python_view() -> dict:
     """(Importing torch here, in the probe's thread, would put its memory in another arena.)"""
     np, torch = sys.modules.get("numpy"), sys.modules.get("torch")
-    if np is None or torch is None or "ui.budget" not in sys.modules:
+    if np is None or torch is None or "server.budget" not in sys.modules:
         return {"objects": len(gc.get_objects()), "note": "the app has not run yet"}
 
     objects = gc.get_objects()
@@ -129,7 +129,7 @@ def python_view() -> dict:
               "traces": types.get("Trace", 0), "figures": types.get("Figure", 0),
               "allocated_blocks": sys.getallocatedblocks()}
     del objects
-    sizeof = sys.modules["ui.budget"].sizeof
+    sizeof = sys.modules["server.budget"].sizeof
 
     queues = [q for q in budgets if type(q).__name__ == "RunQueue"]
     budgets = [b for b in budgets if type(b).__name__ == "MemoryBudget"]

@@ -78,7 +78,7 @@ def main() -> None:
     import torch
 
     from model import load_model
-    from ui.gate import RunQueue
+    from server.gate import RunQueue
 
     torch.set_num_threads(1)
     rng = random.Random(args.seed)

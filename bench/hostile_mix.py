@@ -42,7 +42,7 @@ from load_report import _ms, summarize
 from load_tools import CHROME_ARGS, VIEWPORT, RssGuard, RssRecorder, session_text
 from ws_client import WsSession
 
-BUDGET_MB = 1024  # the hosted memory budget (ui/settings.py)
+BUDGET_MB = 1024  # the hosted memory budget (server/settings.py)
 MARGIN_MB = 1024  # the bound: model + budget + 1 GiB
 EFFECT_CHARS = 3200  # English-like words: more than MiniLM's 512 tokens, cut to 512
 

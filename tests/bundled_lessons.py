@@ -28,6 +28,6 @@ def default_induction() -> dict:
     """The induction fact: the training page's default run (the same settings give the same
     run), trained once per test process for every file that needs it."""
     from teaching.facts import induction_run
-    from ui.training_runs import default_settings
+    from server.training_runs import default_settings
 
     return induction_run(default_settings("induction"))

@@ -1,1 +1,2 @@
-"""Streamlit glue shared by the pages: settings, caches, the sidebar and the shareable URL."""
+"""Streamlit glue shared by the pages: caches, the sidebar and the shareable URL (the server's
+runtime, drawing nothing, is in server/)."""

@@ -1,4 +1,4 @@
-"""What a user sees while the server is busy with other people's runs (ui/gate.py)."""
+"""What a user sees while the server is busy with other people's runs (server/gate.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ FEW_SECONDS = 3.0  # a wait expected to end sooner is said without a number
 
 
 def when(wait: Span) -> str:
-    """ "in about 8 s" once this queue's estimates have held (ui/gate.RunQueue.span), "in a few
+    """ "in about 8 s" once this queue's estimates have held (server/gate.RunQueue.span), "in a few
     seconds" for a short wait (no number: at the front of a burst the first estimates of short
     waits are the ones most often too low), else "within 20 s": the most the wait should take.
     A range's low end would be wrong more often than not: a burst's first runs are often far

@@ -17,11 +17,13 @@ from model import LoadedModel, ModelLoadError, Trace, load_model
 from model.allocator import arena_count, keep_freed_memory, release_free_memory, rss_bytes
 from model.hook_names import suffix
 
-from . import busy, settings
-from .budget import MemoryBudget
+from server import settings
+from server.budget import MemoryBudget
+from server.gate import MemoryCeiling, RunQueue
+from server.settings import MODEL_CACHE_ENTRIES
+
+from . import busy
 from .download import fetch_with_progress, load_with_progress
-from .gate import MemoryCeiling, RunQueue
-from .settings import MODEL_CACHE_ENTRIES
 
 # How often the memory keeper may hand freed memory back to the system, and for how long
 # after an eviction or a closed session it keeps doing so.
@@ -92,13 +94,13 @@ def _run_cache() -> MemoryBudget:
 
 @st.cache_resource
 def run_queue() -> RunQueue:
-    """The server's queue of page runs (ui/gate.py)."""
+    """The server's queue of page runs (server/gate.py)."""
     return RunQueue(settings.run_slots())
 
 
 @st.cache_resource
 def memory_ceiling() -> MemoryCeiling:
-    """The server's last line of defence (ui/gate.py): over model + budget + margin of
+    """The server's last line of defence (server/gate.py): over model + budget + margin of
     resident memory, new computations are refused with a message."""
     def ceiling() -> int | None:
         models = sorted(_MODEL_BYTES.values())[-MODEL_CACHE_ENTRIES:]  # the cache keeps these

@@ -135,7 +135,7 @@ def end() -> None:
 
 def join(code: str, name: str = "") -> Membership:
     """Join the class with this code (ClassError with a message for the screen)."""
-    from . import sessions
+    from server import sessions
 
     # the store says why not: no such class, full, too many tries from this client
     member = store().join(code, name, client=sessions.client_address() or "")
@@ -164,7 +164,7 @@ def leave() -> None:
 def this_browser() -> str | None:
     """This browser's id across sessions and replicas (ui/sessions.browser_id: a hash of the
     token in Streamlit's XSRF cookie); None without that cookie (then nothing is remembered)."""
-    from . import sessions
+    from server import sessions
 
     found = sessions.browser_id()
     return found if found.startswith("browser-") else None

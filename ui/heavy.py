@@ -1,4 +1,4 @@
-"""The pages' side of the working memory (ui/working_memory.py): what a heavy analysis will
+"""The pages' side of the working memory (server/working_memory.py): what a heavy analysis will
 cost, said before the click, and its reservation while it runs, with a plain word on the page
 when it has to wait, runs in smaller pieces, or cannot run at all.
 
@@ -18,9 +18,9 @@ import streamlit as st
 
 from analysis.cost import Plan
 from analysis.pace import Machine, Pace, Span, at_start, estimate, others_beside
+from server.working_memory import NoRoom, megabytes, working_memory
 
 from .time_words import span_words
-from .working_memory import NoRoom, megabytes, working_memory
 
 PACE = Pace()  # this server's recent runs: how long each kind really took
 SAMPLES = 2  # readings of the tasks running now, SAMPLE_GAP seconds apart

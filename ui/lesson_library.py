@@ -12,7 +12,8 @@ from teaching.format import (
     MAX_LESSON_BYTES, Lesson, LessonError, ModelShape, check_models, parse_lesson,
 )
 
-from . import settings
+from server import settings
+
 from .cache import get_model
 
 BUNDLED_DIR = Path(__file__).resolve().parent.parent / "teaching" / "bundled"

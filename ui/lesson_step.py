@@ -18,13 +18,13 @@ from teaching.facts import FactError, induction_run
 from teaching.figures import figure_of
 from teaching.format import Lesson, LessonError, Step
 from teaching.resolve import step_settings
+from server.training_runs import default_settings
 
 from . import view_state
 from .cache import cached_run, get_model, shared
 from .lesson_library import catalogue
 from .model_names import NAMES
 from .page_registry import module_name, run_in_lesson
-from .training_runs import default_settings
 from .urlstate import url_int
 from .view_state import ViewState
 

@@ -11,7 +11,9 @@ from model import BUNDLED, LoadedModel, ModelLoadError, Trace
 from model.hub import HubUnreachable
 from model.registry import HubOffline
 
-from . import charts, settings, view_state, words_card
+from server import settings
+
+from . import charts, view_state, words_card
 from .cache import get_model, get_trace
 from .examples import EXAMPLES, LEARNED_FROM, SHORT, known_label, known_sentence
 from .model_names import NAMES, about_loaded, description, in_groups, short_label

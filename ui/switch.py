@@ -13,7 +13,9 @@ import streamlit as st
 
 from model import BUNDLED
 
-from . import class_session, page_registry, settings
+from server import settings
+
+from . import class_session, page_registry
 from .examples import KNOWN_KIND, is_app_example, known_sentence
 from .model_names import NAMES, description
 from .sidebar import LINK_MODEL_KEY, model_label, refusal_note, use_known_sentence

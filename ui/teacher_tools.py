@@ -7,7 +7,9 @@ import streamlit as st
 
 from teaching.pages import BY_PATH
 
-from . import drafts, projector, sessions, view_state
+from server import drafts, sessions
+
+from . import projector, view_state
 from .page_registry import page_link
 from .urlstate import write_to_url
 
@@ -16,7 +18,7 @@ MAX_DRAFT_STEPS = 60
 
 
 def draft() -> dict:
-    """This browser's draft lesson, kept on the server (ui/drafts.py): a reload keeps it."""
+    """This browser's draft lesson, kept on the server (server/drafts.py): a reload keeps it."""
     st.session_state[DRAFT_KEY] = drafts.draft_for(sessions.browser_id())
     return st.session_state[DRAFT_KEY]
 

@@ -19,8 +19,8 @@ import zlib
 
 import streamlit as st
 
-from . import settings
-from .settings import MAX_URL_PACKED, MAX_URL_TEXT
+from server import settings
+from server.settings import MAX_URL_PACKED, MAX_URL_TEXT
 
 URL_KEYS = {"model": "sb_model", "text": "sb_text", "pair": "sb_pair"}  # the sidebar's
 PACKED = {"textz": "text", "pairz": "pair"}  # compressed param -> its plain param

@@ -19,7 +19,8 @@ import streamlit as st
 
 from teaching.pages import BY_PATH, PageSpec
 
-from . import settings as app_settings
+from server import settings as app_settings
+
 from .urlstate import MAX_URL_TEXT, pack_text, unpack_text, url_param, write_to_url
 
 MODEL_KEY, OTHER_KEY = "sb_model_choice", "sb_model_other"  # the sidebar's model picker

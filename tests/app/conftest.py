@@ -23,9 +23,9 @@ def hosted(monkeypatch):
 
 @pytest.fixture(autouse=True)
 def no_drafts_left():
-    """Teach drafts are kept per browser on the server (ui/drafts.py), and every AppTest of
+    """Teach drafts are kept per browser on the server (server/drafts.py), and every AppTest of
     this process looks like the same browser: each test starts with none."""
-    from ui import drafts
+    from server import drafts
 
     drafts.forget_all()
     yield

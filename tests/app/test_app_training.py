@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from model.registry import OWN_MODELS
-from ui.training_runs import SAVE_PREFIX
+from server.training_runs import SAVE_PREFIX
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 from streamlit.testing.v1 import AppTest  # noqa: E402
@@ -175,7 +175,7 @@ def test_hosted_session_can_open_its_own_trained_model_but_no_other_path(monkeyp
         at.button(key="train_use").click().run()
         assert not at.exception
         assert _figure(at, "attn_heatmap")["data"][0]["x"][0] == "0·T"
-        from ui import settings
+        from server import settings
         assert settings.model_refusal(str(at.session_state["train_run"].save_dir))  # others: no
     finally:
         st.set_option("client.showErrorDetails", before)

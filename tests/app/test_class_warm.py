@@ -108,7 +108,8 @@ def test_a_page_link_warms_that_views_run(fresh):
 
 
 def test_a_full_budget_evicts_its_oldest_entry_for_the_warmed_run(fresh, monkeypatch):
-    from ui import cache, settings
+    from server import settings
+    from ui import cache
 
     monkeypatch.setattr(settings, "memory_budget", lambda: (2, 64 * 2**20))
     cache._run_cache.clear()

@@ -1,4 +1,4 @@
-"""The effect page and the server's working memory (ui/working_memory.py): the cost is on the
+"""The effect page and the server's working memory (server/working_memory.py): the cost is on the
 page before the click; a server short of memory runs the click in smaller pieces and says so,
 a busy one says so after a bounded wait, and one too small for even the smallest pieces says
 why and offers a shorter text instead of the button. The ablation sweep says its cost too."""
@@ -16,7 +16,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from page_links import switch  # noqa: E402
 
-import ui.working_memory as wm  # noqa: E402
+import server.working_memory as wm  # noqa: E402
 from analysis.ablation import Inputs  # noqa: E402
 from analysis.cost import effect_plan  # noqa: E402
 from analysis.effect_target import make_target, visible_length  # noqa: E402

@@ -52,7 +52,7 @@ def _threads_in_a_new_thread() -> int:
 
 
 def test_hosted_mode_runs_torch_on_one_thread_and_local_mode_leaves_it(hosted, monkeypatch):
-    from ui import settings
+    from server import settings
 
     torch.set_num_threads(2)
     assert not _app().exception
@@ -73,7 +73,8 @@ def test_hosted_refuses_paths_and_unlisted_names_from_a_link(hosted, asked):
 
 
 def test_hosted_allowlist_from_environment(hosted, monkeypatch):
-    from ui import cache, settings
+    from server import settings
+    from ui import cache
 
     monkeypatch.setenv("ATTENTION_LAB_MODELS", "minilm")
     assert settings.allowed_models() == ["minilm"]
@@ -85,7 +86,7 @@ def test_hosted_allowlist_from_environment(hosted, monkeypatch):
 
 
 def test_local_mode_accepts_anything(monkeypatch):
-    from ui import settings
+    from server import settings
 
     monkeypatch.delenv("ATTENTION_LAB_HOSTED", raising=False)
     assert settings.allowed_models() is None
@@ -93,7 +94,7 @@ def test_local_mode_accepts_anything(monkeypatch):
 
 
 def test_hosted_text_limit_is_stated_and_applied(hosted):
-    from ui import settings
+    from server import settings
 
     at = _app()
     at.text_area(key="sb_text").input("word " * 2000).run()  # 10,000 characters
@@ -110,7 +111,7 @@ def _fake_trace(n_bytes: int):
 
 
 def test_run_cache_is_bounded_by_entries_and_bytes():
-    from ui.budget import MemoryBudget
+    from server.budget import MemoryBudget
 
     store = MemoryBudget(max_entries=3, max_bytes=100)
     for i in range(4):

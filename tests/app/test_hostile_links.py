@@ -60,7 +60,7 @@ def test_a_hostile_walkthrough_step_in_a_link_opens_the_page(step):
 
 
 def test_every_extra_text_on_head_statistics_obeys_the_hosted_limit(hosted):
-    from ui import settings
+    from server import settings
     from ui.cache import _run_cache
 
     long_line = "word " * 2000  # 10,000 characters

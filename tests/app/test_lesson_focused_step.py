@@ -88,7 +88,7 @@ def test_lesson_one_adds_up_a_row_that_is_spread_out():
 
 
 def test_a_training_step_starts_its_tasks_run_at_the_shipped_size():
-    from ui.training_runs import DEFAULT_SNAPSHOT_EVERY
+    from server.training_runs import DEFAULT_SNAPSHOT_EVERY
 
     at = open_lesson("cross-attention", 3)
     assert not at.exception, at.exception

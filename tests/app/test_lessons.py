@@ -68,7 +68,7 @@ def _runner(name, text, pair):
 @functools.cache
 def _induction_run() -> dict:
     from teaching.facts import induction_run
-    from ui.training_runs import default_settings
+    from server.training_runs import default_settings
 
     return induction_run(default_settings("induction"))
 

@@ -1,6 +1,6 @@
 """A browser that was in a class, in a new AppTest session (a reload, another replica): it is
 back in the class by itself, until the student leaves; then a new session stays out. AppTest
-sends no cookie, so the browser's id (ui/sessions.browser_id) is given here."""
+sends no cookie, so the browser's id (server/sessions.browser_id) is given here."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.app
 @pytest.fixture
 def store(class_store, monkeypatch):
     """The class test's fresh SQLite store, with this browser's id given."""
-    from ui import sessions
+    from server import sessions
 
     monkeypatch.setattr(sessions, "browser_id", lambda: "browser-apptest-rejoin")
     return class_store

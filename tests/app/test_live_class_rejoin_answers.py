@@ -1,7 +1,7 @@
 """A student's own answer survives the server side: a new session of the same browser (a
 reload, a replica that died, a server restart) shows the answer the class already counts for
 them, gets the teacher's reveal, and keeps following. AppTest sends no cookie, so the
-browser's id (ui/sessions.browser_id) is given here."""
+browser's id (server/sessions.browser_id) is given here."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def store(class_store, monkeypatch):
     """The class test's fresh SQLite store. The teacher and the student are in two browsers:
     a teacher is remembered for their own browser, so one shared id would make the student's
     join page a teacher's page."""
-    from ui import sessions
+    from server import sessions
 
     monkeypatch.setattr(sessions, "browser_id", lambda: BROWSER[0])
     BROWSER[0] = "browser-teacher"

@@ -1,4 +1,4 @@
-"""Encoder–decoder patching on the page and the server's working memory (ui/working_memory.py),
+"""Encoder–decoder patching on the page and the server's working memory (server/working_memory.py),
 on a saved random-weight T5 (tests/tiny_seq2seq.py): the cost is said before the click and the
 grids run inside the allowance; a server short of memory runs them in smaller pieces and says
 so; one too small for even one patched copy says why and offers no button."""
@@ -15,7 +15,7 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 import tiny_seq2seq  # noqa: E402
-import ui.working_memory as wm  # noqa: E402
+import server.working_memory as wm  # noqa: E402
 from analysis.cost import seq2seq_patching_plan  # noqa: E402
 from chart_data import chart_specs  # noqa: E402
 from page_links import switch  # noqa: E402

@@ -14,8 +14,8 @@ import pytest
 
 from training import train as tr
 from training.tasks import make_task
-from ui import sessions
-from ui import training_runs as runs
+from server import sessions
+from server import training_runs as runs
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 from streamlit.testing.v1 import AppTest  # noqa: E402

@@ -14,7 +14,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from page_links import open_page, switch  # noqa: E402
 
 from teaching.draft import to_toml  # noqa: E402
-from ui import drafts, sessions  # noqa: E402
+from server import drafts, sessions  # noqa: E402
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
 """On a real server: the upload guard reads which files a session's widgets still refer to
-(ui/uploads.py, `_widget_file_lookup`), so it frees only uploads no page needs."""
+(server/uploads.py, `_widget_file_lookup`), so it frees only uploads no page needs."""
 
 from __future__ import annotations
 

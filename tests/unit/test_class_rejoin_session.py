@@ -1,5 +1,5 @@
 """A new session of a browser that was in a class takes the class back by itself
-(ui/class_session.restore, given the browser's id as ui/sessions.browser_id gives it): a
+(ui/class_session.restore, given the browser's id as server/sessions.browser_id gives it): a
 student comes back following or looking around, as they left, under their own name; the
 teacher leads again; a student who left stays out; and a session without a browser id (no
 XSRF cookie) remembers nothing."""
@@ -10,7 +10,8 @@ import pytest
 import streamlit as st
 
 from teaching.class_store import open_store
-from ui import class_session, sessions
+from server import sessions
+from ui import class_session
 
 BROWSER = sessions.browser_key("2|00000000|0123456789abcdef|1700000000")
 

@@ -9,8 +9,8 @@ import time
 import pytest
 
 from ui import cache
-from ui.budget import MemoryBudget
-from ui.gate import MemoryCeiling, RunQueue
+from server.budget import MemoryBudget
+from server.gate import MemoryCeiling, RunQueue
 
 
 class Sized:
@@ -158,7 +158,7 @@ def test_a_refused_computation_stops_the_run_with_a_message_and_computes_nothing
 
 
 def test_the_ceiling_is_model_plus_budget_plus_margin_unless_set(monkeypatch):
-    from ui import settings
+    from server import settings
 
     monkeypatch.setenv("ATTENTION_LAB_MEMORY_MB", "100")
     monkeypatch.setenv("ATTENTION_LAB_MEMORY_MARGIN_MB", "50")
@@ -187,7 +187,7 @@ def test_runs_nobody_has_read_for_a_while_leave_the_budget():
 
 
 def test_the_idle_time_is_short_on_a_shared_server_and_can_be_set(monkeypatch):
-    from ui import settings
+    from server import settings
 
     monkeypatch.delenv("ATTENTION_LAB_IDLE_SECONDS", raising=False)
     monkeypatch.setenv("ATTENTION_LAB_HOSTED", "1")

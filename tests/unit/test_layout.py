@@ -18,15 +18,20 @@ ALLOWED = {
     "training": {"model", "analysis", "training"},  # the loop, the tasks, the save format
     "teaching": {"model", "analysis", "training", "teaching"},  # lesson files and their facts
     "viz": {"viz"},  # figures: arrays in, plotly out
-    "ui": {"model", "analysis", "training", "teaching", "viz", "ui"},  # Streamlit glue
-    "app_pages": {"model", "analysis", "training", "teaching", "viz", "ui"},  # one file per page
-    "app": {"ui"},  # app.py: the router
+    # the process's runtime (run queue, memory, sessions, uploads, training runs): draws nothing
+    "server": {"model", "analysis", "training", "server"},
+    "ui": {"model", "analysis", "training", "teaching", "viz", "server", "ui"},  # Streamlit glue
+    "app_pages": {"model", "analysis", "training", "teaching", "viz", "server", "ui"},  # pages
+    "app": {"server", "ui"},  # app.py: the router
 }
 NO_STREAMLIT = {"model", "analysis", "training", "teaching", "viz"}
+# server/ may ask Streamlit's runtime about sessions, the request and the secrets, but draws
+# nothing: of `streamlit` itself it reads only these names, of its submodules only the runtime.
+SERVER_READS = {"context", "secrets", "runtime"}
 NO_TORCH = {"viz"}
 MAX_FILE_LINES, MAX_FUNCTION_LINES = 400, 80
-CHECKED_FOR_SIZE = ("model", "analysis", "training", "teaching", "viz", "ui", "app_pages", "bench",
-                    "tests")
+CHECKED_FOR_SIZE = ("model", "analysis", "training", "teaching", "viz", "server", "ui", "app_pages",
+                    "bench", "tests")
 
 
 def _layer(path: Path) -> str:
@@ -108,8 +113,47 @@ def upward_imports(paths: list[Path]) -> list[str]:
     return wrong
 
 
+def streamlit_drawing(path: Path) -> list[str]:
+    """What a file uses of Streamlit beyond its runtime: `st.<name>` and `from streamlit
+    import <name>` outside SERVER_READS, and any submodule but `streamlit.runtime`."""
+    wrong, aliases = [], set()
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            aliases |= {a.asname or a.name for a in node.names if a.name == "streamlit"}
+            wrong += [a.name for a in node.names if a.name.startswith("streamlit.")
+                      and not a.name.startswith("streamlit.runtime")]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "streamlit":
+                wrong += [f"streamlit.{a.name}" for a in node.names if a.name not in SERVER_READS]
+            elif node.module.startswith("streamlit.") and not node.module.startswith(
+                    "streamlit.runtime"):
+                wrong.append(node.module)
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                and node.value.id in aliases and node.attr not in SERVER_READS):
+            wrong.append(f"streamlit.{node.attr}")
+    return [f"{path.relative_to(ROOT)} uses {name}" for name in sorted(set(wrong))]
+
+
 def test_imports_only_go_down():
     assert upward_imports(_sources()) == []
+
+
+def test_the_server_draws_nothing():
+    assert [w for p in sorted((ROOT / "server").rglob("*.py")) for w in streamlit_drawing(p)] == []
+
+
+def test_the_server_check_catches_a_drawing(tmp_path, monkeypatch):
+    """A server module may read the request and the runtime, but a button is refused."""
+    (tmp_path / "server").mkdir()
+    path = tmp_path / "server" / "x.py"
+    path.write_text("import streamlit as st\nfrom streamlit import runtime\n"
+                    "from streamlit.elements import image\n"
+                    "ip = st.context.ip_address\nst.button('go')\n")
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    assert streamlit_drawing(path) == ["server/x.py uses streamlit.button",
+                                       "server/x.py uses streamlit.elements"]
 
 
 def test_there_is_no_import_cycle():

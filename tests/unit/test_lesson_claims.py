@@ -235,7 +235,7 @@ def verify_step(step, runner, induction: dict) -> dict[str, dict]:
 def test_the_induction_prediction_is_read_from_the_run(induction):
     """The training page's default run: the jump step is a snapshot step, and the words of
     the answer follow from it."""
-    from ui.training_runs import DEFAULT_SNAPSHOT_EVERY
+    from server.training_runs import DEFAULT_SNAPSHOT_EVERY
 
     assert induction["jumped"] and induction["score"] >= JUMP_SCORE
     assert induction["step"] % DEFAULT_SNAPSHOT_EVERY == 0 < induction["step"]

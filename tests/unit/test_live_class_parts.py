@@ -17,7 +17,7 @@ from teaching.class_store import make_store
 from ui import class_follow, class_session
 from ui.class_session import Membership
 from ui.class_teach import qr_png
-from ui.gate import RunQueue
+from server.gate import RunQueue
 from viz.class_tally import cell_tally, choice_tally
 
 LINK = "http://classroom.example:8501/join?code=ABC-DEF"

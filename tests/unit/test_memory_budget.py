@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 import torch
 
-from ui.budget import MemoryBudget, sizeof
-from ui.gate import RunQueue
+from server.budget import MemoryBudget, sizeof
+from server.gate import RunQueue
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,4 +1,4 @@
-"""The queue's "should start in about N s" (ui/gate.py) is honest when cheap reruns and long
+"""The queue's "should start in about N s" (server/gate.py) is honest when cheap reruns and long
 runs share the slots (issue 18: place 1 behind two long runs was told "about 1 s"), and says a
 range until its own estimates have held (issue 38)."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 
 from analysis.pace import Span
-from ui.gate import FIRST_GUESS_SECONDS, RunQueue
+from server.gate import FIRST_GUESS_SECONDS, RunQueue
 
 
 class Clock:
@@ -165,7 +165,7 @@ def test_the_app_tells_the_queue_when_a_rerun_brings_a_new_text(monkeypatch):
 def test_one_cheap_computing_run_does_not_set_the_wait_for_a_class_of_long_texts():
     """The first computing run of a server is often the short default text (0.2 s); the first
     burst of long texts behind it must not be promised a fraction of a second."""
-    from ui.gate import FIRST_GUESS_COMPUTING_SECONDS, PRIOR_RUNS
+    from server.gate import FIRST_GUESS_COMPUTING_SECONDS, PRIOR_RUNS
 
     clock = Clock()
     queue = RunQueue(slots=1, clock=clock)

@@ -54,8 +54,9 @@ def test_the_start_page_draws_before_torch_is_imported():
     draws, load neither torch nor transformers, nor pandas and pyarrow (Streamlit's chart data
     path, ~0.3 s), in a fresh process, so nothing was imported before."""
     code = ("import sys\n"
-            "from ui import (busy, lesson_link, page_style, projector, sessions, settings,\n"
-            "                teacher_tools, uploads, urlstate, page_registry, view_state)\n"
+            "from server import sessions, settings, uploads\n"
+            "from ui import (busy, lesson_link, page_style, projector,\n"
+            "                teacher_tools, urlstate, page_registry, view_state)\n"
             "import streamlit as st, ui.start_example, viz.attention_spec as v\n"
             "shown = ui.start_example.stored()\n"
             "assert shown is not None\n"

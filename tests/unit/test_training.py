@@ -25,7 +25,7 @@ from model.seq2seq import EncoderDecoder
 from training.tasks import (
     HELD_OUT_PARAGRAPH, corpus, make_task, repeated_sequences, reversal_pairs, unigram_loss,
 )
-from ui import training_runs as runs
+from server import training_runs as runs
 from viz.attention import cross_attention_heatmap
 from viz.training import loss_curve, smooth, snapshot_grid
 

@@ -9,8 +9,8 @@ import pytest
 
 from training import train as tr
 from training.tasks import make_task
-from ui import settings
-from ui import training_runs as runs
+from server import settings
+from server import training_runs as runs
 
 # Long enough to still be going when the test ends it; no folder (nothing saved).
 LONG = tr.TrainSettings(task="induction", n_layers=1, n_heads=2, d_model=16, batch_size=8,

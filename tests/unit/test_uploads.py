@@ -1,4 +1,4 @@
-"""The per-session upload quota (ui/uploads.py): its accounting on Streamlit's own
+"""The per-session upload quota (server/uploads.py): its accounting on Streamlit's own
 MemoryUploadedFileManager, and a real server that refuses a flood of PUTs with 413."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from streamlit.runtime.memory_uploaded_file_manager import MemoryUploadedFileManager
 from streamlit.runtime.uploaded_file_manager import UploadedFileRec
 
-from ui import uploads
+from server import uploads
 
 ROOT = Path(__file__).resolve().parents[2]
 KB = 1024
@@ -123,7 +123,7 @@ def test_fails_safe_when_streamlit_internals_differ(caplog):
             self.added = file
 
     other = Other()
-    with caplog.at_level(logging.WARNING, logger="ui.uploads"):
+    with caplog.at_level(logging.WARNING, logger="server.uploads"):
         assert uploads.guard_manager(other) is False
     assert "not installed" in caplog.text
     other.add_file("a", _rec("f", 10 * MB))  # untouched

@@ -9,7 +9,7 @@ import zlib
 
 import pytest
 
-from ui.settings import MAX_URL_PACKED
+from server.settings import MAX_URL_PACKED
 from ui.urlstate import pack_text, unpack_text
 
 LOCAL, HOSTED = 200_000, 5_000

@@ -1,4 +1,4 @@
-"""The server's working-memory allowance (ui/working_memory.py): analyses that fit run at once,
+"""The server's working-memory allowance (server/working_memory.py): analyses that fit run at once,
 the next one runs smaller or waits its turn, and one that can never fit is told why."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from ui.working_memory import (
+from server.working_memory import (
     DEFAULT_MB, ENV, MB, NoRoom, WorkingMemory, allowance_from_env, megabytes,
 )
 

@@ -31,7 +31,7 @@ STOP_WAIT_SECONDS = 5.0  # how long a new run waits for the browser's earlier ru
 
 
 # Bounds for runs started from the app; the training page states them (the number of runs
-# at once is ui/training_runs.MAX_CONCURRENT_RUNS).
+# at once is server/training_runs.MAX_CONCURRENT_RUNS).
 MAX_LAYERS, MAX_HEADS, MAX_D_MODEL = 4, 8, 128
 MAX_STEPS, MAX_SECONDS = 3000, 180
 MAX_SNAPSHOTS = 100  # per run; the interval grows for long runs

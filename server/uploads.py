@@ -26,7 +26,7 @@ stays until its session ends.)
 
 Install it from the app script (it runs on every rerun; installing again does nothing):
 
-    from ui import uploads
+    from server import uploads
     uploads.install()
 
 If Streamlit's internals are not what this module was written against, `install` logs one

@@ -216,7 +216,7 @@ class RunQueue:
 
 class MemoryCeiling:
     """The last line of defence: while this process's resident memory is over a ceiling
-    (model + budget + margin, ui/settings.py), new work is refused with a message, instead of
+    (model + budget + margin, server/settings.py), new work is refused with a message, instead of
     the server growing until the system kills it. `refusal()` first hands free memory back to
     the system (it may be only glibc's free pages) and looks again."""
 

@@ -22,14 +22,14 @@ MODEL_CACHE_ENTRIES = 3
 TRACE_CACHE_ENTRIES = 12
 # The memory budget: every run and everything derived from one (rollout, figures, statistics,
 # sweeps) that the server keeps between reruns, shared by all users of one server process
-# (ui/budget.py). Sessions keep only names and small choices. A 512-token MiniLM run with what
+# (server/budget.py). Sessions keep only names and small choices. A 512-token MiniLM run with what
 # the app keeps is ~90 MB. Configurable: ATTENTION_LAB_MEMORY_MB, or `memory_mb` in
 # secrets.toml.
 MEMORY_MB_LOCAL = 3 * 1024
 MEMORY_MB_HOSTED = 1024
 MEMORY_ENTRIES_LOCAL = 96
 MEMORY_ENTRIES_HOSTED = 128
-# The last line of defence (ui/gate.py, MemoryCeiling): over model + budget + this margin of
+# The last line of defence (server/gate.py, MemoryCeiling): over model + budget + this margin of
 # resident memory, new computations are refused with a message until it falls.
 # ATTENTION_LAB_MEMORY_MARGIN_MB or `memory_margin_mb`; ATTENTION_LAB_MEMORY_CEILING_MB or
 # `memory_ceiling_mb` sets the whole ceiling instead (0: no ceiling).
@@ -43,7 +43,7 @@ IDLE_SECONDS_LOCAL = 1800
 # behind one school router shares one address, so this is off unless the operator sets it:
 # ATTENTION_LAB_TRAINING_PER_CLIENT or `training_runs_per_client`.
 TRAINING_RUNS_PER_CLIENT = 0
-# Page runs computing at once; the others queue and see their place (ui/gate.py). Hosted: one
+# Page runs computing at once; the others queue and see their place (server/gate.py). Hosted: one
 # per core of the 2-core class server (bench/bench_load.py).
 RUN_SLOTS_LOCAL = 4
 RUN_SLOTS_HOSTED = 2

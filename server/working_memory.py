@@ -1,6 +1,6 @@
 """The server's working memory: what heavy analyses (integrated gradients, occlusion, the
 ablation sweep, the patching grids, the walkthrough's full run) may allocate while they run, on
-top of the model and the memory budget of kept runs (ui/budget.py). No Streamlit here, so it
+top of the model and the memory budget of kept runs (server/budget.py). No Streamlit here, so it
 is testable alone.
 
 One allowance per server process: ATTENTION_LAB_WORKING_MB (default 512 MB, inside the 1 GiB
