@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_forward import text_of_length  # noqa: E402
-from serve import start_app, wait_healthy  # noqa: E402
+from tests.harness.serve import start_app, wait_healthy  # noqa: E402
 
 SHORT = "The cat sat on the mat because it was warm."
 CHROME_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",

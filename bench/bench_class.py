@@ -39,9 +39,9 @@ from urllib.parse import quote
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
-from class_browsers import Browsers, answer_through_pages, join_browsers, step_shown  # noqa
-from class_client import ClassClient  # noqa: E402
-from loop_lag import LoopLag  # noqa: E402
+from tests.harness.class_browsers import Browsers, answer_through_pages, join_browsers, step_shown  # noqa
+from tests.harness.class_client import ClassClient  # noqa: E402
+from tests.harness.loop_lag import LoopLag  # noqa: E402
 from deploy.launch import COOKIE, running_cluster  # noqa: E402
 
 FOLLOWING = "Following the teacher"

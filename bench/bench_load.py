@@ -13,7 +13,8 @@ the Playwright driver sees them ("driver"). An action over --timeout seconds, or
 the page shows a Streamlit exception or st.error box, is an error. The page counts each "busy"
 message (an alert or toast matching --busy-pattern); the timing ends at the heatmap's paint.
 
-Modes (and hostile: long mode, slider reruns, /effect, a lesson upload; bench/hostile_mix.py):
+Modes (and hostile: long mode, slider reruns, /effect, a lesson upload;
+tests/harness/hostile_mix.py):
 
 - rounds (the first bench): for each N in --sizes, N sessions type one text each (10 to ~200
   tokens) and move the head and layer sliders --moves times; the server's peak RSS per round.
@@ -48,19 +49,21 @@ import statistics
 import time
 from pathlib import Path
 
-from load_report import report_duration, report_rounds, summarize, write_csvs
-from load_tools import (CHROME_ARGS, VIEWPORT, MemorySampler, RssRecorder, Tab, page_script,
-                        percentile, rss_mb, session_text, slider_move, slider_positions,
-                        text_for)
-from serve import start_app, stop_app, wait_healthy  # bench/serve.py: run as bench/bench_load.py
+from repo_root import ROOT
+from tests.harness import hostile_mix
+from tests.harness.load_report import report_duration, report_rounds, summarize, write_csvs
+from tests.harness.load_tools import (
+    CHROME_ARGS, VIEWPORT, MemorySampler, RssRecorder, Tab, page_script, percentile, rss_mb,
+    session_text, slider_move, slider_positions, text_for,
+)
+from tests.harness.serve import start_app, stop_app, wait_healthy
 
-ROOT = Path(__file__).resolve().parent.parent
 MODE_DEFAULTS = {  # flags left unset take these
     "rounds": {"moves": 4, "timeout": 30.0},
     "long": {"sessions": 10, "chars": 5000, "moves": 0, "duration": 180.0, "timeout": 60.0},
     "short": {"sessions": 30, "chars": 240, "moves": 4, "duration": 180.0, "timeout": 30.0},
     "hostile": {"sessions": 10, "chars": 5000, "moves": 0, "duration": 180.0, "timeout": 90.0,
-                "quiet": 300.0},  # bench/hostile_mix.py
+                "quiet": 300.0},  # tests/harness/hostile_mix.py
 }
 
 
@@ -324,9 +327,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="rounds mode: the driver polls the heatmap on every animation frame "
                         "of every page (this bench's first harness; it costs the browsers CPU)")
     parser.add_argument("--out", help="JSON (default bench/out/load[_MODE].json)")
-    from hostile_mix import add_arguments  # here: hostile_mix imports this module
-
-    add_arguments(parser)
+    hostile_mix.add_arguments(parser)
     return parser
 
 
@@ -349,11 +350,9 @@ def main(args: argparse.Namespace | None = None, runner=None, report=report_dura
     began = time.perf_counter()
     # hosted: started as README's "Deploying for a class" says (one malloc arena)
     env = {} if args.local else {"ATTENTION_LAB_HOSTED": "1", "MALLOC_ARENA_MAX": "1"}
-    if args.mode == "hostile":  # bench/hostile_mix.py
-        import hostile_mix as hostile
-
+    if args.mode == "hostile":  # tests/harness/hostile_mix.py
         runner, report, env["ATTENTION_LAB_IDLE_SECONDS"] = (
-            hostile.run_hostile, hostile.report_hostile, str(round(args.idle)))
+            hostile_mix.run_hostile, hostile_mix.report_hostile, str(round(args.idle)))
     env.update(item.split("=", 1) for item in args.env)
     env = {k: v for k, v in env.items() if v}  # NAME= unsets NAME
     server, url = start_app(log=log, port=args.port, probe=args.probe, **env)

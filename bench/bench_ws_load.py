@@ -3,7 +3,7 @@
 bench/bench_load.py runs every session in headless Chromium on the server's machine. With 30
 pages on 2 cores the browsers take the CPU (page open p50 131 s), so that run measures the
 browsers, not the server; in a class each student's browser runs on the student's laptop. Here
---sessions minus --chromium sessions are bench/ws_client.py sessions: they speak Streamlit's
+--sessions minus --chromium sessions are tests/harness/ws_client.py sessions: they speak Streamlit's
 websocket protocol as the frontend does (the same reruns, widget states, fragment reruns and
 message cache) but draw nothing. The other --chromium sessions are real Chromium pages, as pages
 in --browsers Chromium processes (bench_load's harness, unchanged), all at the same time. So
@@ -34,59 +34,11 @@ import asyncio
 import contextlib
 import time
 
+import repo_root  # noqa: F401 - the repository root on sys.path, for tests.harness
 from bench_load import build_parser, endless_session, main, parse_args
-from load_report import _ms, summarize
-from load_tools import CHROME_ARGS, RssRecorder, percentile, session_text
-from ws_client import WsSession
-
-
-def start_clock(clock: dict, args, rec: RssRecorder) -> None:
-    """The first session through the barrier starts the run (as bench_load's sessions do)."""
-    if "deadline" not in clock:
-        clock["run_start_mb"] = rec.mark("run")
-        clock["start"] = time.perf_counter()
-        clock["deadline"] = clock["start"] + args.duration
-
-
-async def ws_session(url: str, index: int, args, out: list[dict], all_open: asyncio.Barrier,
-                     clock: dict, rec: RssRecorder) -> None:
-    """One protocol-level session: open, then texts and slider moves until the deadline."""
-    session = WsSession(url, heatmap_key=args.heatmap_key, busy_pattern=args.busy_pattern)
-
-    def keep(result: dict, cycle: int) -> dict:
-        out.append({"session": index, "browser": "", "client": "ws", "cycle": cycle,
-                    "t_s": round(time.perf_counter() - rec.t0, 2), **result})
-        return result
-
-    try:
-        opened = keep(await session.open(args.open_timeout), 0)["ok"]
-        await all_open.wait()
-        start_clock(clock, args, rec)
-        pos = {"layer": 0, "head": 0}
-        for which, key in (("layer", "attn_layer"), ("head", "attn_head")):
-            with contextlib.suppress(KeyError, TypeError, ValueError):
-                pos[which] = int(session.widgets[key]["value"])
-        cycle, fails = 0, 0 if opened else args.max_fails
-        while time.perf_counter() < clock["deadline"] and fails < args.max_fails:
-            cycle += 1
-            text, marker = session_text(args.seed, index, cycle, args.chars, args.mode == "long")
-            ok = keep(await session.set_text(text, marker, args.timeout), cycle)["ok"]
-            fails = 0 if ok else fails + 1
-            for move in range(args.moves):
-                if time.perf_counter() >= clock["deadline"] or fails >= args.max_fails:
-                    break
-                which = "layer" if move % 3 == 2 else "head"
-                ok = keep(await session.move_slider(pos, which, args.timeout), cycle)["ok"]
-                fails = 0 if ok else fails + 1
-            if session.ws_closed:  # the connection dropped: this student is gone
-                break
-            if args.think:
-                await asyncio.sleep(args.think)
-        if fails >= args.max_fails or session.ws_closed:
-            clock.setdefault("stopped", []).append(index)
-    finally:
-        with contextlib.suppress(Exception):
-            await session.close()
+from tests.harness.load_report import _ms, summarize
+from tests.harness.load_tools import CHROME_ARGS, RssRecorder, percentile
+from tests.harness.ws_load import ws_session
 
 
 async def run_mixed(url: str, args, rec: RssRecorder, out: list[dict], clock: dict) -> None:

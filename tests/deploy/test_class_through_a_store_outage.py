@@ -1,6 +1,6 @@
 """A live class through a Redis outage, as deploy/ runs it: two replicas behind nginx, one
 Redis, a teacher and two students (one on each replica) in the app's own websocket protocol
-(bench/class_client.py). Redis is restarted with SHUTDOWN SAVE, then paused (SIGSTOP) longer
+(tests/harness/class_client.py). Redis is restarted with SHUTDOWN SAVE, then paused (SIGSTOP) longer
 than the app's client waits for an answer (10 s); each time the teacher moves on while it is
 away. No student's class ends: their screens say "Lost touch with the class — trying again",
 and once Redis is back they take the teacher's new step by themselves, with every member and
@@ -11,18 +11,16 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "bench"))
+from deploy.launch import COOKIE
+from tests.deploy.test_replicas_behind_nginx import cluster, joined  # noqa: F401 (a fixture)
+from tests.harness.class_client import ClassClient
 
-from deploy.launch import COOKIE  # noqa: E402
-from class_client import ClassClient  # noqa: E402
-from tests.deploy.test_replicas_behind_nginx import cluster, joined  # noqa: E402, F401 (a fixture)
+ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.deploy
 

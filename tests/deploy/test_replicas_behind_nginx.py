@@ -12,19 +12,17 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 import time
 import urllib.request
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "bench"))
+from deploy.launch import COOKIE, NGINX, REDIS, running_cluster
+from tests.harness.class_client import ClassClient
+from tests.harness.ws_client import WsSession
 
-from deploy.launch import COOKIE, NGINX, REDIS, running_cluster  # noqa: E402
-from class_client import ClassClient  # noqa: E402
-from ws_client import WsSession  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.deploy
 

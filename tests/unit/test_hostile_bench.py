@@ -1,4 +1,4 @@
-"""The hostile-mix bench's own parts (bench/hostile_mix.py, load_tools.RssGuard): the guard
+"""The hostile-mix bench's own parts (tests/harness/hostile_mix.py, load_tools.RssGuard): the guard
 that kills a server which blows up, the lesson it uploads, and what counts as an answer."""
 
 from __future__ import annotations
@@ -7,11 +7,9 @@ import subprocess
 import sys
 import time
 import tomllib
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-from hostile_mix import answered, hostile_lesson  # noqa: E402
-from load_tools import RssGuard  # noqa: E402
+from tests.harness.hostile_mix import answered, hostile_lesson
+from tests.harness.load_tools import RssGuard
 
 GROW = ("import time\nheld = []\nfor _ in range(40):\n    held.append(bytearray(10 * 2**20))\n"
         "    time.sleep(0.05)\ntime.sleep(30)\n")

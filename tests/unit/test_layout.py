@@ -68,11 +68,33 @@ def imports_of(path: Path) -> set[str]:
     return found
 
 
+def _script_dirs(path: Path) -> list[str]:
+    """Where a bare `import x` of this file may land besides the root: a benchmark runs as
+    `python bench/x.py` (bench/ on sys.path), a test under pytest has its own folder and tests/
+    on sys.path (the rootdir conftest's folder)."""
+    rel = path.relative_to(ROOT)
+    if rel.parts[0] == "bench":
+        return ["bench"]
+    if rel.parts[0] == "tests":
+        return [".".join(rel.parts[:-1]), "tests"]
+    return []
+
+
 def graph(paths: list[Path]) -> dict[str, set[str]]:
     """Our modules -> our modules they import."""
     ours = {_module(p): p for p in paths}
-    return {name: {m for m in imports_of(path) if m in ours and m != name}
-            for name, path in ours.items()}
+
+    def resolve(module: str, path: Path) -> str | None:
+        for name in [f"{d}.{module}" for d in _script_dirs(path)] + [module]:
+            if name in ours:
+                return name
+        return None
+
+    edges = {}
+    for name, path in ours.items():
+        found = {resolve(m, path) for m in imports_of(path)}
+        edges[name] = {m for m in found if m and m != name}
+    return edges
 
 
 def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
@@ -160,6 +182,22 @@ def test_there_is_no_import_cycle():
     assert find_cycle(graph(_sources())) is None
 
 
+def _bench_and_tests() -> list[Path]:
+    return _sources() + sorted((ROOT / "bench").rglob("*.py")) + sorted(
+        (ROOT / "tests").rglob("*.py"))
+
+
+def test_there_is_no_import_cycle_in_benchmarks_and_tests():
+    assert find_cycle(graph(_bench_and_tests())) is None
+
+
+def test_tests_use_the_harness_never_a_benchmark():
+    """bench/ holds benchmark scripts only; what tests and benchmarks share is tests/harness/."""
+    edges = graph(_bench_and_tests())
+    assert sorted(f"{name} imports {m}" for name, found in edges.items()
+                  if name.startswith("tests.") for m in found if m.startswith("bench.")) == []
+
+
 def test_the_checks_catch_a_cycle_and_an_upward_import(tmp_path, monkeypatch):
     """The two checks above can fail: a made-up tree with a cycle and an engine module that
     imports the app's glue."""
@@ -172,6 +210,23 @@ def test_the_checks_catch_a_cycle_and_an_upward_import(tmp_path, monkeypatch):
     paths = sorted(tmp_path.rglob("*.py"))
     assert find_cycle(graph(paths)) == ["model.a", "model.b", "model.a"]
     assert upward_imports(paths) == ["model/b.py imports ui.cache (model -> ui)"]
+
+
+def test_a_cycle_through_a_benchmark_script_is_caught(tmp_path, monkeypatch):
+    """A benchmark imports its neighbours by bare name (bench/ is on sys.path when it runs),
+    so a cycle through them, and through the harness, is found."""
+    for name, text in {"bench/bench_a.py": "import helper\n",
+                       "bench/helper.py": "from tests.harness import driver\n",
+                       "tests/harness/__init__.py": "",
+                       "tests/harness/driver.py": "from bench_a import run\n"}.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    paths = sorted(tmp_path.rglob("*.py"))
+    assert find_cycle(graph(paths)) is None  # the harness's bare import is not bench's
+    (tmp_path / "tests/harness/driver.py").write_text("from bench.bench_a import run\n")
+    assert find_cycle(graph(paths)) == ["bench.bench_a", "bench.helper", "tests.harness.driver",
+                                        "bench.bench_a"]
 
 
 @pytest.mark.parametrize("folder", CHECKED_FOR_SIZE)

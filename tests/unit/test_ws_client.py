@@ -1,18 +1,15 @@
-"""The load bench's protocol-level session (bench/ws_client.py), without a server: the rerun
+"""The load bench's protocol-level session (tests/harness/ws_client.py), without a server: the rerun
 messages it builds and how it reads the server's messages."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import sys
-from pathlib import Path
 
 import pytest
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-from ws_client import Run, WsSession, figure_shows  # noqa: E402
+from tests.harness.ws_client import Run, WsSession, figure_shows
 
 FRAGMENT = "frag123"
 

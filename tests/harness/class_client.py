@@ -1,5 +1,5 @@
 """A teacher or a student of a live class without a browser, for bench/bench_class.py and
-tests/deploy: bench/ws_client.py's session, plus what a class needs of the browser.
+tests/deploy: tests/harness/ws_client.py's session, plus what a class needs of the browser.
 
 - Fragments that rerun on their own (`st.fragment(run_every=...)`, the class bar): the server
   sends an auto_rerun message with the fragment's id and interval, and the browser then asks
@@ -21,7 +21,7 @@ from collections import Counter
 
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.proto.WidgetStates_pb2 import WidgetState
-from ws_client import WsSession
+from .ws_client import WsSession
 
 FINISHED = ForwardMsg.ScriptFinishedStatus.Value("FINISHED_SUCCESSFULLY")
 TEXT_KINDS = ("heading", "markdown", "alert", "code", "text", "progress")

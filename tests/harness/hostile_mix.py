@@ -2,7 +2,7 @@
 user does to a shared server at the same time (issue 25).
 
 All at once, from when every session has opened (a barrier):
-- long: --sessions protocol-level sessions (bench/ws_client.py) submit distinct texts of
+- long: --sessions protocol-level sessions (tests/harness/ws_client.py) submit distinct texts of
   --chars characters (5,000: the hosted limit) one after another, as in long mode. They fill
   the memory budget and evict older runs.
 - slider: --slider-sessions sessions each ran their own text of --slider-chars characters
@@ -37,10 +37,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_ws_load import start_clock, ws_session
-from load_report import _ms, summarize
-from load_tools import CHROME_ARGS, VIEWPORT, RssGuard, RssRecorder, session_text
-from ws_client import WsSession
+from .load_report import _ms, summarize
+from .load_tools import CHROME_ARGS, VIEWPORT, RssGuard, RssRecorder, session_text
+from .ws_client import WsSession
+from .ws_load import start_clock, ws_session
 
 BUDGET_MB = 1024  # the hosted memory budget (server/settings.py)
 MARGIN_MB = 1024  # the issue's bound: model + budget + 1 GiB
@@ -231,7 +231,7 @@ def answered(r: dict) -> bool:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("hostile mode (bench/hostile_mix.py)")
+    group = parser.add_argument_group("hostile mode (tests/harness/hostile_mix.py)")
     group.add_argument("--slider-sessions", type=int, default=16)
     group.add_argument("--slider-chars", type=int, default=2000,
                        help="characters of each slider session's own text")

@@ -32,7 +32,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from load_tools import squash
+from .load_tools import squash
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.proto.WidgetStates_pb2 import WidgetState

@@ -6,7 +6,7 @@ fresh browser session with the inputs in the link (`?model=…&text=…`, read b
 waits until the run is over (no running indicator, no stale element, no spinner, every plotly
 figure drawn, the DOM quiet for --quiet-ms), and writes OUT/<page>_<width>_<input>.png.
 
-    HF_HUB_OFFLINE=1 python bench/screens.py take --app /work/wt-after --port 8621 \
+    HF_HUB_OFFLINE=1 python tests/harness/screens.py take --app /work/wt-after --port 8621 \
         --out shots/after [--pages attention heads] [--widths 1400 800] [--inputs short long]
 
 A page that waits for a click before its heavy part (the effect page's "Measure every token")
@@ -14,13 +14,13 @@ is shot after that click with --click TEXT: a button whose label starts with TEX
 once the page has settled, when there is one. --query k=v adds parameters to every link (a
 second sentence: --query "pair=A dog chased the ball.").
 
-    HF_HUB_OFFLINE=1 python bench/screens.py take --app . --port 8700 --out shots/effect \
+    HF_HUB_OFFLINE=1 python tests/harness/screens.py take --app . --port 8700 --out shots/effect \
         --pages effect --inputs short long --click Measure
 
 Compare: per file in both dirs, the share of pixels that differ, the largest channel
 difference and the rows that differ, as a Markdown table; a red-on-grey diff image per pair.
 
-    python bench/screens.py compare shots/before shots/after --diffs shots/diff
+    python tests/harness/screens.py compare shots/before shots/after --diffs shots/diff
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ import csv
 from collections import Counter
 from pathlib import Path
 
-from load_tools import percentile
+from .load_tools import percentile
 
 GOAL_N, GOAL_P95_MS = 8, 3000  # issue 8: at N = 8, no errors and p95 under 3 s
 ACTION_COLUMNS = ["session", "browser", "cycle", "kind", "ok", "ms", "driver_ms", "busy",
