@@ -8,18 +8,15 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+import app_pages
+from page_links import open_view, shown_view
 
-import app_pages  # noqa: E402
-from page_links import open_view, shown_view  # noqa: E402
-
-from teaching import pages  # noqa: E402
-from teaching.draft import to_toml  # noqa: E402
-from teaching.format import parse_lesson  # noqa: E402
-from teaching.pages import PageSpec, Setting  # noqa: E402
-from ui import page_registry  # noqa: E402
-from ui.view_state import ViewState  # noqa: E402
+from teaching import pages
+from teaching.draft import to_toml
+from teaching.format import parse_lesson
+from teaching.pages import PageSpec, Setting
+from ui import page_registry
+from ui.view_state import ViewState
 
 PAGE = '''"""A glossary: one word, explained."""
 

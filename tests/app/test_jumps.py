@@ -7,13 +7,11 @@ in Chromium: tests/browser/test_jumps_browser.py.)"""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from page_links import APP, open_page  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402

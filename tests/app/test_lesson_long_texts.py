@@ -4,14 +4,9 @@ figure on the click."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-sys.path[:0] = [str(Path(__file__).resolve().parent)]
-
-from test_lessons import _open, _said  # noqa: E402
+from test_lessons import _open, _said
 
 pytestmark = pytest.mark.app
 

@@ -6,19 +6,14 @@ page used (model, text, every setting) and every figure (its title and its numbe
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "app")]
+from page_links import open_lesson, open_view, shown_view
+from test_lessons import LESSONS, _answer_wrong_then_right, _texts
 
-from page_links import open_lesson, open_view, shown_view  # noqa: E402
-from test_lessons import LESSONS, _answer_wrong_then_right, _texts  # noqa: E402
-
-from ui.view_state import ViewState  # noqa: E402
+from ui.view_state import ViewState
 
 
 def _drawn(at, step) -> tuple:

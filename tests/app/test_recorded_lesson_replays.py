@@ -4,20 +4,15 @@ step's one figure in that view, and its "Open the full page" link to exactly tha
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "app")]
+from page_links import open_lesson, open_view, shown_view
+from test_view_links import LESSON_PAGES, view_of
 
-from page_links import open_lesson, open_view, shown_view  # noqa: E402
-from test_view_links import LESSON_PAGES, view_of  # noqa: E402
-
-from teaching.draft import to_toml  # noqa: E402
-from teaching.figures import figure_of  # noqa: E402
-from teaching.format import parse_lesson  # noqa: E402
-from ui.view_state import ViewState  # noqa: E402
+from teaching.draft import to_toml
+from teaching.figures import figure_of
+from teaching.format import parse_lesson
+from ui.view_state import ViewState
 
 MODEL = {"logit-lens": "tiny-induction", "generate": "tiny-chars", "attribution": "tiny-chars",
          "patching": "tiny-induction", "attention": "tiny-reverse"}  # else MiniLM

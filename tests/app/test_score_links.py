@@ -7,12 +7,8 @@ model and the text."""
 from __future__ import annotations
 
 import os
-import sys
-from pathlib import Path
 
 os.environ["HF_HUB_OFFLINE"] = "1"
-ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 import pytest  # noqa: E402
 

@@ -3,13 +3,11 @@ browser does not, the store is bounded, and a recorded step never holds a server
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from page_links import open_page, switch  # noqa: E402
 

@@ -9,17 +9,11 @@ declared setting of every page for some model (checked), so a new setting needs 
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
-
-from page_links import open_view, shown_view  # noqa: E402
-from teaching.pages import BY_PATH, PAGE_SPECS  # noqa: E402
-from ui.view_state import ViewState  # noqa: E402
+from page_links import open_view, shown_view
+from teaching.pages import BY_PATH, PAGE_SPECS
+from ui.view_state import ViewState
 
 TEXT = "The cat sat on the mat because it was warm."
 B = "The dog sat on the mat because it was warm."

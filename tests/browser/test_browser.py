@@ -3,20 +3,11 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests"))
-
-sys.path.insert(0, str(ROOT / "tests" / "browser"))
-
-from app_server import CHROMIUM, running_app  # noqa: E402
+from app_server import CHROMIUM, running_app
 CHROME_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                "--disable-component-update", "--disable-sync", "--no-first-run"]
-
 
 
 @pytest.fixture(scope="module")
@@ -181,7 +172,6 @@ def _wait_spelled(page, text: str) -> None:
 
 
 def test_two_users_at_once_each_see_only_their_own_model_and_text(server, browser, tmp_path):
-    sys.path.insert(0, str(ROOT / "tests"))
     from tiny_models import make_gpt2
 
     gpt2_dir = make_gpt2(tmp_path / "gpt2")  # a different model: a tiny GPT-2, near char-level

@@ -6,19 +6,13 @@ The server's log is kept, and holds no Streamlit warning at the end."""
 from __future__ import annotations
 
 import re
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "browser")]
-
-from app_server import running_app  # noqa: E402
-from server_log import warnings_in  # noqa: E402
-from test_browser import _click_head, _settle, _wait_title  # noqa: E402
-from test_browser import browser  # noqa: E402,F401 - the Chromium fixture
-
+from app_server import running_app
+from server_log import warnings_in
+from test_browser import _click_head, _settle, _wait_title
+from test_browser import browser  # noqa: F401 - the Chromium fixture
 
 
 @pytest.fixture(scope="module")

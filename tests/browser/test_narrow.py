@@ -13,19 +13,12 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 import urllib.parse
 import urllib.request
-from pathlib import Path
 
 import pytest
 
 pytestmark = pytest.mark.browser
-
-ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
-
-sys.path.insert(0, str(ROOT / "tests" / "browser"))
 
 from app_server import CHROMIUM, running_app  # noqa: E402
 CHROME_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -113,7 +106,6 @@ def _page_paths() -> list[str]:
 
 
 PATHS = _page_paths()
-
 
 
 @pytest.fixture(scope="module")

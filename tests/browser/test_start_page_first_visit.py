@@ -3,16 +3,11 @@
 
 from __future__ import annotations
 
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests" / "browser"))
-
-from app_server import CHROMIUM, running_app  # noqa: E402
+from app_server import CHROMIUM, running_app
 
 pytestmark = pytest.mark.browser
 CHROME_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",

@@ -3,15 +3,9 @@ browser), and a second browser starts with none of it."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "browser")]
-
-from test_browser import _settle  # noqa: E402
-from test_browser import browser  # noqa: E402,F401 - the Chromium fixture
-from test_jumps_browser import served  # noqa: E402,F401 - the logged server
+from test_browser import _settle
+from test_browser import browser  # noqa: F401 - the Chromium fixture
+from test_jumps_browser import served  # noqa: F401 - the logged server
 
 
 def test_a_reload_keeps_the_draft_and_another_browser_has_none(served, browser):  # noqa: F811
