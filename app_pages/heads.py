@@ -42,7 +42,7 @@ TABLE_ORDER = ("previous", "self", "next", "distance", "special", "first", "punc
 
 def unbroken(text: str) -> str:
     """`text` with each $formula$ in braces, ${formula}$: one unbreakable box. KaTeX would
-    otherwise break it after "=" and leave "H_i =" at the end of a line (review 8c)."""
+    otherwise break it after "=" and leave "H_i =" at the end of a line."""
     return re.sub(r"\$([^$]+)\$", r"${\1}$", text)
 
 

@@ -68,7 +68,7 @@ def attention_heatmap(matrix, q_tokens, k_tokens, title: str = "Attention",
     labels are hidden but hover still names both tokens. `window` (first, last) opens the map
     zoomed on those positions, labelled (a double-click shows it all): every position in the
     window when the labels fit, else every other one (or fewer), always with the `changed`
-    positions (e.g. where two compared texts differ; review 8c #3).
+    positions (e.g. where two compared texts differ).
 
     `tick_every` (x_step, y_step) writes every step-th label of each axis from the first, cut
     short (viz/heatmap_fit.py), at any length. `hover_labels` (q, k): what hover names instead

@@ -21,7 +21,7 @@ MAX_WRITTEN = 24  # more keys than this: the squares are too small for their num
 RIGHT = 30  # px, the right margin
 # The numbers in the answered row: at least MIN_TEXT_PX on the narrowest plot (the page beside
 # the open sidebar on an 800 px screen, FULL_PAGE_PX), at most MAX_TEXT_PX; a 9 px "0%" read
-# as 8 px on a projector (review 8c). "12%" first; if that is too wide, "12" (the subtitle
+# as 8 px on a projector. "12%" first; if that is too wide, "12" (the subtitle
 # says "in %"); if that too is, no numbers (the hover has them).
 MIN_TEXT_PX, MAX_TEXT_PX = 12, 14
 

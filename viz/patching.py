@@ -24,8 +24,8 @@ MAX_TICKS = 24  # beyond this many positions only every k-th one is labelled (an
 # Plotly sizes cell text itself (no textfont.size): floor((cell width - gap) / (0.65 × the
 # longest label's characters)), at most the page's 13 px, so a wider screen only gets larger
 # text. Numbers are drawn only when that size is at least MIN_TEXT_PX on the narrowest plot.
-# MIN_TEXT_PX is a font size; a digit is only about 0.7 of it tall, so 9 px text gave the
-# reviewer's 7 px "0.0" (review 8b #7). 13 px text (the page's own size) draws digits of about
+# MIN_TEXT_PX is a font size; a digit is only about 0.7 of it tall, so 9 px text drew a
+# 7 px "0.0". 13 px text (the page's own size) draws digits of about
 # 9 px; below it the cells stay empty and the hover has the value.
 MIN_TEXT_PX = 13
 TICK_GAP_PX = 15  # neighbouring slanted tick labels at least this far apart (13 px text)
@@ -207,7 +207,7 @@ def thin_ticks(n_pos: int, cell_px: float, angle: float, marked_pos: int | None 
     apart on cells `cell_px` wide (and at most about MAX_TICKS): the read position
     (marked_pos) first, then the changed ones (marked_cols, unless there are many), then
     every step-th, then any that still fit. When no changed position fits beside the read
-    one (e.g. the change is just before it), the nearest one shares its tick (review 8c #2)."""
+    one (e.g. the change is just before it), the nearest one shares its tick."""
     step = max(math.ceil(n_pos / MAX_TICKS), tick_step(cell_px, TICK_GAP_PX, angle))
     cols = [int(i) for i in marked_cols if 0 <= int(i) < n_pos]
     cols = cols if len(cols) <= MAX_TICKS // 3 else []

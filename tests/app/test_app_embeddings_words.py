@@ -1,6 +1,6 @@
-"""AppTest for the embeddings page's words (review items 21 and 24): the first screen speaks in
+"""AppTest for the embeddings page's words: the first screen speaks in
 plain words and only of the parts the loaded model has; its scatter plots name crowded points
-on hover instead of piling their labels up (item 14)."""
+on hover instead of piling their labels up."""
 
 from __future__ import annotations
 
@@ -103,7 +103,7 @@ def test_short_sentence_labels_are_thinned_and_every_point_has_hover():
 
 
 def test_lengths_table_has_fixed_decimals():
-    """Review 8b #13: lengths read "7.19" and "6.99" beside "8.703" in one column."""
+    """Lengths once read "7.19" and "6.99" beside "8.703" in one column."""
     import json
 
     at = _page("tiny-chars")

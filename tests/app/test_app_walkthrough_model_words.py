@@ -1,4 +1,4 @@
-"""AppTest: the walkthrough speaks of the model in the sidebar (review 8b #12, #13, #19).
+"""AppTest: the walkthrough speaks of the model in the sidebar.
 
 - the last step's "Where to go next" links only pages that apply: Logit lens and Generate for a
   model that predicts the next token, Attention / Head statistics / Embeddings for an encoder;
@@ -55,7 +55,7 @@ def _formats(at: AppTest, index: int = 0) -> dict:
 
 
 def test_an_encoder_is_sent_to_pages_for_encoders():
-    """Review 8b #12: MiniLM was sent to the Logit lens, which opens on "needs a decoder"."""
+    """MiniLM was once sent to the Logit lens, which opens on "needs a decoder"."""
     at = _last_step(_page())
     assert _links(at) == ["attention", "heads", "embeddings"]
     where = next(m.value for m in at.main.markdown if "Where to go next" in m.value)
@@ -73,7 +73,7 @@ def test_decoder_is_sent_to_the_logit_lens_and_generate():
 
 
 def test_pair_wording_only_for_a_model_with_token_types(tiny_dirs):
-    """Review 8b #19: "Type a second sentence … to compare a sentence pair" was shown for a
+    """"Type a second sentence … to compare a sentence pair" was shown for a
     character decoder, which refuses a second text."""
     assert any(w in _captions(_page()) for w in PAIR_WORDS)  # MiniLM: token types
     chars = _captions(_page(model="tiny-chars"))
@@ -91,7 +91,7 @@ def test_pair_wording_only_for_a_model_with_token_types(tiny_dirs):
 
 
 def test_preview_columns_have_fixed_decimals():
-    """Review 8b #13: "2.37" and "-0.92" beside "4.319" in one table (step 13)."""
+    """Step 13's table once had "2.37" and "-0.92" beside "4.319"."""
     at = _page(step=13)
     frame = at.main.dataframe[0].value
     assert frame.dtypes.map(lambda d: d.kind).eq("f").all()
@@ -100,7 +100,7 @@ def test_preview_columns_have_fixed_decimals():
 
 
 def test_decoder_probabilities_are_percentages_in_table_and_bars():
-    """Review 8b #13: the table gave 0.387 / 0.611 while the bars gave 61.1% / 38.7%, tiny
+    """The table once gave 0.387 / 0.611 while the bars gave 61.1% / 38.7%, tiny
     bars read "0.0%" where Generate writes "< 0.01%", and ranks started at 0."""
     at = _last_step(_page(model="tiny-chars"))
     table = at.main.dataframe[0].value

@@ -169,7 +169,7 @@ def test_a_decoder_gets_a_logit_difference_of_two_chosen_tokens():
 
 
 def test_the_default_pair_on_tiny_chars_flips_the_answer_and_lights_two_columns():
-    """Review 8b #4: the default ("mat." → "mat,") changed only the last character, so the grid
+    """The default ("mat." → "mat,") once changed only the last character, so the grid
     was one dark column, and both prompts preferred the same token. The default is now a change
     before the last token after which the model's top next token differs; the answer and wrong
     tokens are the two prompts' own top tokens, and more than one column lights up."""
@@ -210,7 +210,7 @@ DECLONG = ("The old lighthouse keeper climbed the stairs every evening to light 
 
 
 def test_a_long_decoder_text_is_patched_on_its_first_whole_words_with_one_message():
-    """Review 8b #1: on the lighthouse paragraph the sidebar banner said "ran on the first 64",
+    """On the lighthouse paragraph the sidebar banner once said "ran on the first 64",
     a second box said "at most 64" and nothing ran, the button said "61" with no reason, and
     the corrupted prompt was empty. Now one message says why 61, the page patches those 61
     tokens at once (corrupted prompt filled, grids drawn), and the button keeps them."""
@@ -265,7 +265,7 @@ def test_a_text_too_long_to_patch_gets_a_one_click_shorter_version():
 
 
 def test_first_screen_glosses_its_words_and_keeps_the_hook_note_in_help():
-    """Review 8b #8: "residual stream" came before any gloss, the first button said "circuit"
+    """The first screen once said "residual stream" before any gloss, the first button said "circuit"
     and "induction heads" with no gloss, and "each patch is a temporary hook" sat in the intro."""
     at = _page()
     intro = at.caption[0]

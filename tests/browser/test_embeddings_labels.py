@@ -1,6 +1,6 @@
 """Chromium: the embeddings page's scatter plots (tokens by PCA; queries and keys) never draw
 two point labels on top of each other, at 1400 and 800 px, for a short sentence (13 tokens)
-and a long text (325 tokens). Review item 14: the labels used to pile up into a blob."""
+and a long text (325 tokens). The labels used to pile up into a blob."""
 
 from __future__ import annotations
 

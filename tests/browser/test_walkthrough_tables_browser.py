@@ -1,5 +1,5 @@
 """Chromium: the walkthrough's preview tables show every column their caption promises, with
-no sideways scroll, at 1400 and 800 px. Review item 17: at 800 the ids table cut "7·becaus",
+no sideways scroll, at 1400 and 800 px. At 800 the ids table once cut "7·becaus",
 the two GELU tables side by side lost their third column, and the pooled vector showed 5 of
 the 8 columns its caption promised even at 1400."""
 

@@ -39,7 +39,7 @@ def test_no_cell_text_when_it_would_not_fit_a_narrow_screen():
 
 
 def test_a_small_grid_gives_each_cell_its_own_two_digits_when_they_fit():
-    """Review 8b #16: an ablation grid showed "0.0" for 0.0330 beside 1.2."""
+    """An ablation grid once showed "0.0" for 0.0330 beside 1.2."""
     heat = head_grid(np.array([[0.0330, 1.2177, -0.0204, 0.5]]), "t", "v", diverging=True).data[0]
     assert [list(r) for r in heat.text] == [["0.033", "1.2", "-0.020", "0.50"]]
     assert cell_text(np.array([[0.0330, 1.2]])) == [["0.0", "1.2"]]  # the column rule

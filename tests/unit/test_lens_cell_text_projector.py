@@ -1,4 +1,4 @@
-"""Review 8b #2: the logit lens's in-cell letters are the point of the figure: at least 14 px
+"""The logit lens's in-cell letters are the point of the figure: at least 14 px
 when the cells allow (plotly's own fit when they do not), and projector mode enlarges every
 fixed in-cell text size, not only the axes."""
 

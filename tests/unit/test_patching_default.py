@@ -1,6 +1,6 @@
 """A decoder's default corrupted prompt: the candidates keep the text's length in tokens, the
 gap of each is the one `prepare` measures, and the pick is the first clearly moving one (else
-the largest), so tiny-chars' default pair is not lost in noise (review #12)."""
+the largest), so tiny-chars' default pair is not lost in noise."""
 
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ def test_a_text_whose_words_have_no_same_length_swap_still_gets_one(chars):
 
 
 def test_the_flip_default_changes_the_top_token_before_the_last_one(chars):
-    """Review 8b #4: a change before the last token after which the top next token differs."""
+    """The default corrupted prompt: a change before the last token after which the top next token differs."""
     from ui.patching_inputs import flip_corruption, flip_corruptions
 
     text = "The cat sat on the mat."

@@ -63,8 +63,8 @@ def _grid(n_rows: int, n_pos: int, z=None, **kw):
 
 
 def test_cell_numbers_are_drawn_only_where_plotly_gives_them_13_px_at_800_wide():
-    """At 800 px plotly shrank MiniLM's "0.00" to ~6 px (review #10); with the 9 px rule its
-    "0.0" still measured ~7 px tall (review 8b #7: a digit is ~0.7 of the font size). Numbers
+    """At 800 px plotly shrank MiniLM's "0.00" to ~6 px; with a 9 px rule its
+    "0.0" still measured ~7 px tall (a digit is ~0.7 of the font size). Numbers
     are now drawn only when plotly's own fit, on the narrowest plot, is the page's 13 px;
     MiniLM's 13-token grid keeps its values in the hover."""
     from viz.patching import MIN_TEXT_PX
@@ -105,7 +105,7 @@ def test_tick_labels_never_crowd_on_the_narrowest_plot(n_pos, marked, changed):
 
 @pytest.mark.parametrize("n_pos, changed", [(61, 59), (61, 58), (64, 62)])
 def test_a_change_just_before_the_read_position_keeps_its_label(n_pos, changed):
-    """Review 8c #2: on the long decoder text position 59 ("t"→"e") lost its label because
+    """On the long decoder text position 59 once ("t"→"e") lost its label because
     it sat within the thinning step of the read position 60. Now both are named (sharing one
     tick when they do not fit apart) and no labels crowd."""
     from viz.patching import TICK_GAP_PX

@@ -42,7 +42,7 @@ def _apart(coords, labels, keep, plot_px) -> None:
 
 
 def _clustered(n: int, seed: int) -> np.ndarray:
-    """A dense cluster (the blob of the review) plus a few far points."""
+    """A dense cluster (where labels once piled into a blob) plus a few far points."""
     rng = np.random.default_rng(seed)
     c = rng.normal(scale=0.05, size=(n, 2))  # [point, 2]
     c[: max(2, n // 6)] = rng.normal(scale=3.0, size=(max(2, n // 6), 2))
@@ -131,7 +131,7 @@ def test_legend_lists_categories_in_reading_order():
 
 
 def test_lengths_legend_sits_right_under_the_tick_labels():
-    """Review 8b #17: short character ticks ("10·a") left a ~70 px empty band between the bar
+    """Short character ticks ("10·a") once left a ~70 px empty band between the bar
     chart's ticks and its legend (a fixed 150 px bottom margin). The margin now is the longest
     label's slanted drop plus the legend's rows: small for short ticks, larger for long ones,
     so the legend neither floats far below nor covers a label."""

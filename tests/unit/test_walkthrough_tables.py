@@ -27,7 +27,7 @@ def test_cell_texts_round_to_three_decimals_and_spell_minus_infinity():
 
 
 def test_every_number_of_a_table_has_the_same_decimals():
-    """Review 8b #13: "2.37" and "-0.92" beside "4.319", and "0" for a tiny value: a column
+    """Once "2.37" and "-0.92" stood beside "4.319", and "0" for a tiny value: a column
     did not read as a column. Now every number has exactly 3 decimals, and none is "-0.000"."""
     values = np.array([[4.3191, 2.37, -0.92], [0.0, -0.00001, 1.0]])
     texts = cell_texts(values)
@@ -64,8 +64,8 @@ def test_fitting_columns_is_the_most_that_fit(budget):
         fitting_columns(index, headers, cells, FULL_PX)
 
 
-def test_the_reviewed_tables_now_fit():
-    """Review 7: at 800 px the ids table cut "7·becaus"; the GELU tables lost their third
+def test_the_ids_gelu_and_pooled_tables_fit():
+    """At 800 px the ids table once cut "7·becaus"; the GELU tables lost their third
     column side by side; the pooled vector showed 5 of 8 columns even at 1400."""
     ids = np.array([[101, 1996, 4937, 2938, 2006, 1996, 13523, 2138]])
     words = ["0·[CLS]", "1·the", "2·cat", "3·sat", "4·on", "5·the", "6·mat", "7·because"]
@@ -123,7 +123,7 @@ def test_activation_scatter_shows_the_bend_not_the_outlier():
 
 
 def test_next_token_bars_rank_from_one_and_write_percentages_like_generate():
-    """Review 8b #13: the bars started at "rank 0" and showed "0.0%" for a tiny probability;
+    """The bars once started at "rank 0" and showed "0.0%" for a tiny probability;
     Generate starts at "1." and writes "< 0.01%"."""
     from viz.numbers import percent
 

@@ -1,4 +1,4 @@
-"""Review 8c #3: a zoomed attention map (compare page, long text) labels the changed token.
+"""A zoomed attention map (compare page, long text) labels the changed token.
 Plotly's own ticks on the zoomed window were every other token and skipped token 7."""
 
 from __future__ import annotations
