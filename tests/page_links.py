@@ -41,6 +41,16 @@ def open_page(page: str, model: str, text: str | None = None, **params) -> AppTe
     return at
 
 
+def open_link(page: str, timeout: float = 300, **params) -> AppTest:
+    """`page` opened straight from a link (`/page?model=…&text=…`): the query, then the page
+    on the first run. Exceptions are the caller's to read: a refused link is a test too."""
+    at = AppTest.from_file(APP, default_timeout=timeout)
+    for key, value in params.items():
+        at.query_params[key] = str(value)
+    switch(at, page)
+    return at.run()
+
+
 def start_app(text: str | None = None) -> AppTest:
     """The start page, with `text` typed into the sidebar."""
     at = AppTest.from_file(APP, default_timeout=300).run()
@@ -51,9 +61,10 @@ def start_app(text: str | None = None) -> AppTest:
 
 
 def open_with_sidebar(page: str, model: str | None = None, text: str | None = None,
-                      params: dict | None = None) -> AppTest:
+                      params: dict | None = None, pair: str | None = None) -> AppTest:
     """`page` reached as a user reaches it: the app opened (with `params` in its link), the
-    model picked and the text typed in the sidebar, then the page."""
+    model picked and the text (and the second text, `pair`) typed in the sidebar, then the
+    page."""
     at = AppTest.from_file(APP, default_timeout=300)
     if params:
         at.query_params.update(params)
@@ -62,6 +73,8 @@ def open_with_sidebar(page: str, model: str | None = None, text: str | None = No
         at.selectbox(key="sb_model_choice").set_value(model).run()
     if text is not None:
         at.text_area(key="sb_text").input(text).run()
+    if pair is not None:
+        at.text_input(key="sb_pair").input(pair).run()
     switch(at, page).run()
     assert not at.exception
     return at

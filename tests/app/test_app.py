@@ -11,7 +11,7 @@ import pytest
 os.environ["HF_HUB_OFFLINE"] = "1"
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from page_links import switch  # noqa: E402
+from page_links import open_link, switch  # noqa: E402
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 TIMEOUT = 120
@@ -19,12 +19,6 @@ ATTENTION = "attention"
 
 
 DECODER_ONLY = ("logit_lens", "generate", "attribution")
-
-
-def _app() -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
-    switch(at, ATTENTION)  # the start page is the default
-    return at.run()
 
 
 def _charts(at: AppTest) -> dict[str, dict]:
@@ -37,7 +31,7 @@ def _heatmap(at: AppTest) -> dict:
 
 
 def test_default_view_has_heatmap_and_no_exception():
-    at = _app()
+    at = open_link(ATTENTION, TIMEOUT)
     assert not at.exception
     fig = _heatmap(at)
     assert "layer 0, head 0" in fig["layout"]["title"]["text"].lower()
@@ -45,7 +39,7 @@ def test_default_view_has_heatmap_and_no_exception():
 
 
 def test_sliders_change_the_figure():
-    at = _app()
+    at = open_link(ATTENTION, TIMEOUT)
     before = _heatmap(at)["data"][0]["z"]
     at.slider(key="attn_head").set_value(3).run()
     assert not at.exception
@@ -58,7 +52,7 @@ def test_sliders_change_the_figure():
 
 
 def test_typing_text_changes_tokens():
-    at = _app()
+    at = open_link(ATTENTION, TIMEOUT)
     at.text_area(key="sb_text").input("Zebras graze quietly.").run()
     assert not at.exception
     x = _heatmap(at)["data"][0]["x"]
@@ -66,7 +60,7 @@ def test_typing_text_changes_tokens():
 
 
 def test_average_rollout_and_hide_special():
-    at = _app()
+    at = open_link(ATTENTION, TIMEOUT)
     at.toggle(key="attn_average").set_value(True).run()
     assert "average" in _heatmap(at)["layout"]["title"]["text"].lower()
     at.radio(key="attn_mode").set_value("Attention rollout").run()
@@ -84,7 +78,7 @@ def test_average_rollout_and_hide_special():
     "**bold** [link](http://example.com) # heading", "$\\frac{1}{0}$ and $$x$$",
 ])
 def test_hostile_text_never_raises(text):
-    at = _app()
+    at = open_link(ATTENTION, TIMEOUT)
     at.text_area(key="sb_text").input(text).run()
     assert not at.exception
     if not text.strip():
@@ -92,7 +86,7 @@ def test_hostile_text_never_raises(text):
 
 
 def test_long_text_is_cut_with_a_message():
-    at = _app()
+    at = open_link(ATTENTION, TIMEOUT)
     at.text_area(key="sb_text").input("word " * 2000).run()
     assert not at.exception
     warnings = " ".join(w.value for w in at.warning)
@@ -101,7 +95,7 @@ def test_long_text_is_cut_with_a_message():
 
 def test_broken_model_directory_gives_a_message(tmp_path):
     (tmp_path / "config.json").write_text("{not json")
-    at = _app()
+    at = open_link(ATTENTION, TIMEOUT)
     at.selectbox(key="sb_model_choice").set_value("Other: local directory or hub id").run()
     at.text_input(key="sb_model_other").input(str(tmp_path)).run()
     assert not at.exception
@@ -112,7 +106,7 @@ def test_broken_model_directory_gives_a_message(tmp_path):
 
 
 def test_svg_download_switch_reaches_every_figure_toolbar():
-    at = _app()
+    at = open_link(ATTENTION, TIMEOUT)
 
     def formats() -> set[str]:
         return {json.loads(el.proto.config)["toImageButtonOptions"]["format"]
@@ -126,7 +120,7 @@ def test_svg_download_switch_reaches_every_figure_toolbar():
 
 
 def test_each_detail_view_draws_its_own_figure_for_the_selected_head():
-    at = _app()
+    at = open_link(ATTENTION, TIMEOUT)
     assert "attn_overview" in _charts(at) and "attn_qk" not in _charts(at)
     # "All heads" shows the overview only: the downloads belong to the Download view (before
     # the restructure they did; the restructure's dead-code cut let them show here too)

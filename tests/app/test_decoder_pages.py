@@ -5,7 +5,6 @@ loaded as model folders, and MiniLM (an encoder: one line and a one-click switch
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -14,32 +13,22 @@ import pytest
 os.environ["HF_HUB_OFFLINE"] = "1"
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from page_links import switch  # noqa: E402
+from page_links import open_link  # noqa: E402
 
 from analysis.attribution import attribute_ids  # noqa: E402
 from analysis.generation import Sampling, generate_ids  # noqa: E402
 from ui.examples import SHORT  # noqa: E402
 from chart_data import chart_specs as _charts, plotly_array as _array  # noqa: E402
 
-APP = str(Path(__file__).resolve().parents[2] / "app.py")
 GENERATE, ATTRIBUTION = "generate", "attribution"
 TIMEOUT = 240
 
 
-def _app(model: str, page: str, text: str | None = None, **params) -> AppTest:
+def _app(model: str, page: str, **params) -> AppTest:
     """The app opened on `page` with `model` (a bundled name or a folder) from the link."""
-    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
-    at.query_params["model"] = model
-    if text is not None:
-        at.query_params["text"] = text
-    for key, value in params.items():
-        at.query_params[key] = str(value)
-    switch(at, page)
-    at.run()
+    at = open_link(page, TIMEOUT, model=model, **params)
     assert not at.exception, [e.value for e in at.exception]
     return at
-
-
 
 
 def _texts(elements) -> str:
@@ -53,13 +42,6 @@ def _param(at: AppTest, name: str) -> str | None:
 
 def _prompt_ids(loaded, text: str) -> list[int]:
     return loaded.run(text).token_ids.reshape(-1).tolist()
-
-
-@pytest.fixture(scope="module")
-def tiny_chars():
-    from model import load_model
-
-    return load_model("tiny-chars")
 
 
 def test_generate_shows_the_engines_top_10_and_marks_the_chosen_token(tiny_chars):

@@ -14,7 +14,7 @@ import pytest
 os.environ["HF_HUB_OFFLINE"] = "1"
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from page_links import switch  # noqa: E402
+from page_links import open_with_sidebar, switch  # noqa: E402
 
 import server.working_memory as wm  # noqa: E402
 from analysis.ablation import Inputs  # noqa: E402
@@ -27,14 +27,6 @@ PAGE = "effect"
 LONG = " ".join(["the cat sat on the mat"] * 30)  # 180 words: heavy, waits for the click
 OTHER = " ".join(["a dog slept by the door"] * 30)  # another text: not in the server's cache
 MB = 2**20
-
-
-def _app(text: str = LONG) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=300).run()
-    at.text_area(key="sb_text").input(text).run()
-    switch(at, PAGE).run()
-    assert not at.exception
-    return at
 
 
 def _texts(at: AppTest) -> str:
@@ -61,7 +53,7 @@ def _plan(minilm, allowance: int):
 
 def test_the_cost_is_said_before_the_click(minilm, pool):
     pool(512)
-    at = _app()
+    at = open_with_sidebar(PAGE, text=LONG)
     line = re.search(r"Measuring every token takes about ([\d,]+) MB of memory while it runs "
                      r"and (about \d+ (s|min)|about a second|between \d+( s)? and \d+ (s|min))\.",
                      _texts(at))
@@ -78,7 +70,7 @@ def test_a_server_short_of_memory_runs_it_in_smaller_pieces(minilm, pool):
     others = shared.reserve(512 * MB - plan.least - MB)  # someone else's analysis
     others.__enter__()
     try:
-        at = _app()
+        at = open_with_sidebar(PAGE, text=LONG)
         at.button(key="eff_run").click().run()
     finally:
         others.__exit__(None, None, None)
@@ -94,7 +86,7 @@ def test_a_busy_server_says_so_after_a_bounded_wait(pool, monkeypatch):
     others = shared.reserve(512 * MB)
     others.__enter__()
     try:
-        at = _app(OTHER)
+        at = open_with_sidebar(PAGE, text=OTHER)
         at.button(key="eff_run").click().run()
     finally:
         others.__exit__(None, None, None)
@@ -105,7 +97,7 @@ def test_a_busy_server_says_so_after_a_bounded_wait(pool, monkeypatch):
 
 def test_a_server_too_small_for_it_says_why_and_offers_a_shorter_text(minilm, pool):
     pool(64)
-    at = _app(" ".join(["the cat sat on the mat"] * 80))  # 480 words
+    at = open_with_sidebar(PAGE, text=" ".join(["the cat sat on the mat"] * 80))  # 480 words
     text = _texts(at)
     assert "more than the 64 MB this server allows" in text
     assert not any(b.key == "eff_run" for b in at.button)

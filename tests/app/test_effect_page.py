@@ -21,7 +21,7 @@ from analysis.effect_target import make_target  # noqa: E402
 from ui.examples import SHORT  # noqa: E402
 from ui.text import md_escape  # noqa: E402
 from chart_data import chart_specs as _charts, plotly_array as _array  # noqa: E402
-from page_links import open_page, page_text, switch  # noqa: E402
+from page_links import open_page, open_with_sidebar, page_text, switch  # noqa: E402
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 PAGE = "effect"
@@ -30,21 +30,6 @@ CAT = "The cat sat on the mat."
 DECLONG = ("The old lighthouse keeper climbed the stairs every evening to light the lamp. The sea "
            "was loud and the wind was cold, and far away a ship was looking for the harbour in "
            "the dark. He thought about his daughter, who lived in the city now.")
-
-
-def _app(model: str | None = None, text: str | None = None, pair: str | None = None) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=300).run()
-    if model is not None:
-        at.selectbox(key="sb_model_choice").set_value(model).run()
-    if text is not None:
-        at.text_area(key="sb_text").input(text).run()
-    if pair is not None:
-        at.text_input(key="sb_pair").input(pair).run()
-    switch(at, PAGE).run()
-    assert not at.exception
-    return at
-
-
 
 
 def _texts(at: AppTest) -> str:
@@ -60,7 +45,7 @@ def _strip_values(at: AppTest) -> np.ndarray:
 
 
 def test_minilm_without_a_second_sentence_shows_the_six_methods(minilm):
-    at = _app()
+    at = open_with_sidebar(PAGE)
     text = _texts(at)
     assert "Attention is not explanation" in text
     assert "Target:" in text and "length (norm)" in text
@@ -92,7 +77,7 @@ def test_minilm_without_a_second_sentence_shows_the_six_methods(minilm):
 
 
 def test_minilm_with_a_second_sentence_targets_the_similarity():
-    at = _app(pair=SECOND)
+    at = open_with_sidebar(PAGE, pair=SECOND)
     text = _texts(at)
     assert "cosine similarity" in text and "A dog chased the ball" in text
     assert "only the point of comparison" in text
@@ -104,7 +89,7 @@ def test_minilm_with_a_second_sentence_targets_the_similarity():
 
 
 def test_tiny_chars_targets_a_position_and_has_no_pad_baseline():
-    at = _app("tiny-chars", text="the cat sat")
+    at = open_with_sidebar(PAGE, "tiny-chars", text="the cat sat")
     text = _texts(at)
     assert "next token" in text and "Target:" in text
     assert at.selectbox(key="eff_pos").value == len("the cat sat") - 1  # the last one
@@ -126,7 +111,7 @@ def test_tiny_chars_targets_a_position_and_has_no_pad_baseline():
 
 def test_a_long_text_is_never_cut_silently():
     long = " ".join(["word"] * (MAX_OCCLUSION_TOKENS + 20))
-    at = _app(text=long)
+    at = open_with_sidebar(PAGE, text=long)
     text = _texts(at)
     n = MAX_OCCLUSION_TOKENS + 22  # with [CLS] and [SEP]
     assert f"for at most {MAX_OCCLUSION_TOKENS} tokens; the target sees {n}" in text
@@ -158,7 +143,7 @@ def test_check_these_numbers_on_the_attention_page():
 
 @pytest.mark.parametrize("model", ["tiny-reverse"])
 def test_the_encoder_decoder_gets_a_way_out(model):
-    at = _app(model)
+    at = open_with_sidebar(PAGE, model)
     assert "no single number to trace back" in _texts(at)
     assert any(b.key.startswith("eff_switch") for b in at.button)
 
@@ -182,7 +167,7 @@ def test_a_link_reopens_the_same_view():
 def test_a_text_cut_by_the_context_does_not_say_it_is_never_cut():
     """tiny-chars reads 64 characters: the page says the text was cut, and no caption on the
     same page may claim that a longer text is never cut."""
-    at = _app("tiny-chars", text="the old keeper climbed the stairs every evening to light "
+    at = open_with_sidebar(PAGE, "tiny-chars", text="the old keeper climbed the stairs every evening to light "
               "the lamp, and the sea below was grey. " * 3)
     text = _texts(at)
     assert "never cut" not in text

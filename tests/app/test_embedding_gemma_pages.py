@@ -6,7 +6,6 @@ ways on a full layer and greys only the keys beyond the two-sided window on a sl
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,25 +13,18 @@ import pytest
 os.environ["HF_HUB_OFFLINE"] = "1"
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from page_links import switch  # noqa: E402
+from page_links import open_link  # noqa: E402
 
 import tiny_decoders  # noqa: E402
 from chart_data import chart_specs, plotly_array  # noqa: E402
 
-APP = str(Path(__file__).resolve().parents[2] / "app.py")
 TEXT = "Attention lets every token look at every other token."
 PAGES = ["attention", "generate", "heads", "compare", "ablation", "logit_lens", "walkthrough",
          "positions", "embeddings", "attribution", "patching", "effect"]
 
 
 def _app(page: str, **params) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=300)
-    at.query_params["model"] = str(tiny_decoders.saved("embedding_gemma"))
-    at.query_params["text"] = TEXT
-    for key, value in params.items():
-        at.query_params[key] = str(value)
-    switch(at, page)
-    return at.run()
+    return open_link(page, model=tiny_decoders.saved("embedding_gemma"), text=TEXT, **params)
 
 
 @pytest.mark.parametrize("page", PAGES)

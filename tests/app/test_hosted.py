@@ -9,27 +9,15 @@ import pytest
 import torch
 
 os.environ["HF_HUB_OFFLINE"] = "1"
-from streamlit.testing.v1 import AppTest  # noqa: E402
-
-from page_links import switch  # noqa: E402
+from page_links import open_link  # noqa: E402
 
 from model import BUNDLED, ModelLoadError  # noqa: E402
-
-APP = str(Path(__file__).resolve().parents[2] / "app.py")
-
-
-def _app(**params) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=120)
-    for name, value in params.items():
-        at.query_params[name] = value
-    switch(at, "attention")  # the start page is the default
-    return at.run()
 
 
 def test_hosted_picker_offers_only_the_allowlist(hosted):
     import streamlit as st
 
-    at = _app()
+    at = open_link("attention")
     assert not at.exception
     options = at.selectbox(key="sb_model_choice").options
     from ui.model_names import short_label
@@ -55,17 +43,17 @@ def test_hosted_mode_runs_torch_on_one_thread_and_local_mode_leaves_it(hosted, m
     from server import settings
 
     torch.set_num_threads(2)
-    assert not _app().exception
+    assert not open_link("attention").exception
     assert _threads_in_a_new_thread() == settings.HOSTED_TORCH_THREADS == 1
     monkeypatch.delenv("ATTENTION_LAB_HOSTED")
     torch.set_num_threads(2)
-    assert not _app().exception
+    assert not open_link("attention").exception
     assert _threads_in_a_new_thread() == 2
 
 
 @pytest.mark.parametrize("asked", ["../../../etc", "/etc/passwd", "gpt2", "minilm/../../x"])
 def test_hosted_refuses_paths_and_unlisted_names_from_a_link(hosted, asked):
-    at = _app(model=asked)
+    at = open_link("attention", model=asked)
     assert not at.exception
     assert at.selectbox(key="sb_model_choice").value == "minilm"
     assert any("does not offer" in w.value for w in at.warning)
@@ -96,7 +84,7 @@ def test_local_mode_accepts_anything(monkeypatch):
 def test_hosted_text_limit_is_stated_and_applied(hosted):
     from server import settings
 
-    at = _app()
+    at = open_link("attention")
     at.text_area(key="sb_text").input("word " * 2000).run()  # 10,000 characters
     assert not at.exception
     warnings = " ".join(w.value for w in at.warning)

@@ -12,20 +12,12 @@ import pytest
 os.environ["HF_HUB_OFFLINE"] = "1"
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from page_links import switch  # noqa: E402
+from page_links import open_link, switch  # noqa: E402
 
 from tiny_models import make_gpt2  # noqa: E402
 from ui.urlstate import url_int  # noqa: E402
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
-
-
-def _app(page: str | None = None, **params) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=120)
-    for name, value in params.items():
-        at.query_params[name] = value
-    switch(at, page or "attention")  # the start page is the default
-    return at.run()
 
 
 def _heatmap(at: AppTest) -> dict:
@@ -42,7 +34,7 @@ def test_url_integers_are_parsed_strictly(value, expected):
 
 @pytest.mark.parametrize("layer", ["²", "٣", "9" * 5000, "-3", "99999"])
 def test_a_hostile_layer_in_a_link_opens_the_page(layer):
-    at = _app(layer=layer, head="1")
+    at = open_link("attention", layer=layer, head="1")
     assert not at.exception
     assert _heatmap(at)["data"][0]["type"] == "heatmap"
     assert at.slider(key="attn_head").value == 1
@@ -64,7 +56,7 @@ def test_every_extra_text_on_head_statistics_obeys_the_hosted_limit(hosted):
     from ui.cache import _run_cache
 
     long_line = "word " * 2000  # 10,000 characters
-    at = _app("heads")
+    at = open_link("heads")
     at.text_area(key="hs_more").set_value(long_line + "\n" + long_line[:-2] + "x").run()
     assert not at.exception
     assert any("cut to 5,000 characters" in w.value for w in at.warning)
@@ -75,20 +67,20 @@ def test_every_extra_text_on_head_statistics_obeys_the_hosted_limit(hosted):
 def test_the_picker_and_the_link_never_show_a_server_directory(hosted, tmp_path):
     directory = make_gpt2(tmp_path / "srv" / "models" / "class-gpt")
     hosted.setenv("ATTENTION_LAB_MODELS", f"minilm,{directory}")
-    at = _app()
+    at = open_link("attention")
     box = at.selectbox(key="sb_model_choice")
     assert "class-gpt" in box.options and not any(str(tmp_path) in o for o in box.options)
     box.set_value(str(directory)).run()
     assert not at.exception
     assert at.query_params["model"] in ("class-gpt", ["class-gpt"])
     # the link opens the same model on the same server
-    again = _app(model="class-gpt", text="hello there")
+    again = open_link("attention", model="class-gpt", text="hello there")
     assert again.selectbox(key="sb_model_choice").value == str(directory)
     assert not again.exception
 
 
 def test_the_query_token_box_shows_the_token_as_typed():
-    at = _app(text="<b>bold</b> & co")
+    at = open_link("attention", text="<b>bold</b> & co")
     at.segmented_control(key="attn_view").set_value("Where a row comes from (Q·K)").run()
     options = at.selectbox(key="attn_query").options
     assert any("<" in o for o in options) and not any("&lt;" in o or "&amp;" in o
@@ -104,13 +96,13 @@ def _long_text(n_chars: int) -> str:
 
 def test_a_long_text_goes_in_the_link_compressed_and_comes_back():
     text = _long_text(4_000)
-    at = _app()
+    at = open_link("attention")
     at.text_area(key="sb_text").input(text).run()
     assert not at.exception
     params = dict(at.query_params)
     assert "text" not in params and "textz" in params
     packed = params["textz"] if isinstance(params["textz"], str) else params["textz"][0]
-    again = _app("attention", textz=packed, model="minilm")
+    again = open_link("attention", textz=packed, model="minilm")
     assert not again.exception
     assert again.text_area(key="sb_text").value == text
     assert _heatmap(again)["data"][0]["type"] == "heatmap"
@@ -118,7 +110,7 @@ def test_a_long_text_goes_in_the_link_compressed_and_comes_back():
 
 
 def test_a_short_text_stays_readable_in_the_link():
-    at = _app()
+    at = open_link("attention")
     at.text_area(key="sb_text").input("A short text.").run()
     assert at.query_params["text"] in ("A short text.", ["A short text."])
     assert "textz" not in at.query_params
@@ -129,7 +121,7 @@ def test_a_text_too_long_even_compressed_is_left_out_and_the_page_says_so():
 
     rng = random.Random(0)  # random letters hardly compress
     text = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz ") for _ in range(20_000))
-    at = _app()
+    at = open_link("attention")
     at.text_area(key="sb_text").input(text).run()
     assert not at.exception
     assert "text" not in at.query_params and "textz" not in at.query_params
@@ -144,7 +136,7 @@ def test_a_text_too_long_even_compressed_is_left_out_and_the_page_says_so():
 def test_a_hostile_compressed_text_opens_the_page_with_the_example(value):
     from ui.examples import SHORT
 
-    at = _app("attention", textz=value)
+    at = open_link("attention", textz=value)
     assert not at.exception
     assert at.text_area(key="sb_text").value == SHORT
     assert any("could not be read" in w.value for w in at.sidebar.warning)
@@ -158,6 +150,6 @@ def test_a_zip_bomb_in_a_link_opens_the_page_with_the_example():
     from ui.examples import SHORT
 
     bomb = base64.urlsafe_b64encode(zlib.compress(b"a" * 4_000_000, 9)).rstrip(b"=").decode()
-    at = _app("attention", textz=bomb)
+    at = open_link("attention", textz=bomb)
     assert not at.exception
     assert at.text_area(key="sb_text").value == SHORT

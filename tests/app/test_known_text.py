@@ -16,7 +16,7 @@ import torch.nn.functional as F
 os.environ["HF_HUB_OFFLINE"] = "1"
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from page_links import switch  # noqa: E402
+from page_links import open_link  # noqa: E402
 
 from model import BUNDLED, load_model  # noqa: E402
 from ui.examples import LONG, SHORT, known_sentence  # noqa: E402
@@ -25,16 +25,9 @@ from ui.model_names import description, short_label  # noqa: E402
 pytestmark = pytest.mark.app
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
+# The logit lens from a link that names MiniLM: the page keeps it and offers the decoders (from
+# another page it opens on tiny-words: test_decoder_lab_opens_on_tiny_words.py).
 LENS = "logit-lens"
-
-
-def _app() -> AppTest:
-    """The logit lens from a link that names MiniLM: the page keeps it and offers the decoders
-    (from another page it opens on tiny-words: test_decoder_lab_opens_on_tiny_words.py)."""
-    at = AppTest.from_file(APP, default_timeout=300)
-    at.query_params["model"] = "minilm"
-    switch(at, LENS).run()
-    return at
 
 
 def _texts(elements) -> str:
@@ -59,7 +52,7 @@ def test_the_known_sentence_is_text_tiny_chars_predicts_better_than_chance():
 
 
 def test_switching_from_the_example_gives_tiny_chars_a_sentence_it_knows():
-    at = _app()
+    at = open_link(LENS, model="minilm")
     assert "sentence of the kind it learned" in _texts(at.caption)
     at.button(key="lens_switch_tiny-chars").click().run()
     assert not at.exception
@@ -70,7 +63,7 @@ def test_switching_from_the_example_gives_tiny_chars_a_sentence_it_knows():
 
 
 def test_switching_keeps_the_learners_own_text_and_offers_a_known_sentence():
-    at = _app()
+    at = open_link(LENS, model="minilm")
     at.text_area(key="sb_text").input("My own words here.").run()
     assert "sentence of the kind it learned" not in _texts(at.caption)
     at.button(key="lens_switch_tiny-chars").click().run()
@@ -82,7 +75,7 @@ def test_switching_keeps_the_learners_own_text_and_offers_a_known_sentence():
 
 
 def test_the_long_example_counts_as_the_apps_own_text():
-    at = _app()
+    at = open_link(LENS, model="minilm")
     at.selectbox(key="sb_example").set_value("Long paragraph").run()
     assert at.text_area(key="sb_text").value == LONG
     at.button(key="lens_switch_tiny-chars").click().run()
