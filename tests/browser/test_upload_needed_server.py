@@ -24,7 +24,7 @@ APP = textwrap.dedent("""
     from streamlit import runtime
     from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-    from ui import uploads
+    from server import uploads
 
     rt = runtime.get_instance()
     sid = get_script_run_ctx().session_id

@@ -33,7 +33,7 @@ APP = textwrap.dedent("""
     from streamlit import runtime
     from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-    from ui import uploads
+    from server import uploads
 
     installed = uploads.install() and uploads.install()  # every rerun installs; twice is harmless
     mgr = runtime.get_instance().uploaded_file_mgr
