@@ -2,7 +2,7 @@
 memory one click adds, and its time, BEFORE (a checkout of the code before chunking) and AFTER
 (this tree), in the same run, each in its own subprocess.
 
-A click is `analysis.effect.all_heads` on the bundled MiniLM, as app_pages/effect.py calls it:
+A click is `analysis.effect.all_heads` on the bundled MiniLM, as app_pages/effect/page.py calls it:
 the sentence-vector norm target, integrated gradients from zero vectors with the most steps the
 page allows for the text (16 at 512 tokens, 32 at 252), and occlusion ("remove") where the
 text is within its 256-token bound. AFTER reserves the click's estimated memory from a

@@ -116,7 +116,7 @@ LINES_PER_QUERY = 24  # at most this many lines from one query in one head (its 
 
 def line_data(matrix_per_head, tokens, heads_selected, min_weight: float = MIN_WEIGHT,
               per_query: int = LINES_PER_QUERY) -> dict:
-    """The line view at any length, as plain data for a browser component (ui/token_lines.py).
+    """The line view at any length, as plain data for a browser component (app_pages/attention/token_lines.py).
 
     Returns {"tokens": ["0·[CLS]", ...], "lines": [[query, key, weight, head], ...],
     "colours": {head: colour}}: tokens as plain text (position first, whitespace and invisible

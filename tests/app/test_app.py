@@ -11,6 +11,7 @@ import pytest
 os.environ["HF_HUB_OFFLINE"] = "1"
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from page_files import page_names  # noqa: E402
 from page_links import open_link, switch  # noqa: E402
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
@@ -144,8 +145,7 @@ def test_each_detail_view_draws_its_own_figure_for_the_selected_head():
     assert csv.proto.label.startswith("Attention matrix")
 
 
-@pytest.mark.parametrize("page", sorted(
-    p.stem for p in (Path(APP).parent / "app_pages").glob("*.py") if p.name != "__init__.py"))
+@pytest.mark.parametrize("page", page_names())
 def test_every_page_figure_saves_the_format_chosen_in_the_sidebar(page):
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     switch(at, ATTENTION)

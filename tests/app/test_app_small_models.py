@@ -10,12 +10,13 @@ import pytest
 os.environ["HF_HUB_OFFLINE"] = "1"
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from page_files import page_names  # noqa: E402
 from page_links import switch  # noqa: E402
 
 from tiny_models import make_llama  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = sorted(p.stem for p in (ROOT / "app_pages").glob("*.py") if p.stem != "training")
+PAGES = [p for p in page_names() if p != "training"]
 
 
 @pytest.fixture(scope="module")

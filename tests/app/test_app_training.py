@@ -19,6 +19,7 @@ from server.training_runs import SAVE_PREFIX
 os.environ["HF_HUB_OFFLINE"] = "1"
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from page_files import page_names  # noqa: E402
 from page_links import switch  # noqa: E402
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
@@ -188,7 +189,7 @@ def test_shipped_models_open_in_every_page(name):
     at.query_params["model"] = name
     at.query_params["text"] = "abcdefgabcdefg"
     at.run()
-    pages = sorted(p.stem for p in (Path(APP).parent / "app_pages").glob("*.py"))
+    pages = page_names()
     assert "attention" in pages
     for page in pages:
         if page != "training":

@@ -1,4 +1,4 @@
-"""The attention page's window on a long text (ui/attention_window.py): a link's
+"""The attention page's window on a long text (app_pages/attention/window.py): a link's
 `window=first-last` reopens it, moving the slider writes it back into the link and a page
 switch keeps it, the page says why it is zoomed and which labels it writes, and a window the
 text does not have is refused in words. Without a browser the column's width is unknown, so
@@ -12,7 +12,7 @@ import os
 os.environ["HF_HUB_OFFLINE"] = "1"
 
 from page_links import open_page, open_view, page_text, shown_view, switch  # noqa: E402
-from ui.attention_window import choose  # noqa: E402
+from app_pages.attention.window import choose  # noqa: E402
 from ui.examples import LONG  # noqa: E402
 from viz.labels import axis_labels  # noqa: E402
 

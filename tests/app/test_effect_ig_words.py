@@ -11,7 +11,7 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from page_links import start_app, switch  # noqa: E402
-from ui.effect_words import BASELINE_HELP, STEPS_HELP  # noqa: E402
+from app_pages.effect.words import BASELINE_HELP, STEPS_HELP  # noqa: E402
 
 CAT = "The cat sat on the mat."
 

@@ -22,6 +22,7 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 from streamlit.proto.Markdown_pb2 import Markdown as MarkdownProto  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from page_files import page_file, page_names  # noqa: E402
 from page_links import switch  # noqa: E402
 
 from ui import page_style  # noqa: E402
@@ -31,12 +32,11 @@ ROOT = Path(__file__).resolve().parents[2]
 APP = str(ROOT / "app.py")
 TIMEOUT = 180
 DEFAULT_PAGE = "attention"
-# A page exists when its file exists (app.py lists the pages the same way).
-PAGES = sorted(p.stem for p in (ROOT / "app_pages").glob("*.py") if p.name != "__init__.py")
+PAGES = page_names()  # a page exists when its file (or folder) exists
 # Pages that analyse the sidebar text stop through ui.sidebar.require_trace, which shows the
 # prompt for an empty text and the note when the text was cut.
 SIDEBAR_PAGES = {p for p in PAGES
-                 if "require_trace(" in (ROOT / "app_pages" / f"{p}.py").read_text()}
+                 if "require_trace(" in page_file(p).read_text()}
 
 HOSTILE = {
     "empty": "",
@@ -100,7 +100,7 @@ OWN_COMPONENTS = ("attention_lab_column_width", "attention_lab_token_lines")
 
 
 def _own_component(el) -> bool:
-    """One of the app's own components (ui/column_width.py, ui/token_lines.py): constant code
+    """One of the app's own components (ui/column_width.py, app_pages/attention/token_lines.py): constant code
     with no HTML of its own, which sets whatever data it gets as text, never as HTML."""
     proto = el.proto
     return (proto.component_name in OWN_COMPONENTS and not proto.html_content

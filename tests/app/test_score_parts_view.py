@@ -10,7 +10,7 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 
 from analysis.score_parts import decompose_cell, kind_shares, score_kinds  # noqa: E402
 from page_links import open_with_sidebar, page_text  # noqa: E402
-from ui.score_parts_view import sentence  # noqa: E402
+from app_pages.attention.score_parts import sentence  # noqa: E402
 
 ATTENTION = "attention"
 VIEW = "Why this score"
@@ -45,7 +45,7 @@ def test_an_encoder_decoder_takes_apart_its_decoder_and_cross_attention_scores()
 
     from analysis.seq2seq_score_parts import decompose_decoder_cell
     from model import load_model
-    from ui.score_parts_view import CROSS_FROZEN
+    from app_pages.attention.score_parts import CROSS_FROZEN
 
     folder = str(tiny_seq2seq.folder("t5"))
     at = open_with_sidebar(ATTENTION, params={"model": folder, "text": TEXT, "view": VIEW,

@@ -1,6 +1,6 @@
 """AppTest with saved random-weight BART and T5 folders (tests/tiny_seq2seq.py): /attention
 opens clean and draws the decoder's cross-attention over the source, as for tiny-reverse; and
-the positions page's section for T5's relative position bias (ui/relative_positions.py) draws
+the positions page's section for T5's relative position bias (app_pages/positions/relative.py) draws
 HF's numbers for either stack."""
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def _section(model_dir: str, decoder: bool) -> None:
     import streamlit as st
 
     from model.loading import load_model
-    from ui.relative_positions import SIDES, show_relative_bias
+    from app_pages.positions.relative import SIDES, show_relative_bias
 
     st.session_state.setdefault("pos_rel_side", SIDES[int(decoder)])
     show_relative_bias(load_model(model_dir, device="cpu"))

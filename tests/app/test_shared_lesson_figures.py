@@ -1,5 +1,5 @@
 """A lesson step's figure is built once per server and shared by every session that shows the
-same view (app_pages/heads.py and app_pages/attention.py, through ui/cache.shared): a class
+same view (app_pages/heads.py and app_pages/attention/page.py, through ui/cache.shared): a class
 following its teacher draws one figure, not thirty. Another view gets its own figure, and
 projector mode draws an enlarged copy without changing the shared one."""
 

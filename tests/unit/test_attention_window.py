@@ -1,4 +1,4 @@
-"""The attention page's window on a long text (viz/heatmap_fit.py, ui/attention_window.py): no
+"""The attention page's window on a long text (viz/heatmap_fit.py, app_pages/attention/window.py): no
 cell narrower than the readable minimum, tick labels thinned by a rule that keeps neighbours
 apart and that a sentence states, the whole token on hover, and the window kept in a link."""
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from teaching.pages import BY_PATH
-from ui.attention_window import choose, parse_window, window_text
+from app_pages.attention.window import choose, parse_window, window_text
 from ui.view_state import ViewState
 from viz.attention import attention_heatmap
 from viz.heatmap_fit import (MIN_CELL_PX, TICK_CHARS, TICK_FONT_PX, X_ANGLE, fit,

@@ -22,7 +22,7 @@ from analysis.gradients import (
     integrated_gradients, token_embeddings, zero_start_is_empty,
 )
 from teaching.pages import BY_PATH
-from ui.effect_words import baseline_names, gap_line, gap_warning, ig_notes
+from app_pages.effect.words import baseline_names, gap_line, gap_warning, ig_notes
 from ui.text import md_escape
 
 TEXTS = ("The cat sat on the mat.", "Attention lets every token look at every other token.")

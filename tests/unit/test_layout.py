@@ -120,12 +120,21 @@ def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
+def _own_page_folder(path: Path, module: str) -> bool:
+    """A page's folder (app_pages/<page>/) imports its own modules; no page imports another."""
+    rel = path.relative_to(ROOT).parts
+    return (len(rel) == 3 and rel[0] == "app_pages"
+            and module.split(".")[:2] == ["app_pages", rel[1]])
+
+
 def upward_imports(paths: list[Path]) -> list[str]:
     wrong = []
     for path in paths:
         layer = _layer(path)
         for module in sorted(imports_of(path)):
             top = module.split(".")[0]
+            if _own_page_folder(path, module):
+                continue
             if top in ALLOWED and top != "app" and top not in ALLOWED[layer]:
                 wrong.append(f"{path.relative_to(ROOT)} imports {module} ({layer} -> {top})")
             if layer in NO_STREAMLIT and top == "streamlit":
@@ -176,6 +185,18 @@ def test_the_server_check_catches_a_drawing(tmp_path, monkeypatch):
     monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
     assert streamlit_drawing(path) == ["server/x.py uses streamlit.button",
                                        "server/x.py uses streamlit.elements"]
+
+
+def test_a_page_folder_imports_its_own_modules_and_no_other_page(tmp_path, monkeypatch):
+    for name, text in {"app_pages/__init__.py": "", "app_pages/a/__init__.py": "",
+                       "app_pages/a/page.py": "from .parts import x\nfrom app_pages.b import y\n",
+                       "app_pages/a/parts.py": "", "app_pages/b.py": ""}.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    assert upward_imports([tmp_path / "app_pages/a/page.py"]) == [
+        "app_pages/a/page.py imports app_pages.b (app_pages -> app_pages)",
+        "app_pages/a/page.py imports app_pages.b.y (app_pages -> app_pages)"]
 
 
 def test_there_is_no_import_cycle():

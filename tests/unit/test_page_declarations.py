@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from page_files import code_files, page_names
 from teaching.pages import BY_PATH, LESSON_PAGES, PAGE_SPECS, PageSpec, Setting
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,8 +44,7 @@ def test_the_readme_names_every_page_a_lesson_step_can_open():
 
 
 def test_every_page_file_is_declared_and_every_declaration_has_its_file():
-    files = {p.stem for p in (ROOT / "app_pages").glob("*.py") if p.stem != "__init__"}
-    assert files == {spec.module for spec in PAGE_SPECS}
+    assert set(page_names()) == {spec.module for spec in PAGE_SPECS}
     assert len(BY_PATH) == len(PAGE_SPECS)  # no path declared twice
 
 
@@ -79,7 +79,7 @@ def test_no_page_or_glue_module_types_a_page_settings_key():
     """Pages reach their settings through ui/view_state.py, by declared name."""
     keys = {spec.key(name) for spec in PAGE_SPECS for name in spec.by_name}
     found = []
-    for path in sorted((ROOT / "app_pages").glob("*.py")) + sorted((ROOT / "ui").glob("*.py")):
+    for path in code_files() + sorted((ROOT / "ui").glob("*.py")):
         text = path.read_text(encoding="utf-8")
         found += [f"{path.name}: {key}" for key in keys
                   if re.search(rf"[\"']{key}[\"']|\b{key}=", text)]
@@ -121,11 +121,11 @@ def test_a_bad_declaration_is_refused():
 
 
 def test_pages_reach_their_link_only_through_the_view_state_and_nothing_execs_a_page():
-    for path in sorted((ROOT / "app_pages").glob("*.py")):
+    for path in code_files():
         assert "urlstate" not in path.read_text(encoding="utf-8"), path.name
     running_code = re.compile(r"\brunpy\b|\brun_path\(|(?<![\w.])(exec|eval|compile)\(")
     for path in [ROOT / "app.py", *sorted((ROOT / "ui").glob("*.py")),
-                 *sorted((ROOT / "app_pages").glob("*.py"))]:
+                 *code_files()]:
         assert not running_code.search(path.read_text(encoding="utf-8")), path.name
 
 

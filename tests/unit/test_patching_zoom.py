@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ui.patching_change import change_lines
+from app_pages.patching.change import change_lines
 from viz.patching import (
     CHANGED_COLOUR, GAP, ZOOM_CELL_PX, position_labels, residual_grid, zoom_columns,
 )

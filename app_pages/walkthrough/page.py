@@ -27,7 +27,6 @@ from viz.attention import attention_heatmap
 from ui.callbacks import step_state
 from ui.charts import chart_config
 from ui.widgets import index_slider
-from ui.walkthrough_tokens import column_formats, show_tokens
 from viz.labels import axis_labels, plain_text, visible_text
 from viz.numbers import percent
 from viz.style import HALF_PAGE_PX
@@ -35,6 +34,8 @@ from viz.walkthrough import (
     activation_scatter, allowed_matrix, layer_stack_heatmap, mask_matrix, open_on_start,
     scores_heatmap, top_tokens_bar, values_heatmap,
 )
+
+from .tokens import column_formats, show_tokens
 
 PREVIEW_ROWS, PREVIEW_COLS = 6, 8
 POS_DIMS = ("pos", "q_pos", "k_pos")

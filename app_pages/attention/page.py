@@ -11,16 +11,13 @@ from analysis.rollout import attention_rollout, drop_special, head_average
 from model.transformer import allowed_keys
 from ui import projector
 from ui.alphabet import read_text, show_unknown_note_read
-from ui.attention_window import label_note, window_control
 from ui.cache import shared
 from ui.charts import chart_config
 from ui.callbacks import pick_head
 from ui.text import md_escape
 from ui.page_registry import page_link
 from ui.reference import check_numbers
-from ui.score_parts_view import show_score_parts
 from ui.sidebar import require_trace, trace_notes
-from ui.token_lines import BOX_PX, ROW_PX, token_lines
 from ui.view_state import page_view
 from ui.widgets import index_slider, shown_model_name
 from viz.attention import (
@@ -30,6 +27,10 @@ from viz.export import matrix_csv, trace_npz
 from viz.heatmap_fit import whole_labels
 from viz.labels import axis_labels, plain_text
 from viz.lines import LINES_PER_QUERY, MIN_WEIGHT, line_data
+
+from .window import label_note, window_control
+from .score_parts import show_score_parts
+from .token_lines import BOX_PX, ROW_PX, token_lines
 
 
 VIEW = page_view("attention")  # this page's settings (teaching/pages.py declares them)

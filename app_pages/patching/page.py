@@ -21,13 +21,6 @@ from ui.patching_inputs import (
     best_corruption, default_corruption, flip_corruption, follow_default, head_picker,
     open_patched_head, switch_model, token_count,
 )
-from ui.patching_change import change_lines
-from ui.patching_pair import metric_pair, pair_choices
-from ui.patching_notes import (
-    clean_prompt, metric_line, mismatch, name_heads, small_gap, top_head_line,
-)
-from ui.patching_zoom import grid_columns
-from ui.seq2seq_patching import render_seq2seq_patching, seq2seq_patching_figure
 from ui.sidebar import require_trace
 from ui.switch import needs_lm_head, open_on_decoder, opened_note
 from ui.text import md_escape
@@ -35,6 +28,14 @@ from ui.view_state import page_view
 from viz.heads import head_grid
 from viz.labels import looks_byte_level, visible_text
 from viz.patching import position_labels, residual_grid
+
+from .change import change_lines
+from .pair import metric_pair, pair_choices
+from .notes import (
+    clean_prompt, metric_line, mismatch, name_heads, small_gap, top_head_line,
+)
+from .zoom import grid_columns
+from .seq2seq import render_seq2seq_patching, seq2seq_patching_figure
 
 VIEW = page_view("patching")  # this page's settings (teaching/pages.py declares them)
 PRESET_MODEL = "tiny-induction"

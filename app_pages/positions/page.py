@@ -20,7 +20,6 @@ from model.hook_names import hook_names
 from ui.cache import shared
 from ui.sidebar import require_trace
 from ui.text import md_escape
-from ui.relative_positions import show_relative_bias
 from ui.score_links import heads_positions_drive
 from ui.view_state import page_view
 from ui.charts import chart_config
@@ -31,6 +30,8 @@ from viz.positions import (
     MAX_CURVES, dimension_curves, distance_curves, position_heatmap, position_pca_figure,
     rotary_distance_figure, similarity_heatmap, wavelength_figure,
 )
+
+from .relative import show_relative_bias
 
 VIEW = page_view("positions")  # this page's settings (teaching/pages.py declares them)
 MAX_POSITIONS = 512  # positions drawn at most (a 512 x 768 heatmap is ~1.5 MB in the page)

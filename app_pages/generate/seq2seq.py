@@ -1,7 +1,7 @@
 """The Generate page for an encoder–decoder (BART, Marian, T5): the sidebar's text is the
 source the encoder reads; the decoder writes from its start token one token at a time. The
 page's own pieces (settings row, step slider, the next-token chart) are passed in from
-app_pages/generate.py, so both kinds of model share them."""
+app_pages/generate/page.py, so both kinds of model share them."""
 
 from __future__ import annotations
 

@@ -17,11 +17,12 @@ from ui.cache import cached_run, get_model, shared
 from ui.charts import chart_config
 from ui.heavy import allowance, cost_words, refusal, room_for
 from ui.patching_inputs import default_corruption, follow_default, token_count
-from ui.patching_notes import clean_prompt, mismatch
 from ui.text import md_escape
 from viz.heads import head_grid
 from viz.labels import looks_byte_level, visible_text
 from viz.patching import position_labels, residual_grid
+
+from .notes import clean_prompt, mismatch
 
 AUTO_WORK = 40_000  # patched runs × tokens below which the grids run without a click
 RECOVERED = ("Each cell: how much of the clean answer comes back when that one piece of the "
@@ -205,7 +206,7 @@ def _patched(selection, clean: str, corrupted: str, n_clean: int) -> dict | None
 
 
 def seq2seq_patching_figure(selection, view, name: str) -> None:
-    """A lesson step's one figure (app_pages/patching.py: figure), for the session's corrupted
+    """A lesson step's one figure (app_pages/patching/page.py: figure), for the session's corrupted
     source: the decoder's heads, or the encoder's layers and positions; no controls."""
     loaded = selection.model
     limit = min(MAX_PATCH_TOKENS, loaded.cfg.n_ctx)

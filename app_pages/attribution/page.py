@@ -13,13 +13,14 @@ from analysis.seq2seq_runs import is_seq2seq
 from ui.decoder_lab import (
     attribution, decoder_reason, logit_pickers, logit_view, score_words, token_choices,
 )
-from ui.seq2seq_attribution import render_seq2seq_attribution, seq2seq_attribution_figure
 from ui.sidebar import require_trace
-from ui.switch import offer_decoder, open_on_decoder, opened_note
+from ui.switch import open_on_decoder, opened_note
 from ui.view_state import page_view
 from viz.attribution import head_attribution_grid, logit_waterfall
 from viz.numbers import gap, plain
 from viz.labels import axis_labels, plain_text
+
+from .seq2seq import render_seq2seq_attribution, seq2seq_attribution_figure
 
 VIEW = page_view("attribution")  # this page's settings (teaching/pages.py declares them)
 SHOWN = 1e-4  # the metrics show 4 decimals: a smaller gap reads "≈ 0"

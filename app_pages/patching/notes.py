@@ -12,8 +12,8 @@ import streamlit as st
 from analysis.patching import SMALL_GAP
 from viz.labels import visible_text
 
-from .patching_inputs import first_words, token_count, use_text
-from .text import md_escape
+from ui.patching_inputs import first_words, token_count, use_text
+from ui.text import md_escape
 
 
 def top_head_line(heads: np.ndarray, top: tuple[int, int]) -> str:

@@ -1,10 +1,10 @@
 """Lessons: a list of guided lessons, and one lesson step at a time.
 
 /lessons lists them, with this session's progress on each, under the concept check
-(/lessons?check=before&item=<n>, ui/concept_check.py); /lessons?lesson=<id>&step=<n> opens
-step n: its explanation and an optional "predict, then reveal" question beside the one figure
-the step is about, in the step's state, with a link to the full page; step=end is the summary
-a finished lesson ends on.
+(/lessons?check=before&item=<n>, concept_check.py beside this file);
+/lessons?lesson=<id>&step=<n> opens step n: its explanation and an optional "predict, then
+reveal" question beside the one figure the step is about, in the step's state, with a link to
+the full page; step=end is the summary a finished lesson ends on.
 """
 
 from __future__ import annotations
@@ -17,19 +17,21 @@ import streamlit as st
 from teaching.facts import FactError
 from teaching.format import Lesson, LessonError
 from teaching.render import safe_markdown
-from ui import class_answers, class_bar, class_session, concept_check, projector
-from ui.course_list import course_list
+from ui import class_answers, class_bar, class_session, projector
 from ui.lesson_library import catalogue
-from ui.lesson_progress import (
-    answered_right, done_title, first_answer, progress, right_first_time,
-    step_done,
-)
 from ui.lesson_question import answer_of, ask
 from ui.lesson_step import (
     AT_KEY, draw_figure, focused, go_to, keep_settings, lesson_from_url, step_texts, step_view,
 )
 from ui.page_registry import page_link
 from ui.text import md_escape
+
+from .concept_check import check_box, render as render_check
+from .course_list import course_list
+from .progress import (
+    answered_right, done_title, first_answer, progress, right_first_time,
+    step_done,
+)
 
 
 def _lesson_list() -> None:
@@ -39,7 +41,7 @@ def _lesson_list() -> None:
                 "more. Some steps ask you to **guess first**: the answer appears only after you "
                 "have made your guess. Your progress is kept until you close or reload this tab.")
     lessons, broken = catalogue()
-    concept_check.check_box()
+    check_box()
     course_list(lessons, _start_button, go_to)
     for item in broken:
         st.error(f"The lesson file {md_escape(item.name)} could not be opened: "
@@ -249,7 +251,7 @@ def _summary(lesson: Lesson) -> None:
 
 
 def render() -> None:
-    if concept_check.render():  # /lessons?check=before&item=<n>: the concept check
+    if render_check():  # /lessons?check=before&item=<n>: the concept check
         return
     wanted, number = lesson_from_url()
     if wanted is None:

@@ -11,9 +11,10 @@ import streamlit as st
 from teaching.format import Lesson
 from teaching.render import safe_markdown
 from teaching.syllabus import minutes, units
-from ui.lesson_progress import left_off, progress, progress_words
 from ui.model_names import short_label
 from ui.text import md_escape
+
+from .progress import left_off, progress, progress_words
 
 
 def _card(lesson: Lesson, start: Callable[[Lesson], None]) -> None:

@@ -9,8 +9,8 @@ import streamlit as st
 from analysis.patching import default_pair
 from viz.labels import visible_text
 
-from .patching_inputs import candidates
-from .view_state import page_view
+from ui.patching_inputs import candidates
+from ui.view_state import page_view
 
 VIEW = page_view("patching")
 

@@ -13,8 +13,6 @@ from ui.callbacks import set_state, step_state
 from ui.charts import chart_config
 from analysis.seq2seq_runs import is_seq2seq
 from ui.decoder_lab import decoder_reason, generation, induction_head
-from ui.seq2seq_generate import (apply_config_defaults, decoder_config_note, render_seq2seq,
-                                 seq2seq_figure)
 from ui.sidebar import require_trace
 from ui.switch import offer_decoder, open_on_decoder, opened_note
 from ui.text import md_escape
@@ -22,6 +20,9 @@ from ui.view_state import page_view
 from ui.widgets import index_slider
 from viz.generation import attention_row_figure, next_token_figure, share
 from viz.labels import looks_byte_level, visible_text
+
+from .seq2seq import (apply_config_defaults, decoder_config_note, render_seq2seq,
+                                 seq2seq_figure)
 
 VIEW = page_view("generate")  # this page's settings (teaching/pages.py declares them)
 DEFAULT_NEW = VIEW.spec.by_name["n"].default

@@ -2,7 +2,7 @@
 taken apart into the decoder's embeddings, every self-attention head, every cross-attention
 head (the heads that read the source), every MLP and the biases. The decoder reads the output
 the model wrote for the sidebar's text (the sidebar's run). The sum check is passed in from
-app_pages/attribution.py, so both kinds of model share it."""
+app_pages/attribution/page.py, so both kinds of model share it."""
 
 from __future__ import annotations
 
@@ -117,7 +117,7 @@ def _head_grids(a, what: str, pos: int) -> None:
 
 
 def seq2seq_attribution_figure(selection, trace, view, name: str) -> None:
-    """A lesson step's one figure (app_pages/attribution.py: figure): the decoder's score part
+    """A lesson step's one figure (app_pages/attribution/page.py: figure): the decoder's score part
     by part, or its heads' grids; no controls."""
     if trace.decoder_ids is None or trace.decoder_ids.shape[1] == 0:
         st.info(NOTHING_WRITTEN)

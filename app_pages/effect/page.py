@@ -15,10 +15,6 @@ from ui.alphabet import show_unknown_note_read
 from ui.cache import get_model, shared
 from ui.callbacks import pick_head
 from ui.charts import chart_config
-from ui.effect_words import (
-    AGREEMENT, BASELINE_ALONE, BASELINE_HELP, BASELINE_LABEL, MEANINGS, NAMES, NO_OCCLUSION,
-    OCCLUSION, RHO_SCALE, STEPS_HELP, WARNING, baseline_names, ig_notes, limits, offered,
-)
 from ui.heavy import allowance, cost_words, refusal, room_for
 from ui.patching_inputs import first_words, token_count, use_text
 from ui.reference import check_numbers
@@ -30,6 +26,11 @@ from ui.widgets import index_slider, shown_model_name
 from viz.effect import method_strip, strip_window, words_figure
 from viz.heads import head_grid
 from viz.labels import axis_labels, plain_text
+
+from .words import (
+    AGREEMENT, BASELINE_ALONE, BASELINE_HELP, BASELINE_LABEL, MEANINGS, NAMES, NO_OCCLUSION,
+    OCCLUSION, RHO_SCALE, STEPS_HELP, WARNING, baseline_names, ig_notes, limits, offered,
+)
 
 
 VIEW = page_view("effect")  # this page's settings (teaching/pages.py declares them)

@@ -18,12 +18,13 @@ from teaching.facts import FactError
 from teaching.format import Lesson, LessonError
 from teaching.render import safe_markdown
 
-from .cache import shared
-from .lesson_library import catalogue
-from .lesson_progress import progress
-from .lesson_step import shown_name, step_texts
-from .text import md_escape
-from .urlstate import url_int
+from ui.cache import shared
+from ui.lesson_library import catalogue
+from ui.lesson_step import shown_name, step_texts
+from ui.text import md_escape
+from ui.urlstate import url_int
+
+from .progress import progress
 
 CHECK_KEY = "concept_check"  # session state: form -> {item number: {"picked", "right"}}
 TITLES = {"before": "Check what you know first", "after": "Check again"}
