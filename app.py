@@ -66,10 +66,11 @@ waiting = busy.BusyLine()
 with cache.run_queue().slot(on_wait=waiting, computes=sidebar.brings_new_input()):
     waiting.clear()
     switch.take_pending()  # a decoder-lab page opening on the bundled decoder (ui/switch.py)
-    st.session_state["selection"] = sidebar.render(page.url_path)
+    selection = sidebar.render(page.url_path)
+    view_state.keep_chosen(selection)  # for the glue that names downloads and writes links
     sidebar.remember_input()
     teacher_tools.render(page.url_path)
-    foreign.gate(st.session_state["selection"], page.url_path)  # a model only HF's code runs
+    foreign.gate(selection, page.url_path)  # a model only HF's code runs
     if not start_first:
-        page_registry.run(page)
+        page_registry.run(page, selection)
     class_follow.after_run(page_registry.path_of(page))  # a teacher's view goes to the class

@@ -216,8 +216,7 @@ def _sweep(selection, trace, mode: str) -> dict | None:
     return sweeps[skey]
 
 
-def render() -> None:
-    selection = st.session_state["selection"]
+def render(selection) -> None:
     st.title("Head ablation", anchor=False)
     trace = require_trace(selection)
     cfg = trace.cfg
@@ -263,11 +262,10 @@ def render() -> None:
         _importance(sweep, selection, chosen, mode, heads_all)
 
 
-def figure(name: str) -> None:
+def figure(name: str, selection) -> None:
     """A lesson step's one figure (teaching/figures.py): every head's effect when removed alone
     (with the step's replacement), in the first of its measures; a long text's measuring waits
     for its one button, its cost said above it."""
-    selection = st.session_state["selection"]
     trace = require_trace(selection)
     mode = VIEW.setdefault("mode")
     sweep = _sweep(selection, trace, mode)

@@ -258,8 +258,7 @@ def _without_colour_bar(fig) -> None:
     fig.update_layout(width=fig.layout.width - bar, margin=dict(r=NO_BAR_MARGIN))
 
 
-def render() -> None:
-    selection = st.session_state["selection"]
+def render(selection) -> None:
     st.title("Compare two inputs", anchor=False)
     trace_a = require_trace(selection)
     cfg = trace_a.cfg
@@ -294,14 +293,13 @@ def render() -> None:
 
     _difference(trace_a, trace_b, per_head, layer, head)
 
-    unknown = unknown_token(st.session_state["selection"].model.tokenizer)
+    unknown = unknown_token(selection.model.tokenizer)
     _statistics_difference(trace_a, trace_b, layer, head, unknown)
 
 
-def figure(name: str) -> None:
+def figure(name: str, selection) -> None:
     """A lesson step's one figure (teaching/figures.py), in the step's view: its head on the
     sidebar text and on text B side by side ("pair"), or B − A ("difference")."""
-    selection = st.session_state["selection"]
     trace_a = require_trace(selection)
     text_b = VIEW.setdefault("text_b", _default_b(selection.model, selection.text))
     trace_b = _run_b(selection, text_b, st.empty())

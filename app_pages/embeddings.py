@@ -333,8 +333,7 @@ def _queries_and_keys(trace, model_name: str) -> None:
                    "same, but queries and keys now share one cloud.")
 
 
-def render() -> None:
-    selection = st.session_state["selection"]
+def render(selection) -> None:
     st.title("Embeddings", anchor=False)
     trace = require_trace(selection)
     model_name = md_escape(NAMES.get(selection.model_name, shown_model_name(selection.model_name)))
@@ -349,11 +348,10 @@ def render() -> None:
     _queries_and_keys(trace, model_name)
 
 
-def figure(name: str) -> None:
+def figure(name: str, selection) -> None:
     """A lesson step's one figure (teaching/figures.py), in the step's view: the sidebar
     text's tokens as points after the step's layer, all layers fitted in one space
     ("projection"); one token's embedding parts ("parts"); or each part's length ("lengths")."""
-    selection = st.session_state["selection"]
     trace = require_trace(selection)
     if name in ("parts", "lengths"):
         parts, labels = embedding_parts(trace), axis_labels(trace.tokens)

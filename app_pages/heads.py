@@ -149,8 +149,7 @@ def _table(cfg, names: list, stats: dict, stat: str, label: str,
                        REPEAT_COLUMNS[c][2] for c in repeat))
 
 
-def render() -> None:
-    selection = st.session_state["selection"]
+def render(selection) -> None:
     st.title("Head statistics", anchor=False)
     trace = require_trace(selection)
     cfg = trace.cfg
@@ -222,10 +221,9 @@ def _grid_figure(_trace, key: tuple, stat: str):
                      "click a head to open it on the attention page")
 
 
-def figure(name: str) -> None:
+def figure(name: str, selection) -> None:
     """A lesson step's one figure (teaching/figures.py): the step's statistic for every head,
     on the step's text; a click opens that head."""
-    selection = st.session_state["selection"]
     trace = require_trace(selection)
     key = (selection.model_name, selection.text, selection.pair)
     st.plotly_chart(_grid_figure(trace, key, VIEW.setdefault("stat")),

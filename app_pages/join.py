@@ -46,7 +46,7 @@ def _in_class(m) -> None:
     st.button("Leave the class", key="class_leave", on_click=class_session.leave)
 
 
-def render() -> None:
+def render(selection) -> None:
     st.title("Join a class", anchor=False)
     m = class_session.current()
     if m is not None and not m.teacher:

@@ -135,15 +135,14 @@ def _table(selection, trace, lens: Lens, window: tuple[int, int], colour: str, p
     return fig
 
 
-def render() -> None:
-    selection = st.session_state["selection"]
+def render(selection) -> None:
     st.title("Logit lens", anchor=False)
     trace = require_trace(selection)
     reason = needs_lm_head(selection, "The logit lens")
     if reason is not None:
-        open_on_decoder(reason, key="lens_switch")
+        open_on_decoder(selection, reason, key="lens_switch")
         st.stop()
-    opened_note(key="lens_switch")
+    opened_note(selection, key="lens_switch")
 
     key = (selection.model_name, selection.text, selection.pair)
     tokens = trace.tokens
@@ -195,15 +194,14 @@ def _window_ending(tokens, end: int, plot_px: float) -> int:
     return start
 
 
-def figure(name: str) -> None:
+def figure(name: str, selection) -> None:
     """A lesson step's one figure (teaching/figures.py): the lens table over the positions up
     to the step's position (the last one unless the step names another), every layer's top
     guess in its cells."""
-    selection = st.session_state["selection"]
     trace = require_trace(selection)
     reason = needs_lm_head(selection, "The logit lens")
     if reason is not None:
-        offer_decoder(reason, key="lens_switch")
+        offer_decoder(selection, reason, key="lens_switch")
         return
     n = len(trace.tokens)
     given = VIEW.given("pos")  # the step's position; else the last, not kept as the step's

@@ -92,7 +92,7 @@ def _ways_in() -> None:
             st.caption(line)
 
 
-def render() -> None:
+def render(selection) -> None:
     st.title("Attention Lab", anchor=False)
     st.markdown("See what happens inside a transformer, the kind of model behind chatbots and "
                 "translators. See how each word of a sentence gathers information from the "

@@ -205,7 +205,7 @@ def _reference() -> None:
         st.dataframe(pd.DataFrame(facts), hide_index=True, width="stretch")
 
 
-def render() -> None:
+def render(selection) -> None:
     if st.session_state.pop("_teach_open", False):
         switch_to("lessons", query_params=dict(st.query_params))
     st.title("Teach with it", anchor=False)

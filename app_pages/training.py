@@ -268,7 +268,7 @@ def _reverse(model, task, word: str) -> str:
     return "".join(task.chars[i] for i in out[0, 1:].tolist()).split(EOS)[0]
 
 
-def render() -> None:
+def render(selection) -> None:
     st.title("Train a tiny transformer", anchor=False)  # no link icon: it wrapped to a blank line
     st.caption(
         "Pick a task and press Start training. A small model learns it on this server while the "
@@ -328,7 +328,7 @@ def render() -> None:
             _finished(run)
 
 
-def figure(name: str) -> None:
+def figure(name: str, selection) -> None:
     """A lesson step's part of this page (teaching/figures.py): the step's task at its shipped
     size, started with one button, its loss and attention snapshots drawn as it trains."""
     choice = VIEW.setdefault("task")

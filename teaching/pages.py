@@ -6,8 +6,8 @@ the README's page table all come from this one list. A page's widget keys are de
 (`PageSpec.key`: the page's prefix and the setting's name, "attn_layer"); nothing else types
 them. This module imports no Streamlit, so lesson files are checked without the app.
 
-Adding a page: one module in app_pages/ (or a folder with its page.py) whose `render()` draws
-it, and one `PageSpec(...)` line in PAGE_SPECS.
+Adding a page: one module in app_pages/ (or a folder with its page.py) whose
+`render(selection)` draws it, and one `PageSpec(...)` line in PAGE_SPECS.
 """
 
 from __future__ import annotations

@@ -10,6 +10,8 @@ import streamlit as st
 
 from viz.export import plotly_config
 
+from .view_state import chosen
+
 FORMAT_KEY = "sb_image_format"
 FORMATS = ("PNG", "SVG")
 NAME_CHARS = 90  # a file name's length, before the extension
@@ -28,8 +30,7 @@ def slug(text: str) -> str:
 def _model_part() -> str:
     """The model in use, as the sidebar names it: a trained model by its label, a folder by
     its name (never a server path)."""
-    selection = st.session_state.get("selection")
-    name = getattr(selection, "model_name", "") or ""
+    name = getattr(chosen(), "model_name", "") or ""
     for label, directory in st.session_state.get("trained_models", {}).items():
         if directory == name:
             return slug(label)

@@ -194,12 +194,12 @@ def focused(step: Step) -> bool:
     return bool(figure_of(step.page, step.figure))
 
 
-def draw_figure(step: Step) -> None:
-    """The step's one figure, drawn by its page's `figure(name)` in the step's view (put in
-    the session by `keep_settings`); a page with no figure runs whole, its widgets keeping
-    their own keys."""
+def draw_figure(step: Step, selection) -> None:
+    """The step's one figure, drawn by its page's `figure(name, selection)` in the step's view
+    (put in the session by `keep_settings`); a page with no figure runs whole, its widgets
+    keeping their own keys."""
     name = figure_of(step.page, step.figure)
     if not name:
-        run_in_lesson(step.page)
+        run_in_lesson(step.page, selection)
         return
-    importlib.import_module(module_name(step.page)).figure(name)
+    importlib.import_module(module_name(step.page)).figure(name, selection)

@@ -2,12 +2,14 @@
 navigation, running the page on screen (and writing its link), and running a page inside a
 lesson step.
 
-Each page is a module in app_pages/ whose `render()` draws it; importing the module draws
-nothing. The module is imported when its page first runs, not when navigation is built, so
+Each page is a module in app_pages/ whose `render(selection)` draws it, given the sidebar's
+choice (model, text, second text; None on the start page, which draws before the sidebar);
+importing the module draws nothing. The module is imported when its page first runs, not when navigation is built, so
 the start page still draws before torch and the models load (app.py)."""
 
 from __future__ import annotations
 
+import contextvars
 import importlib
 
 import streamlit as st
@@ -21,6 +23,9 @@ PACKAGE = "app_pages"  # where the declared page modules live
 START = PAGE_SPECS[0].path  # the first page is the start page, at "/"
 SHOWN_KEY = "_page_shown"  # the page the last whole run showed
 CAME_FROM_KEY = "_page_came_from"  # the page before this run's (None: the session's first run)
+# The sidebar's choice for the page `run` is running: st.Page calls a page with no arguments,
+# so `run` sets it here, for that call only, and the page's renderer hands it to render().
+_GIVEN: contextvars.ContextVar = contextvars.ContextVar("page_selection", default=None)
 
 
 def module_name(path: str) -> str:
@@ -28,14 +33,15 @@ def module_name(path: str) -> str:
     return f"{PACKAGE}.{BY_PATH[path].module}"
 
 
-def render(path: str) -> None:
-    """Draw the page declared at `path` here (its module is imported on first use)."""
-    importlib.import_module(module_name(path)).render()
+def render(path: str, selection) -> None:
+    """Draw the page declared at `path` here for the sidebar's `selection` (its module is
+    imported on first use)."""
+    importlib.import_module(module_name(path)).render(selection)
 
 
 def _renderer(path: str):
     def draw() -> None:
-        render(path)
+        render(path, _GIVEN.get())
 
     draw.__name__ = BY_PATH[path].module
     return draw
@@ -67,17 +73,20 @@ def path_of(page) -> str:
     return page.url_path or START
 
 
-def run(page) -> None:
-    """Run the page on screen, then put the settings it used in its link (also when the page
-    stopped early with a message)."""
+def run(page, selection=None) -> None:
+    """Run the page on screen for the sidebar's `selection`, then put the settings it used in
+    its link (also when the page stopped early with a message)."""
     path = path_of(page)
     state = st.session_state
     state[CAME_FROM_KEY], state[SHOWN_KEY] = state.get(SHOWN_KEY), path
+    given = _GIVEN.set(selection)
     try:
         page.run()
     except StopException:  # st.stop(): the page said why it stopped; a jump leaves the link
         _write_link(path)
         raise
+    finally:
+        _GIVEN.reset(given)
     _write_link(path)
 
 
@@ -92,10 +101,10 @@ def _write_link(path: str) -> None:
         page_view(path).write_link()
 
 
-def run_in_lesson(path: str) -> None:
+def run_in_lesson(path: str, selection) -> None:
     """Draw one page inside a lesson step, as st.navigation runs it (its widgets keep their
-    own keys): the page module's own `render()`."""
-    render(path)
+    own keys): the page module's own `render(selection)`."""
+    render(path, selection)
 
 
 def switch_to(path: str, **kwargs) -> None:

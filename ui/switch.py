@@ -3,7 +3,7 @@ offer a bundled model it does apply to, switched with one click.
 
     reason = needs_lm_head(selection, "The logit lens")
     if reason:
-        offer_decoder(reason, key="lens_switch")
+        offer_decoder(selection, reason, key="lens_switch")
         st.stop()
 """
 
@@ -84,9 +84,9 @@ def needs_lm_head(selection, what: str) -> str | None:
             "encoder: it turns a text into vectors and has no layer that scores next tokens.")
 
 
-def offer_decoder(reason: str, key: str = "switch") -> None:
+def offer_decoder(selection, reason: str, key: str = "switch") -> None:
     """Show `reason` and a button per bundled decoder that switches the sidebar's model."""
-    slot = getattr(st.session_state.get("selection"), "refusal_slot", None)
+    slot = getattr(selection, "refusal_slot", None)
     if slot is not None:  # the link's refused model: `reason` says it (needs_lm_head)
         slot.empty()
     st.info(reason)
@@ -132,17 +132,16 @@ def _opens_on_decoder(selection) -> bool:
     return student is None or not student.following
 
 
-def open_on_decoder(reason: str, key: str) -> None:
+def open_on_decoder(selection, reason: str, key: str) -> None:
     """A decoder-lab page (its render()) that the sidebar's model cannot run: just opened, it
     opens on OPENS_ON (the run starts again with it in the sidebar, and the page says why);
     else `reason` and a button per bundled decoder (`offer_decoder`)."""
-    selection = st.session_state["selection"]
     if _opens_on_decoder(selection):
         st.session_state[PENDING_KEY] = {"page": st.session_state[page_registry.SHOWN_KEY],
                                          "reason": reason}
         st.rerun()
     st.session_state.pop(OPENED_KEY, None)  # the learner chose this model here
-    offer_decoder(reason, key)
+    offer_decoder(selection, reason, key)
 
 
 def take_pending() -> None:
@@ -153,13 +152,12 @@ def take_pending() -> None:
         st.session_state[OPENED_KEY] = pending
 
 
-def opened_note(key: str) -> None:
+def opened_note(selection, key: str) -> None:
     """On a page that opened on OPENS_ON: why, in one line, with the other bundled decoders
     a click away. Said while the learner stays on the page with that model."""
     opened = st.session_state.get(OPENED_KEY)
     if opened is None:
         return
-    selection = st.session_state["selection"]
     if opened["page"] != st.session_state.get(page_registry.SHOWN_KEY) or \
             selection.model_name != OPENS_ON:
         del st.session_state[OPENED_KEY]

@@ -178,6 +178,20 @@ def apply(view: ViewState) -> None:
             state.pop(key, None)
 
 
+CHOSEN_KEY = "selection"  # the sidebar's choice of this run, for glue that is not a page
+
+
+def keep_chosen(selection) -> None:
+    """app.py: the sidebar's choice of this run. Pages are given it (their render); the glue
+    that names a download or writes a link reads it with `chosen()`."""
+    st.session_state[CHOSEN_KEY] = selection
+
+
+def chosen():
+    """The sidebar's choice of this run (None before the sidebar ran)."""
+    return st.session_state.get(CHOSEN_KEY)
+
+
 def _widget_value(value):
     return [tuple(pair) for pair in value] if isinstance(value, list) else value
 
@@ -185,7 +199,7 @@ def _widget_value(value):
 def current_inputs() -> tuple[str, str, str]:
     """(model, text, pair) as the sidebar has them now."""
     state = st.session_state
-    selection = state.get("selection")
+    selection = chosen()
     text = getattr(selection, "text", None)
     pair = getattr(selection, "pair", None)
     return (selected_model(), state.get(TEXT_KEY, "") if text is None else text,

@@ -310,11 +310,10 @@ def _about(selection, trace) -> None:
                   "answer.")
 
 
-def render() -> None:
+def render(selection) -> None:
     """The page body: its run (trace, figures) lives in locals that end with the run; the
     fragment above gets what it needs as arguments. In projector mode the explorer draws the
     title, and what the page says about the map comes under the map (see `_places`)."""
-    selection = st.session_state["selection"]
     room = projector.on()
     if not room:
         st.title("Attention", anchor=False)
@@ -369,10 +368,9 @@ def _step_heatmap(_trace, key: tuple, layer: int, head: int, mode, average: bool
     return fig, title
 
 
-def figure(name: str) -> None:
+def figure(name: str, selection) -> None:
     """A lesson step's one figure (teaching/figures.py), in the step's view: the heatmap of its
     head (or of its mode: average, rollout), or the decoder's cross-attention; no controls."""
-    selection = st.session_state["selection"]
     trace = require_trace(selection)
     if name == "cross-attention" and trace.kind == "encoder_decoder":
         layer, head = VIEW.setdefault("cross_layer", trace.dec_cfg.n_layers - 1), \

@@ -100,8 +100,7 @@ def _heads_chart(a, what: str, pos: int, n_heads: int) -> None:
                     config=chart_config("attribution-heads", grid, position=pos))
 
 
-def render() -> None:
-    selection = st.session_state["selection"]
+def render(selection) -> None:
     st.title("Which parts made the logit", anchor=False)
     st.caption(
         "A model that writes text gives every possible next token a score, its *logit*: the "
@@ -114,9 +113,9 @@ def render() -> None:
     reason = decoder_reason(selection, "Taking the score apart", attribution=True,
                             seq2seq_ok=True)
     if reason is not None:
-        open_on_decoder(reason, key="attr_switch")
+        open_on_decoder(selection, reason, key="attr_switch")
         st.stop()
-    opened_note(key="attr_switch")
+    opened_note(selection, key="attr_switch")
 
     loaded, cfg = selection.model, trace.cfg
     if is_seq2seq(loaded):  # the decoder's score, with its cross-attention heads
@@ -152,10 +151,9 @@ def render() -> None:
                      column_config={what: st.column_config.NumberColumn(format="%+.4f")})
 
 
-def figure(name: str) -> None:
+def figure(name: str, selection) -> None:
     """A lesson step's one figure (teaching/figures.py), for the step's position and token:
     the score built part by part, or every head's direct part of it; no controls."""
-    selection = st.session_state["selection"]
     trace = require_trace(selection)
     reason = decoder_reason(selection, "Taking the score apart", attribution=True,
                             seq2seq_ok=True)

@@ -172,14 +172,15 @@ def _strip(every, layer: int, head: int | None, labels: list[str], method: str) 
                     layer=layer, head=head))
 
 
-def _results(every, layer: int, head: int | None, labels: list[str], n_heads: int) -> None:
+def _results(selection, every, layer: int, head: int | None, labels: list[str],
+             n_heads: int) -> None:
     imp, values, where = _values(every, layer, head)
     _strip(every, layer, head, labels, _words(labels, values, layer, where))
     st.caption(AGREEMENT)
     with st.expander("What each row measures"):
         st.markdown("\n".join(f"- **{NAMES[m]}**: {MEANINGS[m]}." for m in METHODS))
     allowed = _steps_allowed(int(imp.visible.sum()))
-    caption, warning = ig_notes(st.session_state["selection"].model, imp.ig,
+    caption, warning = ig_notes(selection.model, imp.ig,
                                 allowed[-1] if allowed else None)
     st.caption(caption)
     if warning:
@@ -187,7 +188,7 @@ def _results(every, layer: int, head: int | None, labels: list[str], n_heads: in
     st.subheader("Which heads look where the effect is?")
     if every.occlusion_mode is None:
         st.info(NO_OCCLUSION + " Shorten the text to see it:")
-        _shorten_button(st.session_state["selection"], MAX_OCCLUSION_TOKENS, "eff_short_occ")
+        _shorten_button(selection, MAX_OCCLUSION_TOKENS, "eff_short_occ")
         return
     _heads(every, layer, head, n_heads)
 
@@ -251,7 +252,7 @@ def _not_applicable(selection) -> str | None:
 def _stop_unless_applies(selection) -> None:
     reason = _not_applicable(selection)
     if reason:
-        offer_decoder(reason, key="eff_switch")
+        offer_decoder(selection, reason, key="eff_switch")
         st.stop()
 
 
@@ -332,8 +333,7 @@ def _setup(selection, cfg, choose: bool) -> tuple[list[str], int | None, object]
     return labels, position, _target(selection.model_name, selection.text, second, position)
 
 
-def render() -> None:
-    selection = st.session_state["selection"]
+def render(selection) -> None:
     st.title("Attention beside its effect", anchor=False)
     trace = require_trace(selection)
     _stop_unless_applies(selection)
@@ -364,15 +364,14 @@ def render() -> None:
                                  baseline, steps, mode), k)
     if every is None:
         return
-    _results(every, layer, None if average else head, labels, cfg.n_heads)
+    _results(selection, every, layer, None if average else head, labels, cfg.n_heads)
     check_numbers(selection, "eff")
 
 
-def figure(name: str) -> None:
+def figure(name: str, selection) -> None:
     """A lesson step's one figure (teaching/figures.py), in the step's view: the six measures
     for the step's head ("strip"), or every head's attention against occlusion ("heads"). A
     long measurement keeps its button and its cost above the figure."""
-    selection = st.session_state["selection"]
     cfg = require_trace(selection).cfg
     reason = _not_applicable(selection)
     if reason:

@@ -139,10 +139,10 @@ def _distribution(loaded, gen: Generation, step_index: int) -> None:
     st.caption(told)
 
 
-def _first_head(cfg) -> None:
+def _first_head(model_name: str, cfg) -> None:
     """When neither the session nor the link sets the head: open on an induction head."""
     if VIEW.given("layer") is None:
-        layer, head, score = induction_head(st.session_state["selection"].model_name)
+        layer, head, score = induction_head(model_name)
         if score < INDUCTION_CLEAR:  # no head does it: open the last layer's first head
             layer, head = cfg.n_layers - 1, 0
         VIEW["layer"], VIEW["head"] = layer, head
@@ -152,8 +152,8 @@ def _first_head(cfg) -> None:
     VIEW.setdefault("head", 0)
 
 
-def _attention(loaded, gen: Generation, step_index: int, cfg) -> None:
-    _first_head(cfg)
+def _attention(model_name: str, loaded, gen: Generation, step_index: int, cfg) -> None:
+    _first_head(model_name, cfg)
     cols = st.columns(2)
     layer = index_slider(cols[0], "Layer", cfg.n_layers, VIEW.key("layer"))
     head = index_slider(cols[1], "Head", cfg.n_heads, VIEW.key("head"))
@@ -208,8 +208,7 @@ def _written(selection, n_new: int, sampling: Sampling, eos) -> tuple[Generation
             prompt_ids, left_out)
 
 
-def render() -> None:
-    selection = st.session_state["selection"]
+def render(selection) -> None:
     st.title("Generate, step by step", anchor=False)
     reason = None if selection.model is None else decoder_reason(selection, "Generation",
                                                                  seq2seq_ok=True)
@@ -218,9 +217,9 @@ def render() -> None:
     trace = require_trace(selection, context_note=reason is not None)
     window_note = st.empty()  # where generation starts in a long prompt, beside the other notes
     if reason is not None:
-        open_on_decoder(reason, key="gen_switch")
+        open_on_decoder(selection, reason, key="gen_switch")
         st.stop()
-    opened_note(key="gen_switch")
+    opened_note(selection, key="gen_switch")
 
     loaded, cfg = selection.model, trace.cfg
     if is_seq2seq(loaded):  # the source is the sidebar's text; the decoder writes
@@ -262,7 +261,7 @@ def render() -> None:
     with left:
         _distribution(loaded, gen, step - 1)
     with right:
-        _attention(loaded, gen, step - 1, cfg)
+        _attention(selection.model_name, loaded, gen, step - 1, cfg)
 
     if left_out:  # not the whole text: say so, and mark where it starts
         st.subheader(f"The last {len(prompt_ids):,} tokens of the prompt, then the new text")
@@ -279,16 +278,15 @@ def render() -> None:
                   "why the model wrote what it wrote.")
 
 
-def figure(name: str) -> None:
+def figure(name: str, selection) -> None:
     """A lesson step's one figure (teaching/figures.py) at the step's generation step: the text
     so far with that step's token marked, then the likeliest next tokens (and what sampling cut
     away), or where the token read last looked in the step's head."""
-    selection = st.session_state["selection"]
     reason = None if selection.model is None else decoder_reason(selection, "Generation",
                                                                  seq2seq_ok=True)
     trace = require_trace(selection, context_note=reason is not None)
     if reason is not None:
-        offer_decoder(reason, key="gen_switch")
+        offer_decoder(selection, reason, key="gen_switch")
         return
     loaded, cfg = selection.model, trace.cfg
     if is_seq2seq(loaded):
@@ -302,7 +300,7 @@ def figure(name: str) -> None:
     if name != "attention":
         _distribution(loaded, gen, step - 1)
         return
-    _first_head(cfg)
+    _first_head(selection.model_name, cfg)
     at = [min(max(int(VIEW[setting]), 0), count - 1)
           for setting, count in (("layer", cfg.n_layers), ("head", cfg.n_heads))]
     _attention_row(loaded, gen, step - 1, tuple(at), cfg)

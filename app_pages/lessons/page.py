@@ -148,7 +148,7 @@ def _drifted(step) -> bool:
     return state.get("sb_text") != step.text or state.get("sb_pair", "") != step.pair
 
 
-def _step(lesson: Lesson, number: int) -> None:
+def _step(lesson: Lesson, number: int, selection) -> None:
     step = lesson.steps[number - 1]
     room = projector.on()  # the screen a room watches: the figure first, the words under it
     if room:
@@ -184,7 +184,7 @@ def _step(lesson: Lesson, number: int) -> None:
         if answered:
             keep_settings(lesson.id, number, step, settings)
             with st.container(key="lesson_figure"):
-                draw_figure(step)
+                draw_figure(step, selection)
             step_done(lesson.id, number, texts["title"])
         elif focused(step) and not waits and answer_of(lesson.id, number) is None:
             st.caption("The figure appears here once you have answered.")
@@ -250,7 +250,7 @@ def _summary(lesson: Lesson) -> None:
                    on_click=partial(go_to, later[0].id, 1))
 
 
-def render() -> None:
+def render(selection) -> None:
     if render_check():  # /lessons?check=before&item=<n>: the concept check
         return
     wanted, number = lesson_from_url()
@@ -275,5 +275,5 @@ def render() -> None:
         return
     if st.session_state.get("_lesson_problem"):
         st.warning(md_escape(st.session_state["_lesson_problem"]))
-    _step(lesson, number)
+    _step(lesson, number, selection)
 

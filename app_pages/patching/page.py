@@ -298,8 +298,7 @@ HOW = ("Nothing in the model is changed for good: each piece is swapped in durin
        "only, and the next run starts from the model as it was.")
 
 
-def render() -> None:
-    selection = st.session_state["selection"]
+def render(selection) -> None:
     st.title("Patching: find the circuit", anchor=False)
     st.caption(INTRO, help=HOW)
     trace = require_trace(selection, context_note=False)  # a long text: one message, below
@@ -308,9 +307,9 @@ def render() -> None:
         render_seq2seq_patching(selection, VIEW)
         return
     if trace.kind == "encoder_decoder":
-        open_on_decoder(needs_lm_head(selection, "Patching") or "", key="pt_switch")
+        open_on_decoder(selection, needs_lm_head(selection, "Patching") or "", key="pt_switch")
         st.stop()
-    opened_note(key="pt_switch")
+    opened_note(selection, key="pt_switch")
     on_preset = selection.model_name == PRESET_MODEL
     _init_state(on_preset)
     mode = st.radio("What to patch", list(MODES), key=VIEW.key("mode"), horizontal=True,
@@ -339,11 +338,10 @@ def render() -> None:
         _prompts(selection, model)
 
 
-def figure(name: str) -> None:
+def figure(name: str, selection) -> None:
     """A lesson step's one figure (teaching/figures.py), in the step's mode: how much of the
     clean answer each head, or each layer and position, brings back. No controls: only the
     click and its cost line where the prompts' grids ask for one first."""
-    selection = st.session_state["selection"]
     trace = require_trace(selection, context_note=False)
     model = selection.model
     if is_seq2seq(model):

@@ -322,8 +322,7 @@ def _costs(t: _Tables, lm, cfg, own_params: int) -> None:
         f"{cfg.d_vocab:,} × {cfg.d_model:,} = {tok_params:,} numbers.")
 
 
-def render() -> None:
-    selection = st.session_state["selection"]
+def render(selection) -> None:
     st.title("Positional encodings", anchor=False)
     trace = require_trace(selection)
     lm, cfg = selection.model, trace.cfg
@@ -377,10 +376,9 @@ def render() -> None:
     heads_positions_drive(selection, cfg.positions)
 
 
-def figure(name: str) -> None:
+def figure(name: str, selection) -> None:
     """A lesson step's one figure (teaching/figures.py): the cosine similarity of positions, by
     distance for both tables, or position × position for the model's own."""
-    selection = st.session_state["selection"]
     cfg, key = require_trace(selection).cfg, selection.model_name
     if cfg.positions == "relative":
         return show_relative_bias(selection.model)

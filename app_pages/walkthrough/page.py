@@ -295,8 +295,7 @@ def _describe(trace) -> None:
                 "decoder's own layers and its cross-attention are not part of this walkthrough.")
 
 
-def render() -> None:
-    selection = st.session_state["selection"]
+def render(selection) -> None:
     st.title("Forward pass, step by step", anchor=False)
     require_trace(selection)
     _init_state()
@@ -369,10 +368,9 @@ def render() -> None:
             _where_next(decoder_reason(selection, "Generation") is None)
 
 
-def figure(name: str) -> None:
+def figure(name: str, selection) -> None:
     """A lesson step's one figure (teaching/figures.py): the step of the forward pass the lesson
     names, its formula, tensors and figure, with no contents list or controls."""
-    selection = st.session_state["selection"]
     require_trace(selection)
     pair = bool(selection.pair.strip())
     as_batch = pair and (bool(VIEW.peek("batch")) or not selection.model.cfg.n_token_types)

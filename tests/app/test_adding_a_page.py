@@ -28,7 +28,7 @@ VIEW = page_view("glossary")
 WORDS = {"head": "One of the attention units of a layer.", "layer": "One block of the model."}
 
 
-def render() -> None:
+def render(selection) -> None:
     st.title("Glossary", anchor=False)
     VIEW.setdefault("word")
     word = st.radio("Word", list(WORDS), key=VIEW.key("word"))

@@ -149,8 +149,8 @@ DeltaGenerator._enqueue = refuse
 found = {}
 for name in sys.argv[1:]:
     render = getattr(importlib.import_module(name), "render", None)
-    found[name] = callable(render) and not any(
-        p.default is p.empty for p in inspect.signature(render).parameters.values())
+    found[name] = callable(render) and list(inspect.signature(render).parameters) == [
+        "selection"]
 print(json.dumps(found))
 """
 
@@ -162,7 +162,7 @@ def _import_problems(modules: list[str], where: Path) -> list[str]:
                          env=dict(os.environ, HF_HUB_OFFLINE="1"))
     if out.returncode != 0:
         return [out.stderr[-2000:]]
-    problems = [f"{name}: no render() without arguments"
+    problems = [f"{name}: no render(selection)"
                 for name, ok in json.loads(out.stdout.strip().splitlines()[-1]).items() if not ok]
     return problems + [line for line in out.stderr.splitlines()
                        if "ScriptRunContext" in line or "Session state" in line]
@@ -170,15 +170,16 @@ def _import_problems(modules: list[str], where: Path) -> list[str]:
 
 def test_every_page_module_imports_without_drawing_and_has_a_render_function():
     """A page draws only when its render() runs: importing it creates no element or widget
-    and touches no session (that would need a script run), and render takes no argument."""
+    and touches no session (that would need a script run), and render takes the sidebar's
+    choice."""
     assert _import_problems([f"app_pages.{spec.module}" for spec in PAGE_SPECS], ROOT) == []
 
 
 @pytest.mark.parametrize("source", [
-    "import streamlit as st\nst.title('Drawn')\ndef render():\n    pass\n",
-    "import streamlit as st\nX = st.session_state.get('x')\ndef render():\n    pass\n",
-    "import streamlit as st\ndef render(selection):\n    pass\n",
-], ids=["draws", "reads-the-session", "render-needs-an-argument"])
+    "import streamlit as st\nst.title('Drawn')\ndef render(selection):\n    pass\n",
+    "import streamlit as st\nX = st.session_state.get('x')\ndef render(selection):\n    pass\n",
+    "import streamlit as st\ndef render():\n    pass\n",
+], ids=["draws", "reads-the-session", "render-takes-no-selection"])
 def test_a_page_that_works_on_import_is_caught(tmp_path, source):
     """The check above sees a page that draws or reads the session at import time, as a page
     written as a script does."""
