@@ -2,9 +2,12 @@
 
 Navigation (app.py), the link of a view and a jump to it (ui/view_state.py), a lesson step
 (teaching/format.py checks a step's settings against these), "Record this view as a step" and
-the README's page table all come from this one list. A page's widget keys are derived from it
-(`PageSpec.key`: the page's prefix and the setting's name, "attn_layer"); nothing else types
-them. This module imports no Streamlit, so lesson files are checked without the app.
+the README's page table all come from this one list. A setting's widget key is derived from it
+(`PageSpec.key`: the page's prefix and the setting's name, "attn_layer") and typed nowhere
+else (tests/unit/test_page_declarations.py fails on a literal one). The page's other widgets
+and its session values (a chart, a button, the training page's model size) take keys with the
+same prefix, so that a page's keys read together. This module imports no Streamlit, so lesson
+files are checked without the app.
 
 Adding a page: one module in app_pages/ (or a folder with its page.py) whose
 `render(selection)` draws it, and one `PageSpec(...)` line in PAGE_SPECS.
