@@ -18,19 +18,22 @@ ALLOWED = {
     "training": {"model", "analysis", "training"},  # the loop, the tasks, the save format
     "teaching": {"model", "analysis", "training", "teaching"},  # lesson files and their facts
     "viz": {"viz"},  # figures: arrays in, plotly out
+    # the live class as its own domain (what a class learned); lessons never import it
+    "classroom": {"model", "analysis", "training", "teaching", "classroom"},
     # the process's runtime (run queue, memory, sessions, uploads, training runs): draws nothing
     "server": {"model", "analysis", "training", "server"},
-    "ui": {"model", "analysis", "training", "teaching", "viz", "server", "ui"},  # Streamlit glue
-    "app_pages": {"model", "analysis", "training", "teaching", "viz", "server", "ui"},  # pages
+    "ui": {"model", "analysis", "training", "teaching", "viz", "server", "classroom", "ui"},
+    "app_pages": {"model", "analysis", "training", "teaching", "viz", "server", "classroom",
+                  "ui"},  # the pages
     "app": {"server", "ui"},  # app.py: the router
 }
-NO_STREAMLIT = {"model", "analysis", "training", "teaching", "viz"}
+NO_STREAMLIT = {"model", "analysis", "training", "teaching", "viz", "classroom"}
 # server/ may ask Streamlit's runtime about sessions, the request and the secrets, but draws
 # nothing: of `streamlit` itself it reads only these names, of its submodules only the runtime.
 SERVER_READS = {"context", "secrets", "runtime"}
 NO_TORCH = {"viz"}
 MAX_FILE_LINES, MAX_FUNCTION_LINES = 400, 80
-CHECKED_FOR_SIZE = ("model", "analysis", "training", "teaching", "viz", "server", "ui", "app_pages",
+CHECKED_FOR_SIZE = ("model", "analysis", "training", "teaching", "viz", "classroom", "server", "ui", "app_pages",
                     "bench", "tests")
 
 
