@@ -33,8 +33,8 @@ NO_STREAMLIT = {"model", "analysis", "training", "teaching", "viz", "classroom"}
 SERVER_READS = {"context", "secrets", "runtime"}
 NO_TORCH = {"viz"}
 MAX_FILE_LINES, MAX_FUNCTION_LINES = 400, 80
-CHECKED_FOR_SIZE = ("model", "analysis", "training", "teaching", "viz", "classroom", "server", "ui", "app_pages",
-                    "bench", "tests")
+CHECKED_FOR_SIZE = ("model", "analysis", "training", "teaching", "viz", "classroom", "server", "ui",
+                    "app_pages", "bench", "tests")
 
 
 def _layer(path: Path) -> str:
