@@ -53,7 +53,7 @@ def hold(lesson_id: str, number: int, step: Step, settings: dict, texts: dict,
         return _teacher(m, question, step, settings, texts)
     if not m.following or got is None:
         return None
-    _send(m, question, _choice(step, settings, texts, got))
+    send(m, question, _choice(step, settings, texts, got))
     if question in _revealed(m):
         return None
     if question in m.unsent:
@@ -84,7 +84,7 @@ def _revealed(m: Membership) -> frozenset:
     return m.revealed
 
 
-def _send(m: Membership, question: str, choice: str | None) -> None:
+def send(m: Membership, question: str, choice: str | None) -> None:
     """Send this student's answer once (a changed answer replaces the old one)."""
     if choice is None or m.sent.get(question) == choice:
         return

@@ -101,13 +101,16 @@ def view_link(page: str) -> str | None:
     """The teacher's view of `page` as the class follows it; None for the teacher's own pages.
     A lesson step is its lesson link (a student gets the step's words and question too), with
     the settings the teacher changed in the step's figure (lesson_step.changed_settings),
-    except an uploaded lesson, which only this browser has: then the page the step opens."""
+    except an uploaded lesson, which only this browser has: then the page the step opens.
+    A concept check is the check without a question: each student answers at their own pace."""
     if page not in BY_PATH or page in NOT_FOLLOWED:
         return None
     if page != "lessons":
         return class_models.shared_link(view_state.current(page))  # a model trained here: said
     from .lesson_step import AT_KEY
 
+    if st.query_params.get("check") in ("before", "after"):
+        return f"/lessons?{urlencode({'check': st.query_params['check']})}"
     at = st.session_state.get(AT_KEY)
     if not at or "lesson" not in st.query_params:
         return "/lessons"

@@ -24,6 +24,7 @@ from ui.lesson_step import shown_name, step_texts
 from ui.text import md_escape
 from ui.urlstate import url_int
 
+from . import class_check
 from .progress import progress
 
 CHECK_KEY = "concept_check"  # session state: form -> {item number: {"picked", "right"}}
@@ -41,6 +42,10 @@ def _texts(form: str, number: int, with_answer: bool, step) -> dict[str, str]:
 def _shared_texts(form: str, number: int, with_answer: bool, model: str, text: str, question,
                   _step) -> dict[str, str]:
     return step_texts(_step, with_answer=with_answer)[1]
+
+
+def _right_answer(forms: dict[str, Lesson], form: str, number: int) -> str:
+    return _texts(form, number, True, forms[form].steps[number - 1])["answer"]
 
 
 def _answers(form: str) -> dict[int, dict]:
@@ -84,6 +89,12 @@ def check_box() -> None:
     finished = sum(progress(lesson).finished for lesson in lessons.values())
     n = len(before.steps)
     with st.container(border=True, key="concept_check_box"):
+        if class_check.leads_a_class():  # a teacher gives the class a check, not themselves
+            st.markdown(f"**The concept check, for your class.** {n} quick questions about "
+                        "real runs of the models, before the course and again after it. "
+                        "Your screen shows what the class got right, without names.")
+            class_check.start_buttons(st.container(horizontal=True, gap="small"), go)
+            return
         if not done_before:
             st.markdown(f"**Check what you know first.** {n} quick questions about real runs "
                         "of the models, a few minutes in all. Answer each once; you see how "
@@ -115,6 +126,7 @@ def _record(form: str, number: int, box: str) -> None:
     picked = st.session_state.get(box)
     if picked is not None:
         _answers(form).setdefault(number, {"picked": picked, "right": None})
+        class_check.send(form, number, picked)  # in a live class, the class's count too
         st.query_params.from_dict({"check": form, "item": str(number + 1)})
 
 
@@ -226,8 +238,11 @@ def render() -> bool:
         st.button("All lessons", key="check_all", on_click=_leave)
         return True
     lesson = forms[form]
+    if class_check.leads_a_class():
+        class_check.teacher_screen(forms, form, partial(_right_answer, forms))
+        return True
     _settle(form, lesson)
-    item = st.query_params.get("item", "1")
+    item = st.query_params.get("item") or str(_next_open(form, lesson))
     number = url_int(item)
     if item == "end" or (number is not None and number > len(lesson.steps)):
         if not _finished(form, lesson):
