@@ -69,12 +69,14 @@ def _progress(tallies: dict, form: str) -> str:
     answered = [sum(c.values()) for c in tallies[form].values()]
     if not any(answered):
         return "Nobody has answered yet: the class sees the first question on their screens."
-    return (f"{min(answered)} students have answered every question, {max(answered)} at least "
-            "one.")
+    every, some = min(answered), max(answered)
+    return (f"{every} {'student has' if every == 1 else 'students have'} answered every "
+            f"question; {some} answered at least one.")
 
 
 @st.fragment(run_every=MAP_SECONDS)
-def _live_map(form: str, forms: dict[str, Lesson], rights: dict) -> None:
+def _live_map(form: str, forms: dict[str, Lesson],
+              right_answer: Callable[[str, int], str]) -> None:
     m = class_session.teacher()
     if m is None:
         return
@@ -82,6 +84,11 @@ def _live_map(form: str, forms: dict[str, Lesson], rights: dict) -> None:
     if tallies is None:
         return
     st.markdown(_progress(tallies, form))
+    # an item's right answer is worked out from the model once someone has answered it (once
+    # per server: the same as for a learner alone)
+    with st.spinner("Working out the right answers from the model…"):
+        rights = {f: {n: right_answer(f, n)[:100] for n, counts in tallies[f].items() if counts}
+                  for f in FORMS}
     rows = item_rows(forms, tallies, rights)
     beliefs = misconceptions()
     mapped = misconception_rows(rows)
@@ -105,7 +112,4 @@ def teacher_screen(forms: dict[str, Lesson], form: str,
     st.caption("Each student answers on their own screen, at their own pace, and sees their "
                "own map at the end. This screen shows the whole class, without names: each "
                "mix-up with the share right before the course (grey) and after it.")
-    with st.spinner("Working out the right answers from the model (once per server)…"):
-        rights = {f: {n: right_answer(f, n)[:100] for n in range(1, len(forms[f].steps) + 1)}
-                  for f in FORMS}
-    _live_map(form, forms, rights)
+    _live_map(form, forms, right_answer)
