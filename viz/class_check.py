@@ -36,19 +36,22 @@ def check_map(beliefs: Sequence[str], before: Sequence[float | None],
             fig.add_trace(go.Scatter(x=[b, a], y=[label, label], mode="lines",
                                      line=dict(color="#888", width=2), hoverinfo="skip",
                                      showlegend=False))
-    for name, values, colour in (("before the course", pct[0], OTHER_COLOUR),
-                                 ("after", pct[1], CLASS_COLOUR)):
+    for name, values, colour, side in (("before the course", pct[0], OTHER_COLOUR, "left"),
+                                       ("after", pct[1], CLASS_COLOUR, "right")):
+        # each dot says its share, on its own side of the line (the axis may be off screen)
         fig.add_trace(go.Scatter(
-            x=values, y=labels, mode="markers", name=name,
+            x=values, y=labels, mode="markers+text", name=name,
+            text=[None if v is None else f"{v:.0f}%" for v in values],
+            textposition=f"middle {side}", textfont=dict(color="#333"),
             marker=dict(size=14, color=colour, line=dict(color="#333", width=1)),
-            hovertemplate="%{x:.0f}% right<extra>" + name + "</extra>"))
+            hovertemplate="%{x:.0f}% right<extra>" + name + "</extra>", cliponaxis=False))
     fig.update_yaxes(autorange="reversed", automargin=True, categoryorder="array",
                      categoryarray=labels)
-    fig.update_xaxes(title="share of the class right", range=[-3, 103], ticksuffix="%",
-                     dtick=25)
+    fig.update_xaxes(title="share of the class right", range=[-12, 112], ticksuffix="%",
+                     tickvals=[0, 25, 50, 75, 100], side="top")
     took = f"{answered[0]} took the first check, {answered[1]} the second"
     return titled_layout(fig, "What the class got right, before and after", took,
                          height=int(140 + ROW_PX * len(beliefs)),
-                         margin=dict(l=20, r=30, t=90, b=60),
+                         margin=dict(l=20, r=30, t=130, b=20),
                          legend=dict(orientation="h", y=1.02, x=1, xanchor="right",
                                      yanchor="bottom"))

@@ -20,7 +20,7 @@ TOO_WIDE = r"""() => [...document.querySelectorAll(
 def _answer(student, number: int) -> None:
     student.get_by_text(f"question {number} of").wait_for(timeout=180_000)
     _idle(student)
-    student.locator('[data-testid="stRadio"] label').first.click()
+    student.locator('[data-testid="stMain"] [role="radiogroup"] label').first.click()
     _idle(student)
     student.get_by_role("button", name="Answer", exact=True).click()
 
