@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 
 from model.hook_names import hook_names
-from model.hooks import caching_hook, hooks
+from model.run import run_with_hooks
 from model.runner import EncoderDecoderModel
 
 from . import cost
@@ -72,13 +72,10 @@ class Patching:
 
 def _cached_run(loaded, ids: torch.Tensor):
     """One forward pass of ids [1, pos]; every block's input and output and z kept."""
-    cache: dict[str, torch.Tensor] = {}
     names = hook_names(loaded.cfg)
-    keep = {*names.every_layer("resid", "pre"), *names.every_layer("resid", "post"),
-            *names.every_layer("attn", "z")}
-    with torch.no_grad(), hooks(loaded.hook_names, [(keep.__contains__, caching_hook(cache))]):
-        out = loaded.model(ids, torch.ones_like(ids), torch.zeros_like(ids))
-    return out, cache
+    return run_with_hooks(loaded, ids, keep={
+        *names.every_layer("resid", "pre"), *names.every_layer("resid", "post"),
+        *names.every_layer("attn", "z")})
 
 
 def _metric(p: Patching, final: torch.Tensor) -> torch.Tensor:
@@ -130,11 +127,10 @@ def _last_logits(loaded, texts: list[str], chunk: int = 16) -> torch.Tensor:
     if len({r.numel() for r in rows}) > 1 or rows[0].numel() > loaded.cfg.n_ctx:
         raise ValueError("the prompts must have the same number of tokens, within the context")
     last = []
-    with torch.no_grad():
-        for start in range(0, len(rows), chunk):
-            ids = torch.stack(rows[start:start + chunk]).to(loaded.device)  # [b, pos]
-            out = loaded.model(ids, torch.ones_like(ids), torch.zeros_like(ids))
-            last.append(out.logits[:, -1].double().cpu())  # [b, vocab]
+    for start in range(0, len(rows), chunk):
+        ids = torch.stack(rows[start:start + chunk]).to(loaded.device)  # [b, pos]
+        out, _ = run_with_hooks(loaded, ids)
+        last.append(out.logits[:, -1].double().cpu())  # [b, vocab]
     return torch.cat(last)
 
 
@@ -279,9 +275,7 @@ def patched_metric(p: Patching, resid: Iterable[tuple[int, int]] = (),
     for layer, chosen in _group(heads, lambda c: c[0]).items():
         name = hook_names(cfg).attn(layer, "z")
         fns.append((name, _replacer(p.clean[name], torch.tensor([c[1] for c in chosen]), 1)))
-    ids = p.corrupted_ids
-    with torch.no_grad(), hooks(p.loaded.hook_names, fns):
-        out = p.loaded.model(ids, torch.ones_like(ids), torch.zeros_like(ids))
+    out, _ = run_with_hooks(p.loaded, p.corrupted_ids, hooks=fns)
     return float(p.normalise(_metric(p, out.final)[0]))
 
 
@@ -310,11 +304,10 @@ def patch_chunk(cfg, n_pos: int, allowance: int | None = None, most: int = 256) 
 def _tail(p: Patching, layer: int, x: torch.Tensor, fwd_hooks=()) -> torch.Tensor:
     """The blocks from `layer` on and the final norm, on x [batch, pos, d_model]; returns
     the raw metric of each item [batch]. (Like forward_from, without the full logits.)"""
-    model = p.loaded.model
     everything = torch.ones(1, p.n_pos, dtype=torch.long, device=x.device)  # [1, pos]
-    with torch.no_grad(), hooks(p.loaded.hook_names, list(fwd_hooks)):
-        final = model.final(model.run_blocks(x, everything, start=layer))  # [batch, pos, d]
-    return _metric(p, final)
+    out, _ = run_with_hooks(p.loaded, resid=x, start=layer, attention_mask=everything,
+                            hooks=fwd_hooks, head=False)
+    return _metric(p, out.final)  # final: [batch, pos, d_model]
 
 
 def residual_patching(p: Patching, progress: Callable[[int, int], None] | None = None,

@@ -26,9 +26,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from model.run import encode_source, run_with_hooks
+
 from .attribution import _check_token, frozen_norm
-from .seq2seq_runs import (as_row, decoder_names, decoder_run, encode_source, is_seq2seq,
-                           out_scale)
+from .seq2seq_runs import as_row, decoder_names, is_seq2seq, out_scale
 
 
 @dataclass
@@ -176,7 +177,8 @@ def attribute_seq2seq(loaded, src_ids, dec_ids, position: int = -1, target: int 
     pos = int(position) % n
     names = decoder_names(loaded)
     memory, memory_mask = encode_source(loaded, src)
-    logits, cache = decoder_run(loaded, memory, memory_mask, out_ids, _keep(loaded))
+    logits, cache = run_with_hooks(loaded, out_ids, stack="decoder", memory=memory,
+                                   memory_mask=memory_mask, keep=_keep(loaded))
     logits = logits[0, pos].double().cpu()  # [vocab]
     target = int(logits.argmax()) if target is None else _check_token(target, dec_cfg.d_vocab,
                                                                       "target")

@@ -28,11 +28,11 @@ import numpy as np
 import torch
 
 from model.hook_names import hook_names
-from model.hooks import caching_hook, hooks
+from model.run import encode_source, run_with_hooks
 
 from .cost import seq2seq_chunk
 from .patching import MAX_GRID_CELLS, MAX_PATCH_TOKENS, MIN_GAP, default_pair
-from .seq2seq_runs import as_row, decoder_names, decoder_run, is_seq2seq
+from .seq2seq_runs import as_row, decoder_names, is_seq2seq
 
 MAX_OUT_TOKENS = 64  # decoder positions patched
 
@@ -70,10 +70,7 @@ def _keep(loaded) -> set[str]:
 
 def _full_run(loaded, src: torch.Tensor, dec: torch.Tensor):
     """(logits [1, out_pos, vocab], cache) of one run with the activations patching reads."""
-    cache: dict[str, torch.Tensor] = {}
-    keep = _keep(loaded)
-    with torch.no_grad(), hooks(loaded.hook_names, [(keep.__contains__, caching_hook(cache))]):
-        out = loaded.model(src, torch.ones_like(src), decoder_input_ids=dec)
+    out, cache = run_with_hooks(loaded, src, decoder_ids=dec, keep=_keep(loaded))
     return out.decoder_logits, cache
 
 
@@ -140,11 +137,11 @@ def prepare_seq2seq(loaded, clean_ids, corrupted_ids, dec_ids, position: int | N
 
 def _decode(p: Seq2SeqPatching, memory: torch.Tensor, fwd_hooks=()) -> torch.Tensor:
     """The raw metric [batch] of the decoder over memory [batch, src_pos, d_model]."""
-    model = p.loaded.model
-    mask = model.memory_mask(torch.ones_like(p.clean_ids), memory.dtype)  # [1, 1, 1, src]
+    mask = p.loaded.model.memory_mask(torch.ones_like(p.clean_ids), memory.dtype)  # [1, 1, 1, src]
     # the decoder is causal: the tokens after the metric's position cannot change it
     dec = p.dec_ids[:, :p.position + 1].expand(memory.shape[0], -1)  # [batch, position + 1]
-    logits, _ = decoder_run(p.loaded, memory, mask, dec, fwd_hooks=fwd_hooks)
+    logits, _ = run_with_hooks(p.loaded, dec, stack="decoder", memory=memory, memory_mask=mask,
+                               hooks=fwd_hooks)
     return _metric(p, logits)
 
 
@@ -176,7 +173,7 @@ def encoder_residual_patching(p: Seq2SeqPatching, progress: Progress | None = No
     block's output; each cell's patch is run through the rest of the encoder and the decoder.
     Up to `chunk` patched copies per pass (default: as many as fit `allowance` bytes of working
     memory, analysis/cost.py); progress(cells done, cells)."""
-    model, cfg = p.loaded.model, p.loaded.cfg
+    cfg = p.loaded.cfg
     names = hook_names(cfg)
     chunk = chunk or _chunk(p, p.n_src, True, allowance)
     tick = _counter(progress, (cfg.n_layers + 1) * p.n_src)
@@ -188,8 +185,8 @@ def encoder_residual_patching(p: Seq2SeqPatching, progress: Progress | None = No
             x = p.corrupted[name].repeat(pos.numel(), 1, 1)  # [b, src_pos, d_model]
             x[torch.arange(pos.numel()), pos] = p.clean[name][0, pos]
             mask = torch.ones(pos.numel(), p.n_src, dtype=torch.long, device=x.device)
-            with torch.no_grad():
-                out = model.forward_from(min(row, cfg.n_layers), x, mask)
+            out, _ = run_with_hooks(p.loaded, resid=x, start=min(row, cfg.n_layers),
+                                    attention_mask=mask, stack="encoder")
             grid[row, pos] = _decode(p, out.final)
             tick(pos.numel())
     return p.normalise(grid).numpy()
@@ -232,9 +229,7 @@ def decoder_head_patching(p: Seq2SeqPatching, progress: Progress | None = None,
 
 
 def _corrupted_memory(p: Seq2SeqPatching) -> torch.Tensor:
-    with torch.no_grad():
-        _, memory = p.loaded.model.encode(p.corrupted_ids, torch.ones_like(p.corrupted_ids))
-    return memory  # [1, src_pos, d_model]
+    return encode_source(p.loaded, p.corrupted_ids)[0]  # [1, src_pos, d_model]
 
 
 def decoder_residual_patching(p: Seq2SeqPatching, progress: Progress | None = None,
