@@ -33,6 +33,7 @@ from model.runner import EncoderDecoderModel
 
 from . import cost
 from .induction import fresh_repeats
+from .patch_sweep import counter, put_back, put_back_hook, sweep
 
 MAX_PATCH_TOKENS = 128  # tokens per prompt
 MAX_GRID_CELLS = 4096  # cells of one grid: (layers + 1) × positions, or layers × heads
@@ -241,13 +242,6 @@ def induction_pair(length: int, n_symbols: int, seed: int = 0,
     return clean, corrupted
 
 
-def _resid_name(cfg, row: int) -> str:
-    """Row l < n_layers: the input of block l; row n_layers: the output of the last block."""
-    names = hook_names(cfg)
-    return names.resid(row, "pre") if row < cfg.n_layers \
-        else names.resid(cfg.n_layers - 1, "post")
-
-
 def _check_patches(cfg, n_pos: int, resid, heads) -> tuple[list, list]:
     resid, heads = [tuple(map(int, c)) for c in resid], [tuple(map(int, c)) for c in heads]
     for row, pos in resid:
@@ -269,7 +263,7 @@ def patched_metric(p: Patching, resid: Iterable[tuple[int, int]] = (),
     cfg = p.loaded.cfg
     resid, heads = _check_patches(cfg, p.n_pos, resid, heads)
     fns: list[tuple[str, Callable]] = []
-    for name, positions in _group(resid, lambda c: _resid_name(cfg, c[0])).items():
+    for name, positions in _group(resid, lambda c: hook_names(cfg).resid_row(c[0])).items():
         idx = torch.tensor([c[1] for c in positions])  # [k]
         fns.append((name, _replacer(p.clean[name], idx, dim=1)))
     for layer, chosen in _group(heads, lambda c: c[0]).items():
@@ -316,22 +310,16 @@ def residual_patching(p: Patching, progress: Callable[[int, int], None] | None =
     position) patched from the clean run. Row l < n_layers is block l's input; the last row
     is the last block's output. Each pass runs up to `chunk` positions of one row at once
     (default: as many as fit `allowance` bytes, `patch_chunk`)."""
-    cfg = p.loaded.cfg
+    cfg, names = p.loaded.cfg, hook_names(p.loaded.cfg)
     n_rows, n_pos = cfg.n_layers + 1, p.n_pos
+
+    def run(row: int, pos: torch.Tensor) -> torch.Tensor:  # one copy per position
+        name = names.resid_row(row)
+        x = put_back(p.corrupted[name].repeat(pos.numel(), 1, 1), p.clean[name], pos)
+        return _tail(p, row, x)  # x: [b, pos, d_model]
+
     chunk = chunk or patch_chunk(cfg, n_pos, allowance, n_pos)
-    grid = torch.zeros(n_rows, n_pos, dtype=torch.float64)  # [row, pos]
-    done = 0
-    for row in range(n_rows):
-        name = _resid_name(cfg, row)
-        base, clean = p.corrupted[name], p.clean[name]  # [1, pos, d_model]
-        for start in range(0, n_pos, chunk):
-            pos = torch.arange(start, min(start + chunk, n_pos))  # [b]
-            x = base.repeat(pos.numel(), 1, 1)  # [b, pos, d_model]
-            x[torch.arange(pos.numel()), pos.to(x.device)] = clean[0, pos.to(x.device)]
-            grid[row, pos] = _tail(p, row, x)  # [b]
-            done += pos.numel()
-            if progress is not None:
-                progress(done, n_rows * n_pos)
+    grid = sweep(n_rows, n_pos, chunk, run, counter(progress, n_rows * n_pos))
     return p.normalise(grid).numpy()
 
 
@@ -340,28 +328,16 @@ def head_patching(p: Patching, progress: Callable[[int, int], None] | None = Non
     """[n_layers, n_heads]: the normalised metric with one head's output z (all positions)
     patched from the clean run. Each pass runs up to `chunk` heads of one layer at once
     (default: as many as fit `allowance` bytes), from that layer's corrupted input on."""
-    cfg = p.loaded.cfg
+    cfg, names = p.loaded.cfg, hook_names(p.loaded.cfg)
+
+    def run(layer: int, heads: torch.Tensor) -> torch.Tensor:  # one copy per head
+        z = names.attn(layer, "z")  # clean: [1, head, pos, d_head]
+        x = p.corrupted[names.resid(layer, "pre")].repeat(heads.numel(), 1, 1)  # [b, pos, d]
+        return _tail(p, layer, x, [(z, put_back_hook(p.clean[z], heads))])
+
     chunk = chunk or patch_chunk(cfg, p.n_pos, allowance, cfg.n_heads)
-    grid = torch.zeros(cfg.n_layers, cfg.n_heads, dtype=torch.float64)  # [layer, head]
-    done = 0
-    for layer in range(cfg.n_layers):
-        name = hook_names(cfg).attn(layer, "z")
-        clean_z = p.clean[name]  # [1, head, pos, d_head]
-        x0 = p.corrupted[hook_names(cfg).resid(layer, "pre")]  # [1, pos, d_model]
-        for start in range(0, cfg.n_heads, chunk):
-            heads = torch.arange(start, min(start + chunk, cfg.n_heads))  # [b]
-            items = torch.arange(heads.numel())  # [b]
-
-            def patch(z: torch.Tensor, _name: str, heads=heads, items=items) -> torch.Tensor:
-                out = z.clone()  # [b, head, pos, d_head]
-                out[items.to(z.device), heads.to(z.device)] = clean_z[0, heads.to(z.device)]
-                return out
-
-            x = x0.repeat(heads.numel(), 1, 1)  # [b, pos, d_model]
-            grid[layer, heads] = _tail(p, layer, x, [(name, patch)])  # [b]
-            done += heads.numel()
-            if progress is not None:
-                progress(done, cfg.n_layers * cfg.n_heads)
+    grid = sweep(cfg.n_layers, cfg.n_heads, chunk, run,
+                 counter(progress, cfg.n_layers * cfg.n_heads))
     return p.normalise(grid).numpy()
 
 
