@@ -74,7 +74,9 @@ def run_with_hooks(model, ids: torch.Tensor | None = None, *, hooks: Iterable = 
     store = caching_hook(cache)
     fns = [*hooks, *((n, store) for n in _kept(module.hook_names, keep))]
     quiet = contextlib.nullcontext() if grad else torch.no_grad()
-    with quiet, hooks_active_in(module.hook_names, fns):
+    # no hooks, no context: every hook point then returns its tensor at once
+    hooked = hooks_active_in(module.hook_names, fns) if fns else contextlib.nullcontext()
+    with quiet, hooked:
         out = _forward(module, stack, ids, attention_mask, token_type_ids, start, resid, head,
                        decoder_ids, memory, memory_mask)
     return out, cache
