@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from model.attention import attention_scale, layer_mask, layer_window
+from model.attention import attention_scale, layer_mask, layer_window, scores_from
 from .steps import BHQK, BTD, JOIN, Shown, Walk
 
 
@@ -245,7 +245,7 @@ def _scale_step(w: Walk, layer: int, qk: torch.Tensor) -> None:
                    f"the {dh} numbers each head works on).")
     if cfg.attn_softcap is not None:
         cap = cfg.attn_softcap
-        capped = torch.tanh(qk * scale / cap) * cap
+        capped = scores_from(qk, torch.zeros((), dtype=qk.dtype), scale, cap)  # no mask yet
         summary += (f" Then every score is squashed into (−{cap:g}, {cap:g}) by "
                     f"{cap:g}·tanh(score / {cap:g}): large scores stop growing.")
         formula += rf",\quad S'_h \leftarrow {cap:g}\tanh(S'_h / {cap:g})"
