@@ -90,7 +90,7 @@ class HookNames:
         return f"{block}hook_resid_{where}"
 
     def resid_row(self, row: int) -> str:
-        """Row `row` of a residual grid with n_layers + 1 rows (patching, the logit lens):
+        """Row `row` of a residual grid with n_layers + 1 rows (the patching grids):
         row l < n_layers is block l's input (resid "pre"), the last row the last block's
         output (resid "post")."""
         n_layers = self.cfg.n_layers
