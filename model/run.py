@@ -70,6 +70,11 @@ def run_with_hooks(model, ids: torch.Tensor | None = None, *, hooks: Iterable = 
     if stack not in STACKS:
         raise ValueError(f"stack must be one of {STACKS}, got {stack!r}")
     module = _module(model)
+    if stack != "model" and not hasattr(module, "decoder"):
+        raise ValueError(f"the {stack} stack is an encoder–decoder's; this model has one stack")
+    if stack == "decoder" and memory is None:
+        raise ValueError("the decoder stack reads an encoded source: pass memory and "
+                         "memory_mask (encode_source)")
     cache: dict[str, torch.Tensor] = {}
     store = caching_hook(cache)
     fns = [*hooks, *((n, store) for n in _kept(module.hook_names, keep))]

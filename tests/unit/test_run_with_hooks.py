@@ -78,6 +78,12 @@ def test_an_encoder_decoders_stacks_run_alone_as_inside_the_whole_model(family):
     assert torch.allclose(rest.final, memory, atol=1e-5)
 
 
-def test_an_unknown_stack_is_refused_in_words(tiny_chars):
+def test_an_unknown_or_missing_stack_is_refused_in_words(tiny_chars):
+    ids = tiny_chars.encode("a").input_ids
     with pytest.raises(ValueError, match="stack must be one of"):
-        run_with_hooks(tiny_chars, tiny_chars.encode("a").input_ids, stack="cross")
+        run_with_hooks(tiny_chars, ids, stack="cross")
+    with pytest.raises(ValueError, match="this model has one stack"):
+        run_with_hooks(tiny_chars, ids, stack="encoder")
+    lm, _ = tiny_seq2seq.loaded("t5")
+    with pytest.raises(ValueError, match="pass memory"):
+        run_with_hooks(lm, lm.encode("a cat").input_ids, stack="decoder")
