@@ -25,7 +25,7 @@ import torch.nn.functional as F
 
 from analysis import cost
 from model.hook_names import HookNames, hook_names
-from model.hooks import caching_hook, hooks
+from model.run import run_with_hooks
 from model.transformer import ModelOutput
 
 MODES = ("zero", "mean")
@@ -87,18 +87,21 @@ def ablation_hooks(which: dict[int, torch.Tensor], mode: str, attention_mask: to
             if bool(chosen.any())]
 
 
-def forward(loaded, inputs: Inputs, fwd_hooks=()) -> ModelOutput:
-    """One forward pass with extra hooks; outputs come back as float32 on the CPU."""
+def forward(loaded, inputs: Inputs, fwd_hooks=(),
+            keep=None) -> ModelOutput | tuple[ModelOutput, dict]:
+    """One forward pass with extra hooks; outputs come back as float32 on the CPU. With
+    `keep` (hook names), returns (output, cache of those hook points) instead."""
     dev = loaded.device
-    with torch.no_grad(), hooks(loaded.hook_names, list(fwd_hooks)):
-        out = loaded.model(inputs.input_ids.to(dev), inputs.attention_mask.to(dev),
-                           inputs.token_type_ids.to(dev))
+    out, cache = run_with_hooks(loaded, inputs.input_ids.to(dev), hooks=fwd_hooks,
+                                attention_mask=inputs.attention_mask.to(dev),
+                                token_type_ids=inputs.token_type_ids.to(dev), keep=keep)
 
     def cpu(t):
         return None if t is None else t.float().cpu()
 
-    return ModelOutput(residual=cpu(out.residual), final=cpu(out.final), logits=cpu(out.logits),
-                       pooled=cpu(out.pooled))
+    out = ModelOutput(residual=cpu(out.residual), final=cpu(out.final), logits=cpu(out.logits),
+                      pooled=cpu(out.pooled))
+    return out if keep is None else (out, cache)
 
 
 def run_ablated(loaded, inputs: Inputs, heads: Iterable[Head], mode: str = "zero") -> ModelOutput:
@@ -215,8 +218,8 @@ def _forward_from(loaded, layer: int, resid: torch.Tensor, attention_mask: torch
     """The rest of the model from block `layer` on (the model's own forward_from), with the
     sweep's hooks, on the CPU. In a sweep the earlier blocks are the same for every copy, so
     they run once. resid: [batch, pos, d_model]; attention_mask: [batch, pos]."""
-    with torch.no_grad(), hooks(loaded.hook_names, list(fwd_hooks)):
-        out = loaded.model.forward_from(layer, resid, attention_mask)
+    out, _ = run_with_hooks(loaded, resid=resid, start=layer, attention_mask=attention_mask,
+                            hooks=fwd_hooks)
     return ModelOutput(residual=out.residual.float().cpu(), final=out.final.float().cpu(),
                        pooled=None, logits=None if out.logits is None else out.logits.float().cpu())
 
@@ -264,10 +267,10 @@ def importance_sweep(loaded, inputs: Inputs, mode: str = "zero", pooling: str | 
     cfg = loaded.cfg
     n_layers, n_heads = cfg.n_layers, cfg.n_heads
     chunk = chunk or sweep_chunk(cfg, inputs.input_ids.shape[1], allowance)
-    cache: dict[str, torch.Tensor] = {}  # resid_pre [1, pos, d_model], z [1, head, pos, d_head]
     names = hook_names(cfg)
-    kept = {*names.every_layer("resid", "pre"), *names.every_layer("attn", "z")}
-    clean = forward(loaded, inputs, [(kept.__contains__, caching_hook(cache))])
+    # resid_pre [1, pos, d_model], z [1, head, pos, d_head]
+    clean, cache = forward(loaded, inputs, keep={*names.every_layer("resid", "pre"),
+                                                 *names.every_layer("attn", "z")})
     results: dict[str, list[torch.Tensor]] = {}
     done = 0
     for layer in range(n_layers):

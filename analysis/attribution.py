@@ -117,6 +117,15 @@ def frozen_norm(norm, x: torch.Tensor, direction: torch.Tensor):
     return (wu - wu.mean()) * scale, float(norm.bias.detach().double().cpu() @ u), scale
 
 
+def head_logits(attn, z: torch.Tensor, r: torch.Tensor) -> tuple[np.ndarray, float]:
+    """Per-head direct logit attribution: each head's z_h W_O[h] · r [head] and the output
+    bias's b_O · r (0 without one), float64. attn: the Attention module; z: [head, d_head]
+    at one position; r: [d_model], the direction the logit reads there."""
+    w_o = attn.W_O.detach().double().cpu()  # [head, d_head, d_model]
+    bias = 0.0 if attn.b_O is None else float(attn.b_O.detach().double().cpu() @ r)
+    return (z.double() * (w_o @ r)).sum(-1).numpy(), bias  # [head]
+
+
 def _check_token(token, d_vocab: int, what: str) -> int:
     if not isinstance(token, (int, np.integer)) or isinstance(token, bool) \
             or not 0 <= int(token) < d_vocab:
@@ -193,15 +202,15 @@ def _layer_parts(model, cache, pos: int, r: torch.Tensor):
     for layer, block in enumerate(model.blocks):
         attn = block.attn
         z = cache[names.attn(layer, "z")][0, :, pos].double()  # [head, d_head]
-        w_o = attn.W_O.detach().double().cpu()  # [head, d_head, d_model]
-        b_o = None if attn.b_O is None else attn.b_O.detach().double().cpu()  # [d_model]
         r_attn, c_attn = r, 0.0
         post = getattr(block, "ln1_post", None)  # Gemma 2/3: a norm on the attention output
         if post is not None:
-            raw = torch.einsum("hd,hdm->m", z, w_o) + (0 if b_o is None else b_o)  # [d_model]
+            w_o = attn.W_O.detach().double().cpu()  # [head, d_head, d_model]
+            b_o = 0 if attn.b_O is None else attn.b_O.detach().double().cpu()  # [d_model]
+            raw = torch.einsum("hd,hdm->m", z, w_o) + b_o  # [d_model]
             r_attn, c_attn, _ = frozen_norm(post, raw, r)
-        heads[layer] = (z * (w_o @ r_attn)).sum(-1).numpy()  # [head]
-        attn_bias[layer] = c_attn + (0.0 if b_o is None else float(b_o @ r_attn))
+        heads[layer], bias = head_logits(attn, z, r_attn)  # [head], float
+        attn_bias[layer] = c_attn + bias
         if block.mlp is None:
             continue
         out = cache[names.out(layer, "mlp")][0, pos].double()  # [d_model]

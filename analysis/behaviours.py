@@ -19,6 +19,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from model.run import run_with_hooks
+
 
 @dataclass(frozen=True)
 class ChoiceScores:
@@ -28,7 +30,6 @@ class ChoiceScores:
     mean_logit_diff: float  # mean of logit(right) - logit(wrong)
 
 
-@torch.no_grad()
 def last_logits(model, prompts: list[list[int]]) -> torch.Tensor:
     """[n, vocab]: the logits after each prompt's last token (prompts of one length batched)."""
     if not prompts or not all(prompts):
@@ -39,7 +40,7 @@ def last_logits(model, prompts: list[list[int]]) -> torch.Tensor:
         by_length[len(p)].append(i)
     for rows in by_length.values():
         ids = torch.tensor([prompts[i] for i in rows])  # [batch, pos]
-        logits = model(ids).logits[:, -1]  # [batch, vocab]
+        logits = run_with_hooks(model, ids)[0].logits[:, -1]  # [batch, vocab]
         for i, row in zip(rows, logits):
             out[i] = row
     return torch.stack(out)  # [n, vocab]
@@ -57,13 +58,12 @@ def choice_scores(model, prompts: list[list[int]], right: list[int],
                         float(diff.mean()))
 
 
-@torch.no_grad()
 def repeat_losses(model, ids: torch.Tensor) -> tuple[float, float]:
     """ids [batch, 2L] (x then x) -> (mean loss on the first copy, on the second copy)."""
     if ids.dim() != 2 or ids.shape[1] % 2 or ids.shape[1] < 4:
         raise ValueError(f"ids must be [batch, 2L] with L >= 2, got {tuple(ids.shape)}")
     length = ids.shape[1] // 2
-    logits = model(ids).logits[:, :-1]  # [batch, pos - 1, vocab]
+    logits = run_with_hooks(model, ids)[0].logits[:, :-1]  # [batch, pos - 1, vocab]
     loss = F.cross_entropy(logits.transpose(1, 2), ids[:, 1:], reduction="none")  # [batch, pos-1]
     # loss[:, t] predicts token t + 1: the first copy's tokens 1..L-1, the second's L+1..2L-1
     return float(loss[:, : length - 1].mean()), float(loss[:, length:].mean())

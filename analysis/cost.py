@@ -4,7 +4,7 @@ from the model's config and the shapes (tokens, batch, steps) alone.
 Working memory is what one chunk of an analysis allocates on top of the model and the cached
 runs, and gives back when it ends. It is dominated by the attention-sized tensors
 [batch, head, pos, pos]: a forward pass holds three of them at once inside a layer (q·k,
-the scaled scores and the softmax pattern: model/layers.py, `Attention.attend`), and a pass
+the scaled scores and the softmax pattern: model/attention.py, `Attention.attend`), and a pass
 that is differentiated (gradients, integrated gradients) keeps every layer's pattern for the
 backward pass, plus its inputs to each matrix multiply, and needs three more attention-sized
 gradients at the layer being differentiated. The counts below follow those tensors in the

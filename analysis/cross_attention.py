@@ -6,16 +6,15 @@ from __future__ import annotations
 import torch
 
 from model.hook_names import hook_names
-from model.hooks import caching_hook, hooks
+from model.run import run_with_hooks
 from model.seq2seq import EncoderDecoder
 
 
 def cross_patterns(model: EncoderDecoder, src, src_mask, dec_in) -> torch.Tensor:
     """Teacher-forced run -> every cross-attention pattern, [layer, batch, head, out, src]."""
-    cache: dict[str, torch.Tensor] = {}
     names = hook_names(model.dec_cfg, decoder=True).every_layer("cross_attn", "pattern")
-    with torch.no_grad(), hooks(model.hook_names, [(n, caching_hook(cache)) for n in names]):
-        model(src, src_mask, decoder_input_ids=dec_in)
+    _, cache = run_with_hooks(model, src, attention_mask=src_mask, decoder_ids=dec_in,
+                              keep=names)
     return torch.stack([cache[n] for n in names])  # [layer, batch, head, out_pos, src_pos]
 
 

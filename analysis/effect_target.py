@@ -25,7 +25,7 @@ import torch.nn.functional as F
 
 from analysis.ablation import Inputs
 from model.hook_names import hook_names
-from model.hooks import hooks
+from model.run import run_with_hooks
 from model.transformer import HookedTransformer
 
 KINDS = ("next_token", "cosine", "norm")
@@ -152,12 +152,12 @@ def final_states(loaded, input_ids: torch.Tensor, attention_mask: torch.Tensor,
     types, is added as usual). Gradients flow to `tok` when the caller enables them; the
     model's parameters are only read.
     """
-    model, dev = loaded.model, loaded.device
-    replace = [] if tok is None else [(hook_names(model.cfg).embed("tok"), lambda x, name: tok)]
-    with hooks(model.hook_names, replace):
-        x = model.embed(input_ids.to(dev), token_type_ids.to(dev))  # [batch, pos, d_model]
-        x = model.run_blocks(x, attention_mask.to(dev))  # [batch, pos, d_model]
-    return model.final(x)
+    dev = loaded.device
+    replace = [] if tok is None else [(hook_names(loaded.cfg).embed("tok"), lambda x, name: tok)]
+    out, _ = run_with_hooks(loaded, input_ids.to(dev), attention_mask=attention_mask.to(dev),
+                            token_type_ids=token_type_ids.to(dev), hooks=replace, head=False,
+                            grad=True)  # gradients reach `tok` when the caller enables them
+    return out.final  # [batch, pos, d_model]
 
 
 def _next_token_logprobs(loaded, target: Target, final: torch.Tensor) -> torch.Tensor:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import torch
 
 from model.hook_names import hook_names
-from model.hooks import hooks
+from model.run import run_with_hooks
 from model.runner import EncoderDecoderModel
 
 MAX_NEW_TOKENS = 200  # new tokens per generation
@@ -180,8 +180,7 @@ def _step_forward(loaded, window: list[int]) -> tuple[torch.Tensor, torch.Tensor
 
     ids = torch.tensor([window], dtype=torch.long, device=loaded.device)  # [1, pos]
     names = hook_names(loaded.cfg).every_layer("attn", "pattern")
-    with torch.no_grad(), hooks(loaded.hook_names, [(n, grab) for n in names]):
-        out = loaded.model(ids, torch.ones_like(ids), torch.zeros_like(ids))
+    out, _ = run_with_hooks(loaded, ids, hooks=[(n, grab) for n in names])
     attention = torch.stack([rows[n] for n in names])  # [layer, head, k_pos]
     return out.logits[0, -1].float().cpu(), attention  # [vocab], [layer, head, k_pos]
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 
 from model.hook_names import hook_names
-from model.hooks import caching_hook, hooks
+from model.run import run_with_hooks
 
 
 def fresh_repeats(gen: torch.Generator, batch: int, length: int, n_symbols: int) -> torch.Tensor:
@@ -46,11 +46,7 @@ def previous_token_score(patterns: torch.Tensor) -> torch.Tensor:
 
 def pattern_cache(model, ids: torch.Tensor) -> dict[str, torch.Tensor]:
     """Run a HookedTransformer on ids [batch, pos]; return every attn.hook_pattern."""
-    cache: dict[str, torch.Tensor] = {}
-    names = hook_names(model.cfg).every_layer("attn", "pattern")
-    with torch.no_grad(), hooks(model.hook_names, [(n, caching_hook(cache)) for n in names]):
-        model(ids)
-    return cache
+    return run_with_hooks(model, ids, keep=hook_names(model.cfg).every_layer("attn", "pattern"))[1]
 
 
 def repeat_scores(model, n_seqs: int = 64, length: int = 20, seed: int = 1234,

@@ -28,11 +28,12 @@ import torch
 import torch.nn.functional as F
 
 from model.hook_names import hook_names
-from model.hooks import caching_hook, hooks
+from model.run import run_with_hooks
 from model.runner import EncoderDecoderModel
 
 from . import cost
 from .induction import fresh_repeats
+from .patch_sweep import counter, put_back, put_back_hook, sweep
 
 MAX_PATCH_TOKENS = 128  # tokens per prompt
 MAX_GRID_CELLS = 4096  # cells of one grid: (layers + 1) × positions, or layers × heads
@@ -72,13 +73,10 @@ class Patching:
 
 def _cached_run(loaded, ids: torch.Tensor):
     """One forward pass of ids [1, pos]; every block's input and output and z kept."""
-    cache: dict[str, torch.Tensor] = {}
     names = hook_names(loaded.cfg)
-    keep = {*names.every_layer("resid", "pre"), *names.every_layer("resid", "post"),
-            *names.every_layer("attn", "z")}
-    with torch.no_grad(), hooks(loaded.hook_names, [(keep.__contains__, caching_hook(cache))]):
-        out = loaded.model(ids, torch.ones_like(ids), torch.zeros_like(ids))
-    return out, cache
+    return run_with_hooks(loaded, ids, keep={
+        *names.every_layer("resid", "pre"), *names.every_layer("resid", "post"),
+        *names.every_layer("attn", "z")})
 
 
 def _metric(p: Patching, final: torch.Tensor) -> torch.Tensor:
@@ -130,11 +128,10 @@ def _last_logits(loaded, texts: list[str], chunk: int = 16) -> torch.Tensor:
     if len({r.numel() for r in rows}) > 1 or rows[0].numel() > loaded.cfg.n_ctx:
         raise ValueError("the prompts must have the same number of tokens, within the context")
     last = []
-    with torch.no_grad():
-        for start in range(0, len(rows), chunk):
-            ids = torch.stack(rows[start:start + chunk]).to(loaded.device)  # [b, pos]
-            out = loaded.model(ids, torch.ones_like(ids), torch.zeros_like(ids))
-            last.append(out.logits[:, -1].double().cpu())  # [b, vocab]
+    for start in range(0, len(rows), chunk):
+        ids = torch.stack(rows[start:start + chunk]).to(loaded.device)  # [b, pos]
+        out, _ = run_with_hooks(loaded, ids)
+        last.append(out.logits[:, -1].double().cpu())  # [b, vocab]
     return torch.cat(last)
 
 
@@ -245,13 +242,6 @@ def induction_pair(length: int, n_symbols: int, seed: int = 0,
     return clean, corrupted
 
 
-def _resid_name(cfg, row: int) -> str:
-    """Row l < n_layers: the input of block l; row n_layers: the output of the last block."""
-    names = hook_names(cfg)
-    return names.resid(row, "pre") if row < cfg.n_layers \
-        else names.resid(cfg.n_layers - 1, "post")
-
-
 def _check_patches(cfg, n_pos: int, resid, heads) -> tuple[list, list]:
     resid, heads = [tuple(map(int, c)) for c in resid], [tuple(map(int, c)) for c in heads]
     for row, pos in resid:
@@ -273,15 +263,13 @@ def patched_metric(p: Patching, resid: Iterable[tuple[int, int]] = (),
     cfg = p.loaded.cfg
     resid, heads = _check_patches(cfg, p.n_pos, resid, heads)
     fns: list[tuple[str, Callable]] = []
-    for name, positions in _group(resid, lambda c: _resid_name(cfg, c[0])).items():
+    for name, positions in _group(resid, lambda c: hook_names(cfg).resid_row(c[0])).items():
         idx = torch.tensor([c[1] for c in positions])  # [k]
         fns.append((name, _replacer(p.clean[name], idx, dim=1)))
     for layer, chosen in _group(heads, lambda c: c[0]).items():
         name = hook_names(cfg).attn(layer, "z")
         fns.append((name, _replacer(p.clean[name], torch.tensor([c[1] for c in chosen]), 1)))
-    ids = p.corrupted_ids
-    with torch.no_grad(), hooks(p.loaded.hook_names, fns):
-        out = p.loaded.model(ids, torch.ones_like(ids), torch.zeros_like(ids))
+    out, _ = run_with_hooks(p.loaded, p.corrupted_ids, hooks=fns)
     return float(p.normalise(_metric(p, out.final)[0]))
 
 
@@ -310,11 +298,10 @@ def patch_chunk(cfg, n_pos: int, allowance: int | None = None, most: int = 256) 
 def _tail(p: Patching, layer: int, x: torch.Tensor, fwd_hooks=()) -> torch.Tensor:
     """The blocks from `layer` on and the final norm, on x [batch, pos, d_model]; returns
     the raw metric of each item [batch]. (Like forward_from, without the full logits.)"""
-    model = p.loaded.model
     everything = torch.ones(1, p.n_pos, dtype=torch.long, device=x.device)  # [1, pos]
-    with torch.no_grad(), hooks(p.loaded.hook_names, list(fwd_hooks)):
-        final = model.final(model.run_blocks(x, everything, start=layer))  # [batch, pos, d]
-    return _metric(p, final)
+    out, _ = run_with_hooks(p.loaded, resid=x, start=layer, attention_mask=everything,
+                            hooks=fwd_hooks, head=False)
+    return _metric(p, out.final)  # final: [batch, pos, d_model]
 
 
 def residual_patching(p: Patching, progress: Callable[[int, int], None] | None = None,
@@ -323,22 +310,16 @@ def residual_patching(p: Patching, progress: Callable[[int, int], None] | None =
     position) patched from the clean run. Row l < n_layers is block l's input; the last row
     is the last block's output. Each pass runs up to `chunk` positions of one row at once
     (default: as many as fit `allowance` bytes, `patch_chunk`)."""
-    cfg = p.loaded.cfg
+    cfg, names = p.loaded.cfg, hook_names(p.loaded.cfg)
     n_rows, n_pos = cfg.n_layers + 1, p.n_pos
+
+    def run(row: int, pos: torch.Tensor) -> torch.Tensor:  # one copy per position
+        name = names.resid_row(row)
+        x = put_back(p.corrupted[name].repeat(pos.numel(), 1, 1), p.clean[name], pos)
+        return _tail(p, row, x)  # x: [b, pos, d_model]
+
     chunk = chunk or patch_chunk(cfg, n_pos, allowance, n_pos)
-    grid = torch.zeros(n_rows, n_pos, dtype=torch.float64)  # [row, pos]
-    done = 0
-    for row in range(n_rows):
-        name = _resid_name(cfg, row)
-        base, clean = p.corrupted[name], p.clean[name]  # [1, pos, d_model]
-        for start in range(0, n_pos, chunk):
-            pos = torch.arange(start, min(start + chunk, n_pos))  # [b]
-            x = base.repeat(pos.numel(), 1, 1)  # [b, pos, d_model]
-            x[torch.arange(pos.numel()), pos.to(x.device)] = clean[0, pos.to(x.device)]
-            grid[row, pos] = _tail(p, row, x)  # [b]
-            done += pos.numel()
-            if progress is not None:
-                progress(done, n_rows * n_pos)
+    grid = sweep(n_rows, n_pos, chunk, run, counter(progress, n_rows * n_pos))
     return p.normalise(grid).numpy()
 
 
@@ -347,28 +328,16 @@ def head_patching(p: Patching, progress: Callable[[int, int], None] | None = Non
     """[n_layers, n_heads]: the normalised metric with one head's output z (all positions)
     patched from the clean run. Each pass runs up to `chunk` heads of one layer at once
     (default: as many as fit `allowance` bytes), from that layer's corrupted input on."""
-    cfg = p.loaded.cfg
+    cfg, names = p.loaded.cfg, hook_names(p.loaded.cfg)
+
+    def run(layer: int, heads: torch.Tensor) -> torch.Tensor:  # one copy per head
+        z = names.attn(layer, "z")  # clean: [1, head, pos, d_head]
+        x = p.corrupted[names.resid(layer, "pre")].repeat(heads.numel(), 1, 1)  # [b, pos, d]
+        return _tail(p, layer, x, [(z, put_back_hook(p.clean[z], heads))])
+
     chunk = chunk or patch_chunk(cfg, p.n_pos, allowance, cfg.n_heads)
-    grid = torch.zeros(cfg.n_layers, cfg.n_heads, dtype=torch.float64)  # [layer, head]
-    done = 0
-    for layer in range(cfg.n_layers):
-        name = hook_names(cfg).attn(layer, "z")
-        clean_z = p.clean[name]  # [1, head, pos, d_head]
-        x0 = p.corrupted[hook_names(cfg).resid(layer, "pre")]  # [1, pos, d_model]
-        for start in range(0, cfg.n_heads, chunk):
-            heads = torch.arange(start, min(start + chunk, cfg.n_heads))  # [b]
-            items = torch.arange(heads.numel())  # [b]
-
-            def patch(z: torch.Tensor, _name: str, heads=heads, items=items) -> torch.Tensor:
-                out = z.clone()  # [b, head, pos, d_head]
-                out[items.to(z.device), heads.to(z.device)] = clean_z[0, heads.to(z.device)]
-                return out
-
-            x = x0.repeat(heads.numel(), 1, 1)  # [b, pos, d_model]
-            grid[layer, heads] = _tail(p, layer, x, [(name, patch)])  # [b]
-            done += heads.numel()
-            if progress is not None:
-                progress(done, cfg.n_layers * cfg.n_heads)
+    grid = sweep(cfg.n_layers, cfg.n_heads, chunk, run,
+                 counter(progress, cfg.n_layers * cfg.n_heads))
     return p.normalise(grid).numpy()
 
 

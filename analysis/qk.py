@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import math
-
 import torch
 
+from model.attention import allowed_keys, attention_scale, layer_window, scores_from
 from model.hook_names import hook_names
 from model.trace import Trace
-from model.transformer import allowed_keys
 
 
 def _hook(trace: Trace, layer: int, name: str) -> torch.Tensor:
@@ -47,12 +45,10 @@ def qk_breakdown(trace: Trace, layer: int, head: int, query_pos: int, item: int 
     keys = _hook(trace, int(layer), "rot_k" if rotary else "k")[item, kv_head]
     q, keys = q.float(), keys.float()  # [d_head], [k_pos, d_head]
     qk = keys @ q  # [k_pos]
-    scale = 1.0 / math.sqrt(cfg.d_head) if cfg.attn_scale is None else cfg.attn_scale
-    scaled = qk * scale  # [k_pos]
-    if cfg.attn_softcap is not None:  # Gemma 2: squashed into (-cap, cap)
-        scaled = torch.tanh(scaled / cfg.attn_softcap) * cfg.attn_softcap
-
-    window = cfg.sliding_window if cfg.layer_type(layer) == "sliding" else None
+    scale = attention_scale(cfg)
+    # the engine's own scaling (and Gemma 2's cap), with nothing added for the mask
+    scaled = scores_from(qk, torch.zeros(()), scale, cfg.attn_softcap)  # [k_pos]
+    window = layer_window(cfg, int(layer))
     allowed = trace.attention_mask[item].bool() & allowed_keys(n_pos, cfg.causal,
                                                                window)[query_pos]  # [k_pos]
     # The model adds float32's minimum rather than -inf (so a fully masked row stays finite);

@@ -26,9 +26,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .attribution import _check_token, frozen_norm
-from .seq2seq_runs import (as_row, decoder_names, decoder_run, encode_source, is_seq2seq,
-                           out_scale)
+from model.run import encode_source, run_with_hooks
+
+from .attribution import _check_token, frozen_norm, head_logits
+from .seq2seq_runs import as_row, decoder_names, is_seq2seq, out_scale
 
 
 @dataclass
@@ -105,13 +106,6 @@ def _keep(loaded):
     return wanted.__contains__
 
 
-def _heads(attn, z: torch.Tensor, r: torch.Tensor) -> tuple[np.ndarray, float]:
-    """Each head's z_h W_O[h] · r [head], and b_O · r. z: [head, d_head]."""
-    w_o = attn.W_O.detach().double().cpu()  # [head, d_head, d_model]
-    bias = 0.0 if attn.b_O is None else float(attn.b_O.detach().double().cpu() @ r)
-    return (z.double() * (w_o @ r)).sum(-1).numpy(), bias  # [head]
-
-
 def _mlp(block, out: torch.Tensor, r: torch.Tensor) -> tuple[float, float]:
     b = block.mlp.W_out.bias
     b = torch.zeros_like(out) if b is None else b.detach().double().cpu()  # [d_model]
@@ -145,13 +139,13 @@ def _walk_back(dec, cache, names, pos: int, r: torch.Tensor, a: Seq2SeqAttributi
             r, c, _ = frozen_norm(block.ln_cross, y, r)
             a.norm_bias[layer] += c
         z = cache[names.cross_attn(layer, "z")][0, :, pos]  # [head, d_head]
-        a.cross_heads[layer], a.cross_bias[layer] = _heads(block.cross_attn, z, r)
+        a.cross_heads[layer], a.cross_bias[layer] = head_logits(block.cross_attn, z, r)
         if post:  # resid_mid = ln1(resid_pre + attn_out)
             y = at(names.resid(layer, "pre")) + at(names.out(layer, "attn"))
             r, c, _ = frozen_norm(block.ln1, y, r)
             a.norm_bias[layer] += c
         z = cache[names.attn(layer, "z")][0, :, pos]  # [head, d_head]
-        a.self_heads[layer], a.self_bias[layer] = _heads(block.attn, z, r)
+        a.self_heads[layer], a.self_bias[layer] = head_logits(block.attn, z, r)
     return r
 
 
@@ -176,7 +170,8 @@ def attribute_seq2seq(loaded, src_ids, dec_ids, position: int = -1, target: int 
     pos = int(position) % n
     names = decoder_names(loaded)
     memory, memory_mask = encode_source(loaded, src)
-    logits, cache = decoder_run(loaded, memory, memory_mask, out_ids, _keep(loaded))
+    logits, cache = run_with_hooks(loaded, out_ids, stack="decoder", memory=memory,
+                                   memory_mask=memory_mask, keep=_keep(loaded))
     logits = logits[0, pos].double().cpu()  # [vocab]
     target = int(logits.argmax()) if target is None else _check_token(target, dec_cfg.d_vocab,
                                                                       "target")

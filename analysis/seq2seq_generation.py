@@ -17,10 +17,11 @@ from dataclasses import dataclass, field
 
 import torch
 
+from model.run import encode_source, run_with_hooks
+
 from .generation import TOP_SHOWN, Generation, Sampling, Step, check_new_tokens, choose
 from .generation_config import GenerationDefaults
-from .seq2seq_runs import (as_row, decoder_names, decoder_run, encode_source, is_seq2seq,
-                           start_ids)
+from .seq2seq_runs import as_row, decoder_names, is_seq2seq, start_ids
 
 MAX_SOURCE_TOKENS = 256
 
@@ -96,7 +97,8 @@ def generate_seq2seq(loaded, source_ids, n_new: int, sampling: Sampling = Sampli
     ids, steps, cross, ended = [start.start], [], [], False
     for _ in range(min(n_new, dec_cfg.n_ctx - 1)):
         dec = torch.tensor([ids], dtype=torch.long, device=loaded.device)  # [1, out_pos]
-        logits, cache = decoder_run(loaded, memory, memory_mask, dec, keep.__contains__)
+        logits, cache = run_with_hooks(loaded, dec, stack="decoder", memory=memory,
+                                       memory_mask=memory_mask, keep=keep)
         choice = choose(logits[0, -1].float().cpu(), sampling, gen)
         if len(ids) == 1 and start.forced_first is not None:  # as HF's forced BOS processor
             choice.chosen = start.forced_first

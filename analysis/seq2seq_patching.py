@@ -28,11 +28,12 @@ import numpy as np
 import torch
 
 from model.hook_names import hook_names
-from model.hooks import caching_hook, hooks
+from model.run import encode_source, run_with_hooks
 
 from .cost import seq2seq_chunk
+from .patch_sweep import Progress, counter, put_back, put_back_hook, sweep
 from .patching import MAX_GRID_CELLS, MAX_PATCH_TOKENS, MIN_GAP, default_pair
-from .seq2seq_runs import as_row, decoder_names, decoder_run, is_seq2seq
+from .seq2seq_runs import as_row, decoder_names, is_seq2seq
 
 MAX_OUT_TOKENS = 64  # decoder positions patched
 
@@ -63,17 +64,13 @@ def _keep(loaded) -> set[str]:
     enc, dec = hook_names(loaded.cfg), decoder_names(loaded)
     n_dec = loaded.model.dec_cfg.n_layers
     return {*enc.every_layer("resid", "pre"), *enc.every_layer("resid", "post"),
-            *enc.every_layer("attn", "z"), *dec.every_layer("resid", "pre"),
-            dec.resid(n_dec - 1, "post"), *dec.every_layer("attn", "z"),
+            *enc.every_layer("attn", "z"), *dec.resid_rows(), *dec.every_layer("attn", "z"),
             *(dec.cross_attn(layer, "z") for layer in range(n_dec))}
 
 
 def _full_run(loaded, src: torch.Tensor, dec: torch.Tensor):
     """(logits [1, out_pos, vocab], cache) of one run with the activations patching reads."""
-    cache: dict[str, torch.Tensor] = {}
-    keep = _keep(loaded)
-    with torch.no_grad(), hooks(loaded.hook_names, [(keep.__contains__, caching_hook(cache))]):
-        out = loaded.model(src, torch.ones_like(src), decoder_input_ids=dec)
+    out, cache = run_with_hooks(loaded, src, decoder_ids=dec, keep=_keep(loaded))
     return out.decoder_logits, cache
 
 
@@ -140,26 +137,12 @@ def prepare_seq2seq(loaded, clean_ids, corrupted_ids, dec_ids, position: int | N
 
 def _decode(p: Seq2SeqPatching, memory: torch.Tensor, fwd_hooks=()) -> torch.Tensor:
     """The raw metric [batch] of the decoder over memory [batch, src_pos, d_model]."""
-    model = p.loaded.model
-    mask = model.memory_mask(torch.ones_like(p.clean_ids), memory.dtype)  # [1, 1, 1, src]
+    mask = p.loaded.model.memory_mask(torch.ones_like(p.clean_ids), memory.dtype)  # [1, 1, 1, src]
     # the decoder is causal: the tokens after the metric's position cannot change it
     dec = p.dec_ids[:, :p.position + 1].expand(memory.shape[0], -1)  # [batch, position + 1]
-    logits, _ = decoder_run(p.loaded, memory, mask, dec, fwd_hooks=fwd_hooks)
+    logits, _ = run_with_hooks(p.loaded, dec, stack="decoder", memory=memory, memory_mask=mask,
+                               hooks=fwd_hooks)
     return _metric(p, logits)
-
-
-Progress = Callable[[int, int], None]
-
-
-def _counter(progress: Progress | None, total: int) -> Callable[[int], None]:
-    """A function that adds n cells done and tells progress(done, total)."""
-    done = [0]
-
-    def tick(n: int) -> None:
-        done[0] += n
-        if progress is not None:
-            progress(done[0], total)
-    return tick
 
 
 def _chunk(p: Seq2SeqPatching, most: int, encoder: bool, allowance: int | None) -> int:
@@ -176,43 +159,33 @@ def encoder_residual_patching(p: Seq2SeqPatching, progress: Progress | None = No
     block's output; each cell's patch is run through the rest of the encoder and the decoder.
     Up to `chunk` patched copies per pass (default: as many as fit `allowance` bytes of working
     memory, analysis/cost.py); progress(cells done, cells)."""
-    model, cfg = p.loaded.model, p.loaded.cfg
-    names = hook_names(cfg)
+    cfg, names = p.loaded.cfg, hook_names(p.loaded.cfg)
+
+    def run(row: int, pos: torch.Tensor) -> torch.Tensor:  # one copy per source position
+        name = names.resid_row(row)
+        x = put_back(p.corrupted[name].repeat(pos.numel(), 1, 1), p.clean[name], pos)
+        mask = torch.ones(pos.numel(), p.n_src, dtype=torch.long, device=x.device)
+        out, _ = run_with_hooks(p.loaded, resid=x, start=row, attention_mask=mask,
+                                stack="encoder")  # x: [b, src_pos, d_model]
+        return _decode(p, out.final)
+
     chunk = chunk or _chunk(p, p.n_src, True, allowance)
-    tick = _counter(progress, (cfg.n_layers + 1) * p.n_src)
-    grid = torch.zeros(cfg.n_layers + 1, p.n_src, dtype=torch.float64)  # [row, src_pos]
-    for row in range(cfg.n_layers + 1):
-        name = names.resid(min(row, cfg.n_layers - 1), "pre" if row < cfg.n_layers else "post")
-        for start in range(0, p.n_src, chunk):
-            pos = torch.arange(start, min(start + chunk, p.n_src))  # [b]: one copy per position
-            x = p.corrupted[name].repeat(pos.numel(), 1, 1)  # [b, src_pos, d_model]
-            x[torch.arange(pos.numel()), pos] = p.clean[name][0, pos]
-            mask = torch.ones(pos.numel(), p.n_src, dtype=torch.long, device=x.device)
-            with torch.no_grad():
-                out = model.forward_from(min(row, cfg.n_layers), x, mask)
-            grid[row, pos] = _decode(p, out.final)
-            tick(pos.numel())
+    grid = sweep(cfg.n_layers + 1, p.n_src, chunk, run,
+                 counter(progress, (cfg.n_layers + 1) * p.n_src))
     return p.normalise(grid).numpy()
 
 
 def _head_grid(p: Seq2SeqPatching, get_name: Callable[[int], str], memory, chunk: int,
                tick: Callable[[int], None]) -> np.ndarray:
     dec_cfg = p.loaded.model.dec_cfg
-    grid = torch.zeros(dec_cfg.n_layers, dec_cfg.n_heads, dtype=torch.float64)
-    for layer in range(dec_cfg.n_layers):
-        clean_z = p.clean[get_name(layer)]  # [1, head, out_pos, d_head]
-        for start in range(0, dec_cfg.n_heads, chunk):
-            heads = torch.arange(start, min(start + chunk, dec_cfg.n_heads))  # one copy each
 
-            def patch(z: torch.Tensor, _name: str, clean_z=clean_z, heads=heads):
-                out = z.clone()  # [b (copies), head, out_pos, d_head]
-                # up to the metric's position
-                out[torch.arange(heads.numel()), heads] = clean_z[0, heads, :out.shape[2]]
-                return out
+    def run(layer: int, heads: torch.Tensor) -> torch.Tensor:  # one copy per head
+        # clean z [1, head, out_pos, d_head], up to the metric's position
+        clean_z = p.clean[get_name(layer)][:, :, :p.position + 1]
+        return _decode(p, memory.expand(heads.numel(), -1, -1),
+                       [(get_name(layer), put_back_hook(clean_z, heads))])
 
-            grid[layer, heads] = _decode(p, memory.expand(heads.numel(), -1, -1),
-                                         [(get_name(layer), patch)])
-            tick(heads.numel())
+    grid = sweep(dec_cfg.n_layers, dec_cfg.n_heads, chunk, run, tick)
     return p.normalise(grid).numpy()
 
 
@@ -225,16 +198,14 @@ def decoder_head_patching(p: Seq2SeqPatching, progress: Progress | None = None,
     over both grids."""
     names, dec_cfg = decoder_names(p.loaded), p.loaded.model.dec_cfg
     chunk = chunk or _chunk(p, dec_cfg.n_heads, False, allowance)
-    tick = _counter(progress, 2 * dec_cfg.n_layers * dec_cfg.n_heads)
+    tick = counter(progress, 2 * dec_cfg.n_layers * dec_cfg.n_heads)
     memory = _corrupted_memory(p)
     return (_head_grid(p, lambda layer: names.attn(layer, "z"), memory, chunk, tick),
             _head_grid(p, lambda layer: names.cross_attn(layer, "z"), memory, chunk, tick))
 
 
 def _corrupted_memory(p: Seq2SeqPatching) -> torch.Tensor:
-    with torch.no_grad():
-        _, memory = p.loaded.model.encode(p.corrupted_ids, torch.ones_like(p.corrupted_ids))
-    return memory  # [1, src_pos, d_model]
+    return encode_source(p.loaded, p.corrupted_ids)[0]  # [1, src_pos, d_model]
 
 
 def decoder_residual_patching(p: Seq2SeqPatching, progress: Progress | None = None,
@@ -247,22 +218,16 @@ def decoder_residual_patching(p: Seq2SeqPatching, progress: Progress | None = No
     names, n_layers = decoder_names(p.loaded), p.loaded.model.dec_cfg.n_layers
     n_out, n_read = p.dec_ids.shape[1], p.position + 1
     chunk = chunk or _chunk(p, n_read, False, allowance)
-    tick = _counter(progress, (n_layers + 1) * n_read)
     memory = _corrupted_memory(p)  # [1, src, d_model]
+
+    def run(row: int, pos: torch.Tensor) -> torch.Tensor:  # one copy per decoder position
+        name = names.resid_row(row)  # clean: [1, out_pos, d_model]
+        return _decode(p, memory.expand(pos.numel(), -1, -1),
+                       [(name, put_back_hook(p.clean[name], pos))])
+
     # a patch after the metric's position changes nothing (the decoder is causal), so those
     # cells stay at 0, the corrupted run's value
     grid = torch.full((n_layers + 1, n_out), p.corrupted_value, dtype=torch.float64)
-    for row in range(n_layers + 1):
-        name = names.resid(row, "pre") if row < n_layers else names.resid(n_layers - 1, "post")
-        clean = p.clean[name]  # [1, out_pos, d_model]
-        for start in range(0, n_read, chunk):
-            pos = torch.arange(start, min(start + chunk, n_read))  # [b]: one copy per position
-
-            def patch(x: torch.Tensor, _name: str, clean=clean, pos=pos) -> torch.Tensor:
-                out = x.clone()  # [b (copies), position + 1, d_model]
-                out[torch.arange(pos.numel()), pos] = clean[0, pos]
-                return out
-
-            grid[row, pos] = _decode(p, memory.expand(pos.numel(), -1, -1), [(name, patch)])
-            tick(pos.numel())
+    grid[:, :n_read] = sweep(n_layers + 1, n_read, chunk, run,
+                             counter(progress, (n_layers + 1) * n_read))
     return p.normalise(grid).numpy()

@@ -1,5 +1,6 @@
-"""Running the decoder of an encoder–decoder (BART, Marian, T5) for the decoder-lab pages: the
-source is encoded once, then the decoder reads its own tokens (teacher forcing) with hooks.
+"""What the decoder-lab pages need to run an encoder–decoder's decoder (BART, Marian, T5): the
+source is encoded once, then the decoder reads its own tokens (teacher forcing) with hooks,
+through the engine's run (model/run.py: `encode_source`, `run_with_hooks(stack="decoder")`).
 
 Every encoder–decoder the engine runs: BART, Marian and T5 (model/seq2seq_stacks.py) and the
 project's own tiny-reverse (model/seq2seq.py), whose decoder has no family extras (no logits'
@@ -11,7 +12,6 @@ from __future__ import annotations
 import torch
 
 from model.hook_names import hook_names
-from model.hooks import caching_hook, hooks
 from model.runner import EncoderDecoderModel
 
 
@@ -33,27 +33,6 @@ def as_row(ids, d_vocab: int, what: str, device) -> torch.Tensor:
     if int(row.min()) < 0 or int(row.max()) >= d_vocab:
         raise ValueError(f"the {what}'s token ids must lie in [0, {d_vocab})")
     return row.to(device)
-
-
-def encode_source(loaded, src: torch.Tensor):
-    """(memory [1, src_pos, d_model], memory_mask [1, 1, 1, src_pos]) for src [1, src_pos]."""
-    model = loaded.model
-    mask = torch.ones_like(src)  # [1, src_pos]
-    with torch.no_grad():
-        _, memory = model.encode(src, mask)
-    return memory, model.memory_mask(mask, memory.dtype)
-
-
-def decoder_run(loaded, memory, memory_mask, dec: torch.Tensor, keep=None, fwd_hooks=()):
-    """The decoder on dec [batch, out_pos] over the encoded source; returns (logits [batch,
-    out_pos, vocab], cache of the hook names keep(name) accepts). Nothing stays attached."""
-    cache: dict[str, torch.Tensor] = {}
-    names = [n for n in loaded.hook_names if n.startswith("decoder.")]
-    wanted = [(n, caching_hook(cache)) for n in names if keep is not None and keep(n)]
-    with torch.no_grad(), hooks(loaded.hook_names, [*fwd_hooks, *wanted]):
-        logits = loaded.model.decoder(dec, memory.expand(dec.shape[0], -1, -1),
-                                      memory_mask)  # [batch, out_pos, vocab]
-    return logits, cache
 
 
 def start_ids(loaded) -> tuple[int, int]:

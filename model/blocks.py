@@ -9,7 +9,8 @@ from torch import nn
 
 from .config import TransformerConfig
 from .hooks import HookPoint
-from .layers import Attention, make_norm
+from .attention import Attention
+from .layers import make_norm
 from .mlp import make_mlp
 
 

@@ -89,6 +89,20 @@ class HookNames:
                                 required)
         return f"{block}hook_resid_{where}"
 
+    def resid_row(self, row: int) -> str:
+        """Row `row` of a residual grid with n_layers + 1 rows (the patching grids):
+        row l < n_layers is block l's input (resid "pre"), the last row the last block's
+        output (resid "post")."""
+        n_layers = self.cfg.n_layers
+        if not 0 <= row <= n_layers:
+            raise HookNameError(f"row {row!r} does not exist: the rows are numbered 0 to "
+                                f"{n_layers}")
+        return self.resid(row, "pre") if row < n_layers else self.resid(n_layers - 1, "post")
+
+    def resid_rows(self) -> list[str]:
+        """Every row of a residual grid, in order (`resid_row`)."""
+        return [self.resid_row(row) for row in range(self.cfg.n_layers + 1)]
+
     def out(self, layer: int, part: str, required: bool = True) -> str | None:
         """What a block's "attn" or "mlp" part computed (before it joins the stream)."""
         _one_of(part, DECODER_OUTS if self.decoder else OUTS, "block output")

@@ -87,7 +87,7 @@ def fill(model: nn.Module, state: dict[str, torch.Tensor],
                 continue
             old = module._parameters[attr]
             if param is None:
-                if value.stride() != old.stride():  # the module's own layout (layers.py)
+                if value.stride() != old.stride():  # the module's own layout (attention.py)
                     value = torch.empty_strided(old.shape, old.stride()).copy_(value)
                 param = nn.Parameter(value, requires_grad=old.requires_grad)
             module._parameters[attr] = param

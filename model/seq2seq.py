@@ -28,9 +28,10 @@ from torch import nn
 from .blocks import make_block, norm_recipe, part_recipes
 from .config import TransformerConfig
 from .hooks import HookPoint, name_hook_points
-from .layers import Attention, make_embed, make_norm
+from .attention import Attention, attention_mask_bias
+from .layers import make_embed, make_norm
 from .mlp import make_mlp
-from .transformer import ModelOutput, attention_mask_bias
+from .transformer import ModelOutput
 
 
 @dataclass

@@ -15,13 +15,14 @@ import math
 import torch
 from torch import nn
 
+from .attention import attention_mask_bias
 from .blocks import make_block, norm_recipe, same
 from .config import TransformerConfig
 from .hooks import HookPoint, name_hook_points
 from .layers import LayerNorm, make_norm
 from .seq2seq import DecoderBlock, EncoderDecoder
 from .seq2seq_families import Seq2SeqSpec
-from .transformer import ModelOutput, attention_mask_bias
+from .transformer import ModelOutput
 
 
 def relative_bucket(rel: torch.Tensor, bidirectional: bool, n_buckets: int,

@@ -1,6 +1,6 @@
 """The whole model: embeddings, a stack of blocks, and the family's head.
 
-Attention itself is computed in `model/layers.py`, class `Attention`.
+Attention itself is computed in `model/attention.py`, `Attention.forward`.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from .attention import allowed_keys, attention_mask_bias  # noqa: F401 (their old home)
 from .blocks import make_block
 from .config import TransformerConfig
 from .hooks import HookPoint, name_hook_points
@@ -34,39 +35,6 @@ class Pooler(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.hook_out(torch.tanh(self.dense(x[:, 0])))
-
-
-def allowed_keys(n_pos: int, causal: bool, window: int | None = None,
-                 device: torch.device | None = None) -> torch.Tensor:
-    """Which keys each query may see before padding, [q_pos, k_pos] (bool): every key (an
-    encoder); itself and earlier keys (causal); with a sliding `window`, only keys fewer than
-    `window` positions back (causal: Mistral, Gemma 2 and 3, GPT-Neo) or fewer than `window`
-    positions away on either side (a bidirectional window: EmbeddingGemma)."""
-    pos = torch.arange(n_pos, device=device)
-    back = pos[:, None] - pos[None, :]  # query position minus key position
-    allowed = back >= 0 if causal else torch.ones(n_pos, n_pos, dtype=torch.bool, device=device)
-    if window is not None:
-        allowed = allowed & ((back < window) if causal else (back.abs() < window))
-    return allowed
-
-
-def attention_mask_bias(
-    attention_mask: torch.Tensor, causal: bool, dtype: torch.dtype, window: int | None = None
-) -> torch.Tensor:
-    """Additive mask [batch, 1, q_pos, k_pos]: 0 where a query may look, the dtype's minimum
-    where it may not (padding keys, and the keys `allowed_keys` leaves out). An encoder with
-    no window gets [batch, 1, 1, k_pos], broadcast over queries.
-
-    The minimum rather than -inf keeps a row with every key masked finite, as HF does;
-    exp(min - max) is exactly 0 in float32, so masked cells get exactly zero attention.
-    """
-    n_pos = attention_mask.shape[1]
-    allowed = attention_mask.bool()[:, None, None, :]  # [batch, 1, 1, k_pos]
-    if causal or window is not None:
-        allowed = allowed & allowed_keys(n_pos, causal, window, attention_mask.device)
-    zero = torch.zeros((), dtype=dtype, device=attention_mask.device)
-    blocked = torch.tensor(torch.finfo(dtype).min, dtype=dtype, device=attention_mask.device)
-    return torch.where(allowed, zero, blocked)
 
 
 class HookedTransformer(nn.Module):

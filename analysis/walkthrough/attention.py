@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from model.transformer import attention_mask_bias
+from model.attention import attention_scale, layer_mask, layer_window, scores_from
 from .steps import BHQK, BTD, JOIN, Shown, Walk
 
 
@@ -146,8 +146,8 @@ def score_steps(w: Walk, layer: int) -> None:
     _scale_step(w, layer, qk)
     if w.has("rel_bias.hook_bias"):  # T5: a learned number per head and distance
         _relative_bias_step(w, layer)
-    window = cfg.sliding_window if cfg.layer_type(layer) == "sliding" else None
-    mask = attention_mask_bias(w.trace.attention_mask, cfg.causal, torch.float32, window)
+    window = layer_window(cfg, layer)
+    mask = layer_mask(cfg, layer, w.trace.attention_mask, torch.float32)
     padded = bool((w.trace.attention_mask == 0).any())
     side = "before it" if cfg.causal else "on either side of it"
     what = (f"a sliding window: each query sees only itself and the {window - 1} keys {side}; "
@@ -222,7 +222,7 @@ def _scale_step(w: Walk, layer: int, qk: torch.Tensor) -> None:
     """Scores times the model's scale: 1/√d_head for most models, 1/√query_pre_attn_scalar
     for Gemma 2 and 3, none for GPT-Neo; then Gemma 2's soft cap."""
     cfg, g, dh = w.cfg, f"Layer {layer}", w.cfg.d_head
-    scale = dh ** -0.5 if cfg.attn_scale is None else cfg.attn_scale
+    scale = attention_scale(cfg)
     how = (f"`hook_qk * {scale:.6g}`; the forward pass fuses this with the mask: "
            "`torch.add(mask, qk, alpha=scale)`")
     shown = [Shown("scaled scores", qk * scale, BHQK, w.names.attn(layer, "qk"), how,
@@ -245,7 +245,7 @@ def _scale_step(w: Walk, layer: int, qk: torch.Tensor) -> None:
                    f"the {dh} numbers each head works on).")
     if cfg.attn_softcap is not None:
         cap = cfg.attn_softcap
-        capped = torch.tanh(qk * scale / cap) * cap
+        capped = scores_from(qk, torch.zeros((), dtype=qk.dtype), scale, cap)  # no mask yet
         summary += (f" Then every score is squashed into (−{cap:g}, {cap:g}) by "
                     f"{cap:g}·tanh(score / {cap:g}): large scores stop growing.")
         formula += rf",\quad S'_h \leftarrow {cap:g}\tanh(S'_h / {cap:g})"

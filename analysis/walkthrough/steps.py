@@ -19,15 +19,14 @@ attention.py, mlp.py (one layer), output.py (the stack, the final norm and the h
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
+from model.attention import attention_scale, layer_mask, scores_from
 from model.hook_names import hook_names, suffix
 from model.trace import Trace
-from model.transformer import attention_mask_bias
 
 BLOCKED = torch.finfo(torch.float32).min / 2  # the model writes −∞ as float32's minimum
 BTD = ("batch", "pos", "d_model")
@@ -202,13 +201,8 @@ def derive(trace: Trace, name: str) -> torch.Tensor:
     if name == names.attn(layer, "qk"):
         return qk
     cfg = trace.cfg
-    window = cfg.sliding_window if cfg.layer_type(layer) == "sliding" else None
-    mask = attention_mask_bias(trace.attention_mask.to(qk.device), cfg.causal, qk.dtype, window)
-    scale = 1.0 / math.sqrt(q.shape[-1]) if cfg.attn_scale is None else cfg.attn_scale
-    if cfg.attn_softcap is None:
-        return torch.add(mask, qk, alpha=scale)  # [batch, head, q, k]
-    cap = cfg.attn_softcap  # Gemma 2: scores squashed into (-cap, cap), then masked
-    return torch.tanh(qk * scale / cap) * cap + mask  # [batch, head, q, k]
+    mask = layer_mask(cfg, layer, trace.attention_mask.to(qk.device), qk.dtype)
+    return scores_from(qk, mask, attention_scale(cfg), cfg.attn_softcap)  # [batch, head, q, k]
 
 
 class Walk:

@@ -8,7 +8,7 @@ import streamlit as st
 from analysis.head_stats import head_statistics
 from analysis.qk import qk_breakdown
 from analysis.rollout import attention_rollout, drop_special, head_average
-from model.transformer import allowed_keys
+from model.attention import allowed_keys, layer_window
 from ui import projector
 from ui.alphabet import read_text, show_unknown_note_read
 from ui.cache import shared
@@ -118,7 +118,7 @@ def _masks_note(cfg, layer: int, mode: str, n: int):
                    "upper triangle (keys after the query) is left out and shown grey. "
                    "Convention: rows = queries, columns = keys. (Some books and papers draw it "
                    "the other way round, with keys as rows.)")
-    window = cfg.sliding_window if cfg.layer_type(layer) == "sliding" else None
+    window = layer_window(cfg, layer)
     if window is None or mode != "Raw attention":
         return None
     if cfg.causal:
