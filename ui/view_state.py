@@ -277,6 +277,10 @@ class PageView:
         when it also draws the setting's widget)."""
         return st.session_state.get(self.spec.key(name), default)
 
+    def linked(self, name: str) -> bool:
+        """Does the link name this setting (whatever the session holds)?"""
+        return url_param(self.spec.by_name[name].url) is not None
+
     def given(self, name: str):
         """The value the session or the link gives this setting, or None (nothing is set)."""
         key = self.spec.key(name)

@@ -13,7 +13,6 @@ from analysis.seq2seq_generation import seq2seq_start, source_window
 from ui.charts import chart_config
 from ui.decoder_lab import seq2seq_generation
 from ui.text import md_escape
-from ui.urlstate import url_param
 from ui.widgets import index_slider
 from viz.generation import attention_row_figure
 from viz.labels import looks_byte_level, visible_text
@@ -36,7 +35,7 @@ def apply_config_defaults(view, loaded, model_name: str, vocab: int) -> Generati
               "topk": None if d.top_k is None else min(d.top_k, vocab),
               "topp": None if d.top_p is None else max(d.top_p, 0.05)}
     for name, value in wanted.items():
-        if value is not None and url_param(view.spec.by_name[name].url) is None:
+        if value is not None and not view.linked(name):
             view[name] = value
     return d
 

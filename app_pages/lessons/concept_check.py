@@ -22,9 +22,8 @@ from ui.cache import shared
 from ui.lesson_library import catalogue
 from ui.lesson_step import shown_name, step_texts
 from ui.text import md_escape
-from ui.urlstate import url_int
 
-from . import class_check
+from .class_check import leads_a_class, send as send_to_class, start_buttons, teacher_screen
 from .progress import progress
 
 CHECK_KEY = "concept_check"  # session state: form -> {item number: {"picked", "right"}}
@@ -89,11 +88,11 @@ def check_box() -> None:
     finished = sum(progress(lesson).finished for lesson in lessons.values())
     n = len(before.steps)
     with st.container(border=True, key="concept_check_box"):
-        if class_check.leads_a_class():  # a teacher gives the class a check, not themselves
+        if leads_a_class():  # a teacher gives the class a check, not themselves
             st.markdown(f"**The concept check, for your class.** {n} quick questions about "
                         "real runs of the models, before the course and again after it. "
                         "Your screen shows what the class got right, without names.")
-            class_check.start_buttons(st.container(horizontal=True, gap="small"), go)
+            start_buttons(st.container(horizontal=True, gap="small"), go)
             return
         if not done_before:
             st.markdown(f"**Check what you know first.** {n} quick questions about real runs "
@@ -126,7 +125,7 @@ def _record(form: str, number: int, box: str) -> None:
     picked = st.session_state.get(box)
     if picked is not None:
         _answers(form).setdefault(number, {"picked": picked, "right": None})
-        class_check.send(form, number, picked)  # in a live class, the class's count too
+        send_to_class(form, number, picked)  # in a live class, the class's count too
         st.query_params.from_dict({"check": form, "item": str(number + 1)})
 
 
@@ -238,12 +237,12 @@ def render() -> bool:
         st.button("All lessons", key="check_all", on_click=_leave)
         return True
     lesson = forms[form]
-    if class_check.leads_a_class():
-        class_check.teacher_screen(forms, form, partial(_right_answer, forms))
+    if leads_a_class():
+        teacher_screen(forms, form, partial(_right_answer, forms))
         return True
     _settle(form, lesson)
     item = st.query_params.get("item") or str(_next_open(form, lesson))
-    number = url_int(item)
+    number = int(item) if item.isascii() and item.isdecimal() and len(item) <= 3 else None
     if item == "end" or (number is not None and number > len(lesson.steps)):
         if not _finished(form, lesson):
             st.warning("Some questions of this check are not answered yet; they count as not "
