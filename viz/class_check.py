@@ -49,9 +49,8 @@ def check_map(beliefs: Sequence[str], before: Sequence[float | None],
                      categoryarray=labels)
     fig.update_xaxes(title="share of the class right", range=[-12, 112], ticksuffix="%",
                      tickvals=[0, 25, 50, 75, 100], side="top")
-    took = f"{answered[0]} took the first check, {answered[1]} the second"
+    took = (f"Grey: before the course, blue: after. {answered[0]} took the first check, "
+            f"{answered[1]} the second.")
     return titled_layout(fig, "What the class got right, before and after", took,
                          height=int(140 + ROW_PX * len(beliefs)),
-                         margin=dict(l=20, r=30, t=130, b=20),
-                         legend=dict(orientation="h", y=1.02, x=1, xanchor="right",
-                                     yanchor="bottom"))
+                         margin=dict(l=20, r=30, t=130, b=20), showlegend=False)

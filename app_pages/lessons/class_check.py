@@ -22,7 +22,7 @@ from ui import class_answers, class_session
 from ui.charts import chart_config
 from ui.text import md_escape
 
-MAP_SECONDS = 3.0  # the teacher's map redraws this often while answers come in
+MAP_SECONDS = 0.5  # the teacher's map redraws this often while answers come in (the store only)
 TAKES = {"before": "The class takes the first check", "after": "The class takes the second check"}
 KEPT_KEY = "_class_check_tallies"  # the last tallies read, kept on screen while out of touch
 
@@ -111,5 +111,5 @@ def teacher_screen(forms: dict[str, Lesson], form: str,
     st.title(TAKES[form], anchor=False)
     st.caption("Each student answers on their own screen, at their own pace, and sees their "
                "own map at the end. This screen shows the whole class, without names: each "
-               "mix-up with the share right before the course (grey) and after it.")
+               "common mix-up with the share of the class right before the course and after.")
     _live_map(form, forms, right_answer)
