@@ -1,7 +1,7 @@
 """tiny-words' behaviours on held-out sentences, for BENCHMARKS.md (the numbers the goals of
 issue 36 are checked against; tests/unit/test_tiny_words.py asserts the goals).
 
-    python bench/bench_tiny_words.py [--n 1000] [--out bench/out/tiny_words.json]
+    python bench/bench_tiny_words.py [--n 1000] [--model DIR] [--out bench/out/tiny_words.json]
 
 Held-out: templates, names, objects and nouns never used in those roles in training
 (training/english_world.py, english_corpus.py); n examples of each kind, seed fixed.
@@ -22,17 +22,20 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from model import load_model  # noqa: E402
+from model.loading import resolve  # noqa: E402
 from training import english_task as et  # noqa: E402
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=1000)
+    parser.add_argument("--model", default="tiny-words",
+                        help="a bundled name or the folder of a candidate run")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "tiny_words.json")
     args = parser.parse_args()
-    lm = load_model("tiny-words")
+    lm = load_model(args.model)
     b = et.behaviours(lm.model, lm.tokenizer, n=args.n)
-    training = json.loads((ROOT / "weights" / "tiny-words" / "config.json").read_text())["training"]
+    training = json.loads((resolve(args.model) / "config.json").read_text())["training"]
     rows = [
         ("indirect object: right name beats the repeated name", f"{b.io.pair_accuracy:.1%}",
          "≥ 95%"),

@@ -33,7 +33,11 @@ from .english_task import io_examples
 
 CARD_FILE = Path(__file__).resolve().parent.parent / "weights" / "tiny-words" / "card.json"
 N_PROMPTS = 20
-TOP = 3  # heads named in each role
+TOP = 3  # heads named in each role, at most
+# A head is named as writing the answer only if it adds at least this much to the logit
+# difference: below it, the part is small next to the whole (5 and more) and which head has
+# it changes from sentence to sentence.
+MIN_WRITE = 1.0
 
 
 def swap_giver(prompt: str, right: str, wrong: str) -> str:
@@ -77,9 +81,12 @@ def head_roles(loaded, n: int = N_PROMPTS) -> dict:
         ("attention_to_repeated", to_repeated))}}
 
 
-def _top(grid, largest: bool = True) -> list[list[int]]:
+def _top(grid, largest: bool = True, least: float | None = None) -> list[list[int]]:
+    """The TOP biggest (or smallest) cells as [layer, head], those under `least` left out
+    (the first one is kept whatever its size)."""
     flat = np.asarray(grid).ravel()
     order = np.argsort(-flat if largest else flat)[:TOP]
+    order = [i for k, i in enumerate(order) if k == 0 or least is None or flat[i] >= least]
     n_heads = np.asarray(grid).shape[1]
     return [[int(i) // n_heads, int(i) % n_heads] for i in order]
 
@@ -88,7 +95,7 @@ def card(loaded, n: int = N_PROMPTS) -> dict:
     """The roles and the heads named in each (layer, head)."""
     roles = head_roles(loaded, n)
     return {**roles,
-            "name_movers": _top(roles["attribution"]),  # write the right name's logit
+            "name_movers": _top(roles["attribution"], least=MIN_WRITE),  # write the answer
             "against": _top(roles["attribution"], largest=False),  # write the other way
             "carriers": _top(roles["patching"])}  # patched back, bring the answer back
 

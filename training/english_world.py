@@ -24,6 +24,32 @@ NAMES = (
     ("Grace", "She"), ("Carl", "He"), ("Helen", "She"), ("Frank", "He"), ("Ruth", "She"),
     ("Victor", "He"), ("Iris", "She"), ("Simon", "He"), ("Diana", "She"), ("Felix", "He"),
 )
+# More names, for training only. With the 30 names above alone, the model learned its way
+# to each name's own answer and chose the held-out ones right on 58% of the sentences: the
+# heads that find the names barely attended to a name never seen in a gift sentence. With
+# these 100 more, they attend to a held-out name as to any other (BENCHMARKS.md).
+NAMES += (
+    ("Amy", "She"), ("Bob", "He"), ("Chloe", "She"), ("Dan", "He"), ("Fiona", "She"),
+    ("Greg", "He"), ("Hannah", "She"), ("Ian", "He"), ("Jane", "She"), ("Kevin", "He"),
+    ("Lisa", "She"), ("Luke", "He"), ("Megan", "She"), ("Nick", "He"), ("Olivia", "She"),
+    ("Owen", "He"), ("Polly", "She"), ("Ray", "He"), ("Sophie", "She"), ("Tim", "He"),
+    ("Ursula", "She"), ("Vince", "He"), ("Wendy", "She"), ("Will", "He"), ("Zoe", "She"),
+    ("Alan", "He"), ("Beth", "She"), ("Colin", "He"), ("Daisy", "She"), ("Eric", "He"),
+    ("Flora", "She"), ("Gary", "He"), ("Holly", "She"), ("Harry", "He"), ("Ivy", "She"),
+    ("Jake", "He"), ("Jess", "She"), ("Karl", "He"), ("Leah", "She"), ("Liam", "He"),
+    ("Molly", "She"), ("Mike", "He"), ("Nora", "She"), ("Neil", "He"), ("Olga", "She"),
+    ("Otto", "He"), ("Pam", "She"), ("Phil", "He"), ("Rita", "She"), ("Rob", "He"),
+    ("Susan", "She"), ("Steve", "He"), ("Tina", "She"), ("Toby", "He"), ("Vera", "She"),
+    ("Wade", "He"), ("Yara", "She"), ("Zack", "He"), ("Abby", "She"), ("Andy", "He"),
+    ("Bella", "She"), ("Brian", "He"), ("Cathy", "She"), ("Chris", "He"), ("Dora", "She"),
+    ("Dean", "He"), ("Edith", "She"), ("Ethan", "He"), ("Faye", "She"), ("Fred", "He"),
+    ("Gina", "She"), ("Glen", "He"), ("Hazel", "She"), ("Henry", "He"), ("Irene", "She"),
+    ("Isaac", "He"), ("Joan", "She"), ("Joel", "He"), ("Kim", "She"), ("Kyle", "He"),
+    ("Lena", "She"), ("Lewis", "He"), ("Mia", "She"), ("Matt", "He"), ("Nell", "She"),
+    ("Noah", "He"), ("Opal", "She"), ("Ollie", "He"), ("Pia", "She"), ("Pete", "He"),
+    ("Queenie", "She"), ("Quinn", "He"), ("Rosa", "She"), ("Ryan", "He"), ("Tess", "She"),
+    ("Ted", "He"), ("Una", "She"), ("Umar", "He"), ("Val", "She"), ("Vic", "He"),
+)
 HELD_OUT_NAMES = ("Grace", "Carl", "Helen", "Frank", "Ruth", "Victor", "Iris", "Simon",
                   "Diana", "Felix")
 

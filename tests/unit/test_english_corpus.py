@@ -11,6 +11,7 @@ import pytest
 
 from model.tokenizer import WordTokenizer, split_words
 from training import english_corpus as corpus
+from training import english_task as et
 from training import english_world as world
 
 
@@ -94,6 +95,8 @@ def test_repeated_words_repeat():
         half = len(tokens) // 2
         assert [t.strip() for t in tokens[:half]] == [t.strip() for t in tokens[half:]]
         assert corpus.INDUCTION_LENGTHS[0] <= half <= corpus.INDUCTION_LENGTHS[1]
+    # the held-out lists are no longer than the longest seen in training
+    assert corpus.INDUCTION_LENGTHS[1] >= et.INDUCTION_LENGTH
 
 
 def test_word_tokenizer_round_trips_and_reads_unknown_words(tokenizer):
