@@ -2,8 +2,9 @@
 
 A student sees whether the screen follows the teacher, with one button to look around on their
 own and one to follow again; the teacher sees how many follow, how many look around and how
-many have joined. Each bar is a fragment that reruns on its own (twice a second for a student,
-once for the teacher) and does no model work (ui/class_follow.py)."""
+many have joined. Neither bar reruns on a timer: the browser asks the class's signal
+(ui/class_signal.py) and only when it heard something the screen does not show yet does a
+student's app rerun (ui/class_follow.heard) or the teacher's bar (a fragment) redraw."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ import time
 
 import streamlit as st
 
-from . import class_calls, class_drift, class_follow, class_models, class_session, poll_timer
-from .class_follow import ERROR_KEY, STUDENT_POLL_SECONDS, TEACHER_POLL_SECONDS, in_fragment_rerun
+from . import class_calls, class_follow, class_models, class_session, class_signal
+from .class_follow import ERROR_KEY
 from .text import md_escape
 
 REJOINED_SHOWN_SECONDS = 20.0  # "Back in the class" stays this long after a rejoin
@@ -25,8 +26,13 @@ def draw() -> None:
         return
     if m.teacher:
         _teacher_bar()
-    else:
-        _student_bar()
+        return
+    _student_bar()
+    m = class_session.student()  # (None once the student left)
+    if m is not None:  # outside the bar's fragment: what it hears reruns the whole app
+        class_signal.watch(m, {"lost": bool(m.lost), "ended": m.ended,
+                               "following": m.following, "version": m.version,
+                               "revealed": sorted(m.revealed)}, class_follow.heard)
 
 
 def back(m) -> str:
@@ -40,16 +46,21 @@ def headcount_said(members: int, following: int, looking_around: int) -> str:
             f"{members} joined")
 
 
-@st.fragment(run_every=TEACHER_POLL_SECONDS)
+HEARD_KEY = "_class_heard"  # session state: the teacher's browser heard a change
+
+
+def _teacher_heard() -> None:
+    st.session_state[HEARD_KEY] = True
+
+
+@st.fragment
 def _teacher_bar() -> None:
     m = class_session.teacher()
     if m is None:
         return
     class_session.still_leading(m)  # a reload of this tab leads again; a browser gone long not
-    if in_fragment_rerun():
-        class_follow.back_from_a_left_page()  # a poll sent from the page before a switch
-        poll_timer.rearm(TEACHER_POLL_SECONDS)  # a timer lost at a whole run's end comes back
-        class_follow.publish()  # a change made inside a page's fragment
+    if st.session_state.pop(HEARD_KEY, False):  # (class_signal's route says the tab is here)
+        class_follow.publish()  # a view the store did not take yet, given now
     from teaching.class_store import NotTeacher
 
     problem = st.session_state.pop(ERROR_KEY, None)
@@ -66,6 +77,8 @@ def _teacher_bar() -> None:
             m.ended = True
         except Exception:  # noqa: BLE001 - StoreDown, Pending, the store's client: an outage
             class_follow.lost_touch(m)
+    counted = {k: getattr(count, k, None) for k in ("members", "following", "looking_around")}
+    class_signal.watch(m, {"lost": bool(m.lost), "ended": m.ended, **counted}, _teacher_heard)
     if m.lost and not m.ended:
         lost_line()
         return
@@ -79,18 +92,11 @@ def _teacher_bar() -> None:
                 + headcount_said(count.members, count.following, count.looking_around))
 
 
-@st.fragment(run_every=STUDENT_POLL_SECONDS)
+@st.fragment
 def _student_bar() -> None:
     m = class_session.student()
     if m is None:
         return
-    if in_fragment_rerun():
-        class_follow.back_from_a_left_page()  # a poll sent from the page before a switch
-        poll_timer.rearm(STUDENT_POLL_SECONDS)  # a timer lost at a whole run's end comes back
-        # a slider moved inside a page's fragment: this student now looks around
-        class_drift.check(m, None, class_follow.look_around)
-        if class_follow.poll(m):
-            st.rerun()  # the whole app: the teacher's view, a reveal, or the class's end
     problem = st.session_state.pop(ERROR_KEY, None)
     if problem:
         st.error(problem)

@@ -33,6 +33,11 @@ def call(m, name: str, fn, *args, wait_s: float = WAIT_SECONDS):
     return future.result()
 
 
+def submit(fn, *args):
+    """fn(*args) in the pool, kept by no member (ui/class_signal.py's shared reads)."""
+    return _pool.submit(fn, *args)
+
+
 def start(m, name: str, fn, *args):
     """fn(*args) in the pool, kept as this member's call of this name: its future."""
     future = m.calls[name] = _pool.submit(fn, *args)
