@@ -133,7 +133,6 @@ class ClassClient(WsSession):
         if kind == "bidi_component" and element.bidi_component.component_name == SIGNAL:
             self.signal = {"id": element.bidi_component.id, "fragment": fragment_id,
                            "data": json.loads(element.bidi_component.json)}
-            self._fired = ("", 0.0) if self._fired[0] else self._fired  # judged afresh
         if kind == "radio" and "-lesson_choice_" in element.radio.id:  # a lesson's question
             wid = element.radio.id
             key = wid.split("-", 2)[2]

@@ -30,8 +30,10 @@ def draw() -> None:
     _student_bar()
     m = class_session.student()  # (None once the student left)
     if m is not None:  # outside the bar's fragment: what it hears reruns the whole app
+        taking = st.session_state.get(class_follow.TAKING_KEY)  # this run opens that view
         class_signal.watch(m, {"lost": bool(m.lost), "ended": m.ended,
-                               "following": m.following, "version": m.version,
+                               "following": m.following,
+                               "version": max(m.version, taking[0] if taking else -1),
                                "revealed": sorted(m.revealed)}, class_follow.heard)
 
 

@@ -205,8 +205,6 @@ async function tick() {
 export default function (component) {
   S.data = component.data;
   S.set = component.setTriggerValue;
-  if (S.fired && S.data.stamp !== S.stamp) S.fired = "";  // a new drawing: judge afresh
-  S.stamp = S.data.stamp;
   if (S.timer === null) S.timer = setInterval(tick, S.data.every * 1000);
   return () => { clearInterval(S.timer); S.timer = null; };
 }
@@ -230,7 +228,7 @@ def watch(m, drawn: dict, on_heard) -> None:
     data = {"path": PATH.format(class_id=m.class_id).lstrip("/"),
             "header": TEACHER_HEADER if teacher else MEMBER_HEADER,
             "key": teacher_token(m.teacher_key) if teacher else m.member_key,
-            "every": ASK_SECONDS, "again": AGAIN_SECONDS, "stamp": time.monotonic(),
+            "every": ASK_SECONDS, "again": AGAIN_SECONDS,
             "drawn": {"role": "teacher" if teacher else "student", **drawn}}
     with st.container(key="class_signal"):
         _mount()(key="class_signal_ear", data=data, on_heard_change=on_heard)
