@@ -47,9 +47,8 @@ def differs(drawn: dict, heard: dict) -> bool:
         return False
     if heard.get("ended"):
         return not drawn.get("ended")
-    if drawn.get("role") == "teacher":
-        return any(heard.get(k) != drawn.get(k) for k in ("members", "following",
-                                                          "looking_around"))
+    if drawn.get("role") == "teacher":  # the browser writes its headcount in: `_count`
+        return False
     if drawn.get("following") and heard.get("version") != drawn.get("version"):
         return True
     return list(heard.get("revealed") or []) != list(drawn.get("revealed") or [])
@@ -271,9 +270,20 @@ class ClassClient(WsSession):
         except OSError:
             return {"lost": True}
 
+    def _count(self, heard: dict) -> None:
+        """The teacher's bar line, its headcount as the component writes it in."""
+        said = (f"{heard['following']} following · {heard['looking_around']} looking around · "
+                f"{heard['members']} joined")
+        line = self.said(r"\d+ following · \d+ looking around · \d+ joined")
+        if line and said not in line:
+            self.texts.append((time.perf_counter(), "markdown", re.sub(
+                r"\d+ following · \d+ looking around · \d+ joined", said, line)))
+
     async def _ask(self, signal: dict) -> None:
         data = signal["data"]
         heard = await asyncio.get_running_loop().run_in_executor(_ASKS, self._hear, data)
+        if heard and "members" in heard:
+            self._count(heard)
         if heard is None or not differs(data["drawn"], heard):
             self._fired = ("", 0.0)
             return

@@ -4,7 +4,8 @@ A student sees whether the screen follows the teacher, with one button to look a
 own and one to follow again; the teacher sees how many follow, how many look around and how
 many have joined. Neither bar reruns on a timer: the browser asks the class's signal
 (ui/class_signal.py) and only when it heard something the screen does not show yet does a
-student's app rerun (ui/class_follow.heard) or the teacher's bar (a fragment) redraw."""
+student's app rerun (ui/class_follow.heard) or the teacher's bar (a fragment) redraw (an
+outage, the class's end; the headcount the browser writes into the bar's line itself)."""
 
 from __future__ import annotations
 
@@ -90,8 +91,9 @@ def _teacher_bar() -> None:
         return
     code = class_session.shown_code(m.join_code)
     where = f"Class **{md_escape(code)}** · " if code else "Your class · "
-    st.markdown(":material/co_present: " + back(m) + where
-                + headcount_said(count.members, count.following, count.looking_around))
+    st.container(key="class_headcount").markdown(  # its counts kept fresh by class_signal
+        ":material/co_present: " + back(m) + where
+        + headcount_said(count.members, count.following, count.looking_around))
 
 
 @st.fragment

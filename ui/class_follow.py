@@ -304,8 +304,9 @@ def heard() -> None:
 
 
 def poll(m: Membership) -> bool:
-    """A student's look at the class: True when the app must run again (the view moved while following,
-    a question was revealed, the class ended, or answers given while out of touch are in)."""
+    """A student's look at the class: True when the app must run again (the view moved while
+    following, a question was revealed, the class ended, or answers given while out of touch
+    are in)."""
     heartbeat(m)
     had_unsent = bool(m.lost and m.unsent)
     view = read_view(m)

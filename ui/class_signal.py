@@ -17,10 +17,10 @@ waiting at most WAIT_SECONDS for it.
 
 The browser side (`watch`): a small component (Streamlit components v2, no visible part) asks
 the route every ASK_SECONDS and, only when what it hears differs from what the session drew
-(a new version while following, a reveal, the class's end, the store lost or back, a headcount
-that changed), sets a trigger: a student's whole app reruns (class_follow.before_run takes the
-view), a teacher's class bar (a fragment) reruns. It asks again at most every AGAIN_SECONDS
-while the difference stays (a rerun cut short).
+(a new version while following, a reveal, the class's end, the store lost or back), sets a
+trigger: a student's whole app reruns (class_follow.before_run takes the view), a teacher's
+class bar (a fragment) reruns. The teacher's headcount it redraws itself, in the bar's line.
+It asks again at most every AGAIN_SECONDS while the difference stays (a rerun cut short).
 """
 
 from __future__ import annotations
@@ -98,8 +98,8 @@ def _teacher_here(store, teacher_key: str, browser: str, now: float) -> None:
 async def answer(class_id: str, member_key: str = "", token: str = "",
                  browser: str = "", now: float | None = None) -> tuple[int, dict]:
     """(HTTP status, JSON body) for one ask of the signal; `browser`: the asking browser's id
-    (ui/sessions.browser_key), and `token` (from `teacher_token`), for the teacher. On the server's event loop: a read another
-    ask started is answered without a thread."""
+    (ui/sessions.browser_key), and `token` (from `teacher_token`), for the teacher. On the
+    server's event loop: a read another ask started is answered without a thread."""
     from teaching.class_store import ClassNotFound, NotTeacher, open_store
     from teaching.class_store_base import is_token
 
@@ -159,15 +159,14 @@ def routes() -> list:
 
 
 # ------------------------------------------------------------------------ the browser
-JS = """
+JS = r"""
 const S = (window.__attentionLabClassSignal ||= {timer: null, fired: "", at: 0, busy: false});
 
 function differs(drawn, heard) {
   if (Boolean(heard.lost) !== Boolean(drawn.lost)) return true;
   if (heard.lost) return false;
   if (heard.ended) return !drawn.ended;
-  if (drawn.role === "teacher")
-    return ["members", "following", "looking_around"].some((k) => heard[k] !== drawn[k]);
+  if (drawn.role === "teacher") return false;  // its headcount is redrawn here: `count`
   if (drawn.following && heard.version !== drawn.version) return true;
   return JSON.stringify(heard.revealed || []) !== JSON.stringify(drawn.revealed || []);
 }
@@ -189,12 +188,30 @@ async function hear(d) {
   }
 }
 
+// The teacher's bar line ends with the headcount (class_bar.headcount_said): the counts heard
+// replace it there, so the bar is not rerun for them (a rerun of the bar as the teacher opens
+// another page would be a rerun of the page left behind).
+function count(heard) {
+  const line = document.querySelector(
+    ".st-key-class_headcount [data-testid=stMarkdownContainer] p");
+  if (!line || heard.members === undefined) return;
+  const said = `${heard.following} following · ${heard.looking_around} looking around · ` +
+               `${heard.members} joined`;
+  const walker = document.createTreeWalker(line, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const text = node.textContent.replace(
+      /\d+ following · \d+ looking around · \d+ joined/, said);
+    if (text !== node.textContent) node.textContent = text;
+  }
+}
+
 async function tick() {
   const d = S.data;
   if (S.busy || !d) return;
   S.busy = true;
   const heard = await hear(d);
   S.busy = false;
+  if (heard && d.drawn.role === "teacher" && !heard.lost && !heard.ended) count(heard);
   if (heard === null || !differs(d.drawn, heard)) { S.fired = ""; return; }
   const said = JSON.stringify(heard), now = Date.now();
   if (said === S.fired && now - S.at < d.again * 1000) return;
