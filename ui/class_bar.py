@@ -27,15 +27,8 @@ def draw() -> None:
         return
     if m.teacher:
         _teacher_bar()
-        return
-    _student_bar()
-    m = class_session.student()  # (None once the student left)
-    if m is not None:  # outside the bar's fragment: what it hears reruns the whole app
-        taking = st.session_state.get(class_follow.TAKING_KEY)  # this run opens that view
-        class_signal.watch(m, {"lost": bool(m.lost), "ended": m.ended,
-                               "following": m.following,
-                               "version": max(m.version, taking[0] if taking else -1),
-                               "revealed": sorted(m.revealed)}, class_follow.heard)
+    else:
+        _student_bar()
 
 
 def back(m) -> str:
@@ -96,11 +89,23 @@ def _teacher_bar() -> None:
         + headcount_said(count.members, count.following, count.looking_around))
 
 
+def _student_watch(m) -> None:
+    """The student's signal, inside the bar's fragment: what it hears reruns the bar, which
+    never cuts a whole run short (Streamlit queues it), then the whole app when due."""
+    taking = st.session_state.get(class_follow.TAKING_KEY)  # this run opens that view
+    class_signal.watch(m, {"lost": bool(m.lost), "ended": m.ended, "following": m.following,
+                           "version": max(m.version, taking[0] if taking else -1),
+                           "revealed": sorted(m.revealed)}, class_follow.heard)
+
+
 @st.fragment
 def _student_bar() -> None:
     m = class_session.student()
     if m is None:
         return
+    if st.session_state.pop(class_follow.DUE_KEY, False):
+        st.rerun()  # the whole app: the teacher's view, a reveal, the class's end
+    _student_watch(m)
     problem = st.session_state.pop(ERROR_KEY, None)
     if problem:
         st.error(problem)

@@ -6,8 +6,9 @@ inside a page's fragment changes the view without a whole run), only when the li
 A student's browser asks the class's signal twice a second (ui/class_signal.py: a light route,
 no Streamlit run; it also counts the student as seen lately) and, when the version moved while
 the student follows, a question was revealed, the class ended or the store was lost or came
-back, reruns the app: `heard` first reads the class's view (and warms it on this replica), then
-`before_run` (at the top of app.py, before the jump is taken) opens that view.
+back, reruns the class bar: `heard` reads the class's view (and warms it on this replica), the
+bar reruns the whole app, and `before_run` (at the top of app.py, before the jump is taken)
+opens that view.
 
 Nothing here does model work of its own, so it never waits in the run queue (ui/gate.py). The
 first student run on this replica that hears of a new view warms it once (ui/class_warm.py:
@@ -30,6 +31,7 @@ from .class_session import Membership
 PAGE_KEY = "_class_page"  # the page on screen (for a fragment's run alone)
 WHOLE_RUN_KEY = "_class_whole_run"  # a whole run began and has not finished
 READ_KEY = "_class_read"  # (when, the class's view) as `heard` read it
+DUE_KEY = "_class_due"  # `heard` found that the whole app must run again
 NOT_FOLLOWED = class_drift.UNFOLLOWED  # the teacher's own pages: students stay where they are
 ERROR_KEY = "_class_error"  # a message from the store, shown once in the bar
 TAKING_KEY = class_drift.TAKING_KEY  # (class view version, runs that began taking it)
@@ -174,6 +176,7 @@ def before_run(page_objects: dict, on_screen: str) -> None:
     view when it moved on since this session last took it. A session in no class yet first
     takes back the class its browser was in (once per session: class_session.restore)."""
     st.session_state[WHOLE_RUN_KEY] = True
+    st.session_state.pop(DUE_KEY, None)  # this run takes what the bar's signal heard
     if class_session.current() is None and not st.session_state.get(class_session.TRIED_KEY):
         class_session.restore(class_session.this_browser())
     m = class_session.student()
@@ -297,10 +300,11 @@ def after_fragment() -> None:
 
 def heard() -> None:
     """A student's browser heard the class's signal differ from its screen (a widget callback,
-    before the whole run it starts): the class's view read (ui/class_signal.watch)."""
+    before the bar's rerun it starts, ui/class_signal.watch): the class's view read, and
+    DUE_KEY set when the whole app must run again."""
     m = class_session.student()
     if m is not None:
-        poll(m)
+        st.session_state[DUE_KEY] = poll(m)
 
 
 def poll(m: Membership) -> bool:
