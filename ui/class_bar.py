@@ -91,7 +91,7 @@ def _teacher_bar() -> None:
 
 def _student_watch(m) -> None:
     """The student's signal, inside the bar's fragment: what it hears reruns the bar, which
-    never cuts a whole run short (Streamlit queues it), then the whole app when due."""
+    never cuts a whole run short (Streamlit queues it), and the bar the whole app when due."""
     taking = st.session_state.get(class_follow.TAKING_KEY)  # this run opens that view
     class_signal.watch(m, {"lost": bool(m.lost), "ended": m.ended, "following": m.following,
                            "version": max(m.version, taking[0] if taking else -1),
@@ -103,7 +103,7 @@ def _student_bar() -> None:
     m = class_session.student()
     if m is None:
         return
-    if st.session_state.pop(class_follow.DUE_KEY, False):
+    if st.session_state.pop(class_follow.DUE_KEY, False) and class_follow.poll(m):
         st.rerun()  # the whole app: the teacher's view, a reveal, the class's end
     _student_watch(m)
     problem = st.session_state.pop(ERROR_KEY, None)

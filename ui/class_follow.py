@@ -6,8 +6,8 @@ inside a page's fragment changes the view without a whole run), only when the li
 A student's browser asks the class's signal twice a second (ui/class_signal.py: a light route,
 no Streamlit run; it also counts the student as seen lately) and, when the version moved while
 the student follows, a question was revealed, the class ended or the store was lost or came
-back, reruns the class bar: `heard` reads the class's view (and warms it on this replica), the
-bar reruns the whole app, and `before_run` (at the top of app.py, before the jump is taken)
+back, reruns the class bar: it reads the class's view (`poll`, which warms it on this replica),
+then reruns the whole app, and `before_run` (at the top of app.py, before the jump is taken)
 opens that view.
 
 Nothing here does model work of its own, so it never waits in the run queue (ui/gate.py). The
@@ -31,7 +31,7 @@ from .class_session import Membership
 PAGE_KEY = "_class_page"  # the page on screen (for a fragment's run alone)
 WHOLE_RUN_KEY = "_class_whole_run"  # a whole run began and has not finished
 READ_KEY = "_class_read"  # (when, the class's view) as `heard` read it
-DUE_KEY = "_class_due"  # `heard` found that the whole app must run again
+DUE_KEY = "_class_due"  # the student's signal heard something: the bar looks
 NOT_FOLLOWED = class_drift.UNFOLLOWED  # the teacher's own pages: students stay where they are
 ERROR_KEY = "_class_error"  # a message from the store, shown once in the bar
 TAKING_KEY = class_drift.TAKING_KEY  # (class view version, runs that began taking it)
@@ -300,11 +300,9 @@ def after_fragment() -> None:
 
 def heard() -> None:
     """A student's browser heard the class's signal differ from its screen (a widget callback,
-    before the bar's rerun it starts, ui/class_signal.watch): the class's view read, and
-    DUE_KEY set when the whole app must run again."""
-    m = class_session.student()
-    if m is not None:
-        st.session_state[DUE_KEY] = poll(m)
+    before the bar's rerun it starts, ui/class_signal.watch): the bar looks (`poll`), in its
+    own run, which may draw (a first model load's progress)."""
+    st.session_state[DUE_KEY] = True
 
 
 def poll(m: Membership) -> bool:
