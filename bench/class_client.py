@@ -271,13 +271,15 @@ class ClassClient(WsSession):
             return {"lost": True}
 
     def _count(self, heard: dict) -> None:
-        """The teacher's bar line, its headcount as the component writes it in."""
+        """The teacher's bar line, its headcount as the component writes it in (read at each
+        ask, as the bar was at each of its polls before)."""
         said = (f"{heard['following']} following · {heard['looking_around']} looking around · "
                 f"{heard['members']} joined")
         line = self.said(r"\d+ following · \d+ looking around · \d+ joined")
-        if line and said not in line:
+        if line:
             self.texts.append((time.perf_counter(), "markdown", re.sub(
                 r"\d+ following · \d+ looking around · \d+ joined", said, line)))
+            del self.texts[:-KEPT_TEXTS]
 
     async def _ask(self, signal: dict) -> None:
         data = signal["data"]
