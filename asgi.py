@@ -10,4 +10,4 @@ import streamlit as st
 
 from ui import class_signal
 
-app = st.App("app.py", routes=class_signal.routes())
+app = st.App("app.py", middleware=class_signal.middleware())

@@ -1,7 +1,7 @@
 """A live class's "has the teacher moved?" signal: asked by the browser, answered by a light
 route, so an idle class costs the server next to nothing.
 
-The route (`routes`, served beside Streamlit by asgi.py through `st.App`): GET
+The route (`SignalMiddleware`, in front of Streamlit in asgi.py's `st.App`): GET
 /_class/<class id>/signal, with the member's key in the X-Class-Member header (a student) or
 the teacher's token in X-Class-Teacher (keys never go in a URL, which proxies log). The
 teacher key itself never reaches the browser (a projector shows the teacher's screen): the
@@ -138,24 +138,42 @@ async def answer(class_id: str, member_key: str = "", token: str = "",
                  "ended": found.ended}
 
 
-async def _endpoint(request):
-    from starlette.responses import JSONResponse
+class SignalMiddleware:
+    """The route, as the outermost ASGI middleware: an ask of the signal is answered before
+    Streamlit's own middleware (its session cookie signed again, gzip) and routing, which cost
+    more than the answer; every other request goes on to Streamlit as it came."""
 
-    from .sessions import XSRF_COOKIE, browser_key
+    def __init__(self, app) -> None:
+        self.app = app
 
-    cookie = request.cookies.get(XSRF_COOKIE)
-    status, body = await answer(request.path_params["class_id"],
-                                member_key=request.headers.get(MEMBER_HEADER, ""),
-                                token=request.headers.get(TEACHER_HEADER, ""),
-                                browser=browser_key(cookie) if cookie else "")
-    return JSONResponse(body, status_code=status, headers={"Cache-Control": "no-store"})
+    async def __call__(self, scope, receive, send) -> None:
+        path = scope.get("path", "") if scope["type"] == "http" else ""
+        parts = path.split("/")
+        if len(parts) != 4 or parts[1] != "_class" or parts[3] != "signal":
+            await self.app(scope, receive, send)
+            return
+        from starlette.requests import Request
+        from starlette.responses import JSONResponse
+
+        from .sessions import XSRF_COOKIE, browser_key
+
+        request = Request(scope)
+        status, body = 405, {"error": "GET only"}
+        if request.method == "GET":
+            cookie = request.cookies.get(XSRF_COOKIE)
+            status, body = await answer(parts[2],
+                                        member_key=request.headers.get(MEMBER_HEADER, ""),
+                                        token=request.headers.get(TEACHER_HEADER, ""),
+                                        browser=browser_key(cookie) if cookie else "")
+        response = JSONResponse(body, status_code=status, headers={"Cache-Control": "no-store"})
+        await response(scope, receive, send)
 
 
-def routes() -> list:
-    """The route for st.App(routes=...)."""
-    from starlette.routing import Route
+def middleware() -> list:
+    """For st.App(middleware=...): user middleware runs before Streamlit's."""
+    from starlette.middleware import Middleware
 
-    return [Route(PATH, _endpoint, methods=["GET"])]
+    return [Middleware(SignalMiddleware)]
 
 
 # ------------------------------------------------------------------------ the browser

@@ -1,5 +1,5 @@
 """The live class's signal route (ui/class_signal.py), on each store backend, through a real
-Starlette app as asgi.py mounts it: what a student's browser hears (the view's version, the
+Starlette app with the middleware asgi.py puts in front of Streamlit: what a student's browser hears (the view's version, the
 revealed questions, the class's end), the heartbeat it carries, the teacher's headcount, and
 what it refuses (no key, a key in the address instead of a header, an unknown class)."""
 
@@ -26,7 +26,7 @@ from ui import class_signal  # noqa: E402
 def route(store, monkeypatch):
     """ask(class id, headers, query) -> (status, JSON body), through the app's route."""
     monkeypatch.setattr(class_store, "open_store", lambda url=None: store)
-    app = Starlette(routes=class_signal.routes())
+    app = Starlette(middleware=class_signal.middleware())  # nothing else: asks only
 
     def ask(class_id: str, headers: dict | None = None, query: str = ""):
         time.sleep(class_signal.FRESH_SECONDS + 0.05)  # a read shared with the ask before ends
