@@ -293,7 +293,7 @@ async def lesson_run(cluster, args, browsers: Browsers | None = None) -> dict:
                                     pages)
         if answered:
             report["answers"].append(answered)
-        report["idle"] = report.get("idle") or number == 1 and await idle_cpu(cluster, args.idle)
+        report["idle"] = await idle_cpu(cluster, args.idle) if number == 1 else report.get("idle")
         await asyncio.sleep(args.dwell)
     # at the end, every question again: answers sent before the failover are still there
     report["answers_at_end"] = [{"question": q, "sent": len(sent[q]),
