@@ -148,8 +148,8 @@ class SignalMiddleware:
 
     async def __call__(self, scope, receive, send) -> None:
         path = scope.get("path", "") if scope["type"] == "http" else ""
-        parts = path.split("/")
-        if len(parts) != 4 or parts[1] != "_class" or parts[3] != "signal":
+        parts = path.split("/")  # (under server.baseUrlPath too: the browser asks beside
+        if len(parts) < 4 or parts[-3] != "_class" or parts[-1] != "signal":  # its page)
             await self.app(scope, receive, send)
             return
         from starlette.requests import Request
@@ -161,7 +161,7 @@ class SignalMiddleware:
         status, body = 405, {"error": "GET only"}
         if request.method == "GET":
             cookie = request.cookies.get(XSRF_COOKIE)
-            status, body = await answer(parts[2],
+            status, body = await answer(parts[-2],
                                         member_key=request.headers.get(MEMBER_HEADER, ""),
                                         token=request.headers.get(TEACHER_HEADER, ""),
                                         browser=browser_key(cookie) if cookie else "")
@@ -196,7 +196,8 @@ async function hear(d) {
   try {
     const r = await fetch(base + d.path, {headers: {[d.header]: d.key}, cache: "no-store",
                                           signal: control.signal});
-    if (r.status === 404) return {ended: true};
+    if (r.status === 404)  // the class's end, or no signal here at all (not asgi.py): lost
+      return (await r.json().catch(() => null))?.ended ? {ended: true} : {lost: true};
     if (r.status === 403) return null;
     return r.ok ? await r.json() : {lost: true};
   } catch (e) {
