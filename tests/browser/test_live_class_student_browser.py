@@ -48,7 +48,6 @@ def test_a_following_student_on_a_lesson_step_and_after_moving_a_slider(server, 
     _nav(teacher, "Attention")  # on the lesson step's head: read it from the teacher's title
     _heatmap_title(teacher, "Layer ", timeout=180_000)
     _idle(teacher)
-    print("TITLE", repr(teacher.evaluate(HEATMAP_TITLE)))
     layer, head = map(int, re.match(r"Layer (\d+), head (\d+)",
                                     teacher.evaluate(HEATMAP_TITLE)).groups())
     _heatmap_title(student, f"Layer {layer}, head {head}", timeout=180_000)
