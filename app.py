@@ -1,4 +1,5 @@
-"""Attention Lab: see what happens inside a transformer. Run with `streamlit run app.py`."""
+"""Attention Lab: see what happens inside a transformer. Run with `streamlit run asgi.py`
+(the pages, with the live class's own route beside them; asgi.py serves this script)."""
 
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import streamlit as st  # noqa: E402
 from server import sessions, settings, uploads  # noqa: E402 - none of these loads torch
 from ui import (  # noqa: E402 - none of these loads torch (ui.cache and ui.sidebar do: below)
     busy, class_bar, class_follow, class_teach, engine_warm, lesson_link, page_registry,
-    page_style, projector, runner_handover, teacher_tools, urlstate, view_state,
+    page_style, projector, teacher_tools, urlstate, view_state,
 )
 
 HERE = Path(__file__).resolve().parent
@@ -23,7 +24,6 @@ st.set_page_config(page_title="Attention Lab", page_icon=str(HERE / "assets" / "
 
 uploads.install()  # a per-session quota on uploaded files (ui/uploads.py); once per process
 projector.install()  # projector mode enlarges every figure of the session that turns it on
-runner_handover.install()  # a run's last messages survive a poll arriving as it ends; once
 
 if settings.hosted():  # a shared server: users see a message, never a traceback
     st.set_option("client.showErrorDetails", "none")

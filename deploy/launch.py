@@ -2,7 +2,7 @@
 
     python deploy/launch.py --replicas 3 --listen 127.0.0.1:8080
 
-starts redis-server, N `streamlit run app.py` processes on free local ports and nginx in front
+starts redis-server, N `streamlit run asgi.py` processes on free local ports and nginx in front
 of them (deploy/attention-lab.conf.template, the same file deploy/compose.yaml uses), all as
 plain foreground processes whose files (configs, logs, Redis's data) go in one folder. Ctrl-C
 stops everything. tests/deploy and bench/bench_class.py use `running_cluster` from here.
@@ -97,7 +97,7 @@ def port_open(port: int) -> bool:
 
 @dataclass
 class Replica:
-    """One `streamlit run app.py` on 127.0.0.1:port, its output in `log`."""
+    """One `streamlit run asgi.py` on 127.0.0.1:port, its output in `log`."""
     port: int
     log: Path
     env: dict
@@ -110,7 +110,7 @@ class Replica:
     def start(self) -> None:
         with open(self.log, "ab") as out:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "streamlit", "run", "app.py",
+                [sys.executable, "-m", "streamlit", "run", "asgi.py",
                  "--server.port", str(self.port), "--server.address", "127.0.0.1",
                  "--server.headless", "true", "--browser.gatherUsageStats", "false",
                  # the defaults, said out loud: behind nginx the page, its websocket and its

@@ -2,8 +2,10 @@
 
 A student sees whether the screen follows the teacher, with one button to look around on their
 own and one to follow again; the teacher sees how many follow, how many look around and how
-many have joined. Each bar is a fragment that reruns on its own (twice a second for a student,
-once for the teacher) and does no model work (ui/class_follow.py)."""
+many have joined. Neither bar reruns on a timer: the browser asks the class's signal
+(ui/class_signal.py) and only when it heard something the screen does not show yet does a
+student's app rerun (ui/class_follow.heard) or the teacher's bar (a fragment) redraw (an
+outage, the class's end; the headcount the browser writes into the bar's line itself)."""
 
 from __future__ import annotations
 
@@ -11,8 +13,8 @@ import time
 
 import streamlit as st
 
-from . import class_calls, class_drift, class_follow, class_models, class_session, poll_timer
-from .class_follow import ERROR_KEY, STUDENT_POLL_SECONDS, TEACHER_POLL_SECONDS, in_fragment_rerun
+from . import class_calls, class_follow, class_models, class_session, class_signal
+from .class_follow import ERROR_KEY
 from .text import md_escape
 
 REJOINED_SHOWN_SECONDS = 20.0  # "Back in the class" stays this long after a rejoin
@@ -40,16 +42,21 @@ def headcount_said(members: int, following: int, looking_around: int) -> str:
             f"{members} joined")
 
 
-@st.fragment(run_every=TEACHER_POLL_SECONDS)
+HEARD_KEY = "_class_heard"  # session state: the teacher's browser heard a change
+
+
+def _teacher_heard() -> None:
+    st.session_state[HEARD_KEY] = True
+
+
+@st.fragment
 def _teacher_bar() -> None:
     m = class_session.teacher()
     if m is None:
         return
     class_session.still_leading(m)  # a reload of this tab leads again; a browser gone long not
-    if in_fragment_rerun():
-        class_follow.back_from_a_left_page()  # a poll sent from the page before a switch
-        poll_timer.rearm(TEACHER_POLL_SECONDS)  # a timer lost at a whole run's end comes back
-        class_follow.publish()  # a change made inside a page's fragment
+    if st.session_state.pop(HEARD_KEY, False):  # (class_signal's route says the tab is here)
+        class_follow.publish()  # a view the store did not take yet, given now
     from teaching.class_store import NotTeacher
 
     problem = st.session_state.pop(ERROR_KEY, None)
@@ -66,6 +73,8 @@ def _teacher_bar() -> None:
             m.ended = True
         except Exception:  # noqa: BLE001 - StoreDown, Pending, the store's client: an outage
             class_follow.lost_touch(m)
+    counted = {k: getattr(count, k, None) for k in ("members", "following", "looking_around")}
+    class_signal.watch(m, {"lost": bool(m.lost), "ended": m.ended, **counted}, _teacher_heard)
     if m.lost and not m.ended:
         lost_line()
         return
@@ -75,22 +84,28 @@ def _teacher_bar() -> None:
         return
     code = class_session.shown_code(m.join_code)
     where = f"Class **{md_escape(code)}** · " if code else "Your class · "
-    st.markdown(":material/co_present: " + back(m) + where
-                + headcount_said(count.members, count.following, count.looking_around))
+    st.container(key="class_headcount").markdown(  # its counts kept fresh by class_signal
+        ":material/co_present: " + back(m) + where
+        + headcount_said(count.members, count.following, count.looking_around))
 
 
-@st.fragment(run_every=STUDENT_POLL_SECONDS)
+def _student_watch(m) -> None:
+    """The student's signal, inside the bar's fragment: what it hears reruns the bar, which
+    never cuts a whole run short (Streamlit queues it), and the bar the whole app when due."""
+    taking = st.session_state.get(class_follow.TAKING_KEY)  # this run opens that view
+    class_signal.watch(m, {"lost": bool(m.lost), "ended": m.ended, "following": m.following,
+                           "version": max(m.version, taking[0] if taking else -1),
+                           "revealed": sorted(m.revealed)}, class_follow.heard)
+
+
+@st.fragment
 def _student_bar() -> None:
     m = class_session.student()
     if m is None:
         return
-    if in_fragment_rerun():
-        class_follow.back_from_a_left_page()  # a poll sent from the page before a switch
-        poll_timer.rearm(STUDENT_POLL_SECONDS)  # a timer lost at a whole run's end comes back
-        # a slider moved inside a page's fragment: this student now looks around
-        class_drift.check(m, None, class_follow.look_around)
-        if class_follow.poll(m):
-            st.rerun()  # the whole app: the teacher's view, a reveal, or the class's end
+    if st.session_state.pop(class_follow.DUE_KEY, False) and class_follow.poll(m):
+        st.rerun()  # the whole app: the teacher's view, a reveal, the class's end
+    _student_watch(m)
     problem = st.session_state.pop(ERROR_KEY, None)
     if problem:
         st.error(problem)

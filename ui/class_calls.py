@@ -1,11 +1,11 @@
 """A class member's calls to the class store never hold their screen for long.
 
 A store that does not answer (Redis paused or restarting, an SQLite file locked) makes a call
-wait up to its client's timeout (10 s). A class bar's poll that waited that long would be cut
-short by the browser's next poll (Streamlit stops a run for a newer request), so the screen
-would never say it lost touch. So a poll's call runs in a small pool of threads: the poll waits
-for it at most WAIT_SECONDS, then says "out of touch" and leaves the call running; the next
-poll takes its answer once it has one (a store that answers again answers the waiting call at
+wait up to its client's timeout (10 s). A class bar's look at the store (its signal heard
+something, ui/class_signal.py) that waited that long would hold the screen, which would not
+say it lost touch. So such a call runs in a small pool of threads: the look waits for it at
+most WAIT_SECONDS, then says "out of touch" and leaves the call running; the next look takes
+its answer once it has one (a store that answers again answers the waiting call at
 once). One call of each kind per member is in flight at a time (`Membership.calls`).
 """
 
@@ -31,6 +31,11 @@ def call(m, name: str, fn, *args, wait_s: float = WAIT_SECONDS):
         raise Pending(name)
     del m.calls[name]
     return future.result()
+
+
+def submit(fn, *args):
+    """fn(*args) in the pool, kept by no member (ui/class_signal.py's shared reads)."""
+    return _pool.submit(fn, *args)
 
 
 def start(m, name: str, fn, *args):

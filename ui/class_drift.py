@@ -9,8 +9,8 @@ next change pulling them back.
 
 How a change is told from the teacher's: at the end of each whole run the session keeps what
 its screen showed (the page, the sidebar's model and texts, every declared page setting) with
-the class view version it had taken. At the top of the next run, or at the class bar's poll
-(a slider inside a page's fragment), another page, or a value that differs while the version
+the class view version it had taken. At the top of the next run, or at the end of a page's
+fragment run alone (a slider inside it, class_follow.after_fragment), another page, or a value that differs while the version
 did not move, was changed on this screen; except these, which are not the student's doing:
 - a value the app itself wrote over on this screen while the teacher's current view or the
   one before it was taken (what the view before showed, a value a run began with and then

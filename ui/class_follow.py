@@ -1,18 +1,19 @@
 """Follow the teacher: the teacher's app publishes its view, a following student's app takes it.
 
 The teacher's session gives the store its current view (ui/view_state.current → a link) at the
-end of each run and from its class bar's poll (a slider inside a page's fragment changes the
-view without a whole run), only when the link changed. A student's class bar polls the store
-twice a second: a read of the class's view (version, link, revealed questions) and, every few
-seconds, a heartbeat. When the version moved and the student follows, it reruns the app, and
-`before_run` (at the top of app.py, before the jump is taken) opens that view.
+end of each whole run and at the end of a page's fragment run alone (`after_fragment`: a slider
+inside a page's fragment changes the view without a whole run), only when the link changed.
+A student's browser asks the class's signal twice a second (ui/class_signal.py: a light route,
+no Streamlit run; it also counts the student as seen lately) and, when the version moved while
+the student follows, a question was revealed, the class ended or the store was lost or came
+back, reruns the class bar: it reads the class's view (`poll`, which warms it on this replica),
+then reruns the whole app, and `before_run` (at the top of app.py, before the jump is taken)
+opens that view.
 
-The poll does no model work of its own, so it never waits in the run queue (ui/gate.py): a
-fragment's rerun does not pass app.py's slot, and only a cache miss (ui/cache.turn_to_compute)
-takes one. The poll that first sees a new view on this replica warms it once
-(ui/class_warm.py: its page's modules, its runs in the shared cache, through the run queue and
-the memory budget), so the other students' reruns find it ready. The run the poll starts when
-the view changed waits its turn in the queue, as any run does.
+Nothing here does model work of its own, so it never waits in the run queue (ui/gate.py). The
+first student run on this replica that hears of a new view warms it once (ui/class_warm.py:
+its page's modules, its runs in the shared cache, through the run queue and the memory
+budget), so the other students' runs find it ready.
 """
 
 from __future__ import annotations
@@ -27,11 +28,10 @@ from teaching.pages import BY_PATH
 from . import class_calls, class_drift, class_models, class_session, class_warm, view_state
 from .class_session import Membership
 
-STUDENT_POLL_SECONDS = 0.5
-TEACHER_POLL_SECONDS = 0.5  # it also publishes a change made inside a page's fragment
-PAGE_KEY = "_class_page"  # the page on screen (for the teacher's poll, which runs alone)
-# (page script hash, address query) of PAGE_KEY's page: a poll from another page is stale
-ADDRESS_KEY = "_class_address"
+PAGE_KEY = "_class_page"  # the page on screen (for a fragment's run alone)
+WHOLE_RUN_KEY = "_class_whole_run"  # a whole run began and has not finished
+READ_KEY = "_class_read"  # (when, the class's view) as `heard` read it
+DUE_KEY = "_class_due"  # the student's signal heard something: the bar looks
 NOT_FOLLOWED = class_drift.UNFOLLOWED  # the teacher's own pages: students stay where they are
 ERROR_KEY = "_class_error"  # a message from the store, shown once in the bar
 TAKING_KEY = class_drift.TAKING_KEY  # (class view version, runs that began taking it)
@@ -68,32 +68,6 @@ def in_touch(m: Membership) -> None:
         except Exception:  # noqa: BLE001 - gone again: the next poll tries again
             lost_touch(m)
             return
-
-
-def _run_context():
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
-
-    return get_script_run_ctx()
-
-
-def in_fragment_rerun() -> bool:
-    """True while a fragment reruns on its own (not inside a whole run of the app)."""
-    ctx = _run_context()
-    return bool(ctx is not None and ctx.fragment_ids_this_run)
-
-
-def back_from_a_left_page() -> None:
-    """In a class bar's poll: a poll the browser sent from a page the app had just left (it
-    was on its way when the run that switched pages began, as when a student's app takes the
-    teacher's view on another page). Streamlit runs it on that old page, and the browser,
-    already on the new one, then clears its whole screen for it. Open the page the last whole
-    run drew again, with its address: a whole run (raises), which draws it all again."""
-    ctx, drawn = _run_context(), st.session_state.get(ADDRESS_KEY)
-    if ctx is None or drawn is None or ctx.page_script_hash == drawn[0]:
-        return
-    from .page_registry import switch_to
-
-    switch_to(st.session_state[PAGE_KEY], query_params=drawn[1])
 
 
 # ------------------------------------------------------------------------ the teacher
@@ -188,11 +162,9 @@ def _given(m: Membership, sent) -> bool:
 def after_run(page: str) -> None:
     """app.py, at the end of a whole run: the page on screen, published if it is a teacher's;
     a student's view taken (its version counts as taken only now, see `before_run`)."""
+    st.session_state[WHOLE_RUN_KEY] = False
     if class_session.current() is not None:
         st.session_state[PAGE_KEY] = page
-        ctx = _run_context()
-        if ctx is not None:
-            st.session_state[ADDRESS_KEY] = (ctx.page_script_hash, st.query_params.to_dict())
         publish(page)
         m = class_session.student()
         taking = st.session_state.pop(TAKING_KEY, None)
@@ -206,22 +178,26 @@ def before_run(page_objects: dict, on_screen: str) -> None:
     """app.py, before the jump is taken: a following student's session opens the class's
     view when it moved on since this session last took it. A session in no class yet first
     takes back the class its browser was in (once per session: class_session.restore)."""
+    st.session_state[WHOLE_RUN_KEY] = True
+    st.session_state.pop(DUE_KEY, None)  # this run takes what the bar's signal heard
     if class_session.current() is None and not st.session_state.get(class_session.TRIED_KEY):
         class_session.restore(class_session.this_browser())
     m = class_session.student()
     if m is None or not m.following or m.ended or class_drift.check(m, on_screen, look_around):
         return  # (a student who moved on their own now looks around: ui/class_drift.py)
-    if m.lost:  # out of touch: this run keeps the view it has (the bar's poll reads again)
+    if m.lost:  # out of touch: this run keeps the view it has (its signal says when back)
         return
-    view = read_view(m)
+    read = st.session_state.pop(READ_KEY, None)  # `heard` read it just now, in this run
+    view = read[1] if read and time.monotonic() - read[0] < 1.0 else read_view(m)
     if view is None:  # the class is over (then m.ended), or the store is out of touch
         return
     m.revealed = frozenset(view.revealed)
     if view.ended:
         m.ended = True
         return
-    if view.version == m.version:
-        return
+    if view.version == m.version and on_screen not in NOT_FOLLOWED:
+        return  # (on the join page with the view taken: a rerun the browser asked for from
+        # the page it had just left, as the teacher's view opened; the view opens again)
     # The version counts as taken when this run (or the one a page switch starts) finishes
     # (`after_run`): a run that never finishes (a new request cut it short) would otherwise
     # leave the student on the old view with nothing to tell the poll. Bounded by TAKES.
@@ -310,9 +286,32 @@ def read_view(m: Membership):
     return view
 
 
+def after_fragment() -> None:
+    """At the end of a page's fragment (st.fragment): when it ran alone, a teacher's view goes
+    to the class, and a following student who moved a setting in it now looks around (the
+    whole app reruns, so the bar says so). Inside a whole run `after_run` does both."""
+    if st.session_state.get(WHOLE_RUN_KEY) or PAGE_KEY not in st.session_state:
+        return
+    m = class_session.current()
+    if m is None:
+        return
+    if m.teacher:
+        publish()
+    elif class_drift.check(m, None, look_around):
+        st.rerun(scope="app")
+
+
+def heard() -> None:
+    """A student's browser heard the class's signal differ from its screen (a widget callback,
+    before the bar's rerun it starts, ui/class_signal.watch): the bar looks (`poll`), in its
+    own run, which may draw (a first model load's progress)."""
+    st.session_state[DUE_KEY] = True
+
+
 def poll(m: Membership) -> bool:
-    """A student's poll: True when the app must run again (the view moved while following,
-    a question was revealed, the class ended, or answers given while out of touch are in)."""
+    """A student's look at the class: True when the app must run again (the view moved while
+    following, a question was revealed, the class ended, or answers given while out of touch
+    are in)."""
     heartbeat(m)
     had_unsent = bool(m.lost and m.unsent)
     view = read_view(m)
@@ -320,6 +319,7 @@ def poll(m: Membership) -> bool:
         return True
     if view is None:
         return False
+    st.session_state[READ_KEY] = (time.monotonic(), view)  # before_run, in the run it starts
     class_warm.warm_first_poll()
     if m.following and view.version != m.version:
         class_warm.warm(view.link)  # once on this replica, before the students' reruns

@@ -9,7 +9,7 @@ from analysis.head_stats import head_statistics
 from analysis.qk import qk_breakdown
 from analysis.rollout import attention_rollout, drop_special, head_average
 from model.attention import allowed_keys, layer_window
-from ui import projector
+from ui import class_follow, projector
 from ui.alphabet import read_text, show_unknown_note_read
 from ui.cache import shared
 from ui.charts import chart_config
@@ -238,6 +238,7 @@ def explorer(selection) -> None:
 
     # "All heads" is drawn below, outside the fragment: it does not change with the sliders.
     _detail_view(view, selection, trace, layer, head, matrix, shown_labels)
+    class_follow.after_fragment()  # in a live class: the teacher's view, a student's move
 
 
 def _detail_view(view: str, selection, trace, layer: int, head: int, matrix,

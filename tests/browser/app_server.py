@@ -38,13 +38,13 @@ def need_chromium() -> None:
 
 @contextlib.contextmanager
 def running_app(log: Path, port: int | None = None, start_within: float = 90.0):
-    """Yield the base URL of `streamlit run app.py` on 127.0.0.1 (offline), its output in
+    """Yield the base URL of `streamlit run asgi.py` on 127.0.0.1 (offline), its output in
     `log`; stop it afterwards and fail if the log holds a Streamlit warning."""
     need_chromium()
     port = port or free_port()
     with open(log, "w", encoding="utf-8") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address",
+            [sys.executable, "-m", "streamlit", "run", "asgi.py", "--server.address",
              "127.0.0.1", "--server.port", str(port), "--server.headless", "true",
              "--browser.gatherUsageStats", "false"],
             cwd=ROOT, env=dict(os.environ, HF_HUB_OFFLINE="1"), stdout=out,

@@ -129,41 +129,39 @@ def test_a_class_started_through_one_replica_is_joined_through_the_other(cluster
     assert {cluster.replica_at(r) for r in cluster.served(student.cookies[COOKIE])} == {1}
 
 
-def test_a_student_whose_browser_lost_its_poll_timer_gets_it_back_at_the_next_poll(cluster):
-    """A poll that reaches the server just as a whole run ends can make Streamlit drop that
-    run's last messages, the bar's timer among them (ui/poll_timer.py). Here the student's
-    browser loses its timer that way and sends the one poll already on its way: that poll's
-    run gives the timer back, so the student keeps following."""
+def test_an_idle_student_runs_nothing_on_the_server_until_the_teacher_moves(cluster):
+    """A following student's browser asks the class's signal (ui/class_signal.py) and its app
+    has no timer: while the teacher does nothing, the student's session runs nothing at all;
+    when the teacher moves on, it follows."""
     async def scenario():
-        teacher, student = await a_class(cluster, "timer", teacher_on=0, student_on=0)
+        teacher, student = await a_class(cluster, "idle", teacher_on=0, student_on=1)
+        student.start_polling()
         assert await said_within(student, "Following the teacher", 0.0, 30)
-        timers = dict(student.auto)  # the class bar's, from the whole run that drew it
-        student.auto.clear()  # lost: no poll would ever come again
-        polled = time.perf_counter()
-        for fragment in timers:  # the poll that was already on its way
-            await student.ws.send(student.timer_msg(fragment).SerializeToString())
-        for _ in range(100):
-            if student.auto:
-                break
-            await asyncio.sleep(0.1)
-        back = dict(student.auto)
-        student.start_polling()  # the browser polls again with it: the teacher moves on
+        await asyncio.sleep(2.0)  # the runs of joining are over
+        runs = len(student.started)
+        await asyncio.sleep(4.0)  # eight asks of the signal
+        idle_runs, timers = len(student.started) - runs, dict(student.auto)
+        moved = time.perf_counter()
         assert (await teacher.go("lessons", "lesson=minilm-heads&step=1", 60))["ok"]
-        followed = await said_within(student, r"^Step 1 of \d+$", polled, 30)
+        followed = await said_within(student, r"^Step 1 of \d+$", moved, 30)
+        key = student.signal["data"]["key"]
         await teacher.close()
         await student.close()
-        return timers, back, followed
+        return idle_runs, timers, followed, key
 
-    timers, back, followed = asyncio.run(scenario())
-    assert len(timers) == 1 and back == timers, (timers, back)
-    assert followed, "the student did not follow the teacher after its timer came back"
+    idle_runs, timers, followed, key = asyncio.run(scenario())
+    assert idle_runs == 0 and timers == {}, (idle_runs, timers)
+    assert followed, "the student did not follow the teacher"
+    log = cluster.access_log.read_text(encoding="utf-8")
+    assert "/signal HTTP/1.1\" 200" in log  # the asks went through nginx, answered
+    assert key not in log  # the member key travels in a header, which nginx does not log
 
 
-def test_a_poll_sent_from_the_page_a_student_just_left_opens_the_new_page_again(cluster):
+def test_a_rerun_asked_from_the_page_a_student_just_left_opens_the_new_page_again(cluster):
     """A student's app takes the teacher's lesson step on another page (the join page ->
-    the lessons page), and a poll the browser sent from the join page arrives after it: the
-    browser, already on the lessons page, would clear its screen for that poll's run on the
-    join page. The app opens the lessons page again, at the same step, in a whole run."""
+    the lessons page), and a rerun the browser asked for from the join page arrives after it
+    (its signal heard the teacher move while the page was switching): that run would leave the
+    student on the join page. The app opens the lessons page again, at the same step."""
     step = r"^Step 1 of \d+$"
 
     async def scenario():
@@ -171,10 +169,10 @@ def test_a_poll_sent_from_the_page_a_student_just_left_opens_the_new_page_again(
         student.start_polling()
         assert (await teacher.go("lessons", "lesson=minilm-heads&step=1", 60))["ok"]
         assert await said_within(student, step, 0.0, 30)
-        await asyncio.sleep(1.0)  # the step's run has finished; then the browser stops polling
+        await asyncio.sleep(1.0)  # the step's run has finished; then the browser stops asking
         await student.stop_polling()
         taken = (student.page_script_hash, student.query_string)
-        stale = student.timer_msg(next(iter(student.auto)))
+        stale = student.rerun_msg()
         stale.rerun_script.page_script_hash = student.pages["join"]
         stale.rerun_script.query_string = ""
         sent = time.perf_counter()
@@ -189,7 +187,7 @@ def test_a_poll_sent_from_the_page_a_student_just_left_opens_the_new_page_again(
 
     taken, redrawn, finished, now = asyncio.run(scenario())
     assert "lesson=minilm-heads" in taken[1] and "step=1" in taken[1], taken
-    assert redrawn, "the lesson step was not drawn again after the stale poll"
+    assert redrawn, "the lesson step was not drawn again after the stale rerun"
     assert finished and finished[-1] == taken[1], finished  # a whole run, at that step
     assert now == taken, (now, taken)
 

@@ -6,6 +6,9 @@ tests/deploy: tests/harness/ws_client.py's session, plus what a class needs of t
   for that fragment's rerun on a timer. `start_polling` does the same, as the browser does it:
   a whole run's start clears every timer, and each timer's first tick comes one interval after
   its auto_rerun message (the same interval again keeps the running timer).
+- The class bar's signal (ui/class_signal.py): a component the browser runs, which asks the
+  class's route every half second and sets a trigger when what it heard differs from what the
+  screen drew. `start_polling` does that too (`_ask`), with the same rule as its JavaScript.
 - What the screen says: the texts of headings, markdown, alerts and code blocks as they arrive
   (`texts`, `said`), e.g. the join code, the teacher link, "Following the teacher".
 - When each whole run finished (`finished`): with the texts, when a student's app has drawn
@@ -15,9 +18,13 @@ tests/deploy: tests/harness/ws_client.py's session, plus what a class needs of t
 from __future__ import annotations
 
 import asyncio
+import json
 import re
+import urllib.error
+import urllib.request
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.proto.WidgetStates_pb2 import WidgetState
@@ -26,6 +33,25 @@ from .ws_client import WsSession
 FINISHED = ForwardMsg.ScriptFinishedStatus.Value("FINISHED_SUCCESSFULLY")
 TEXT_KINDS = ("heading", "markdown", "alert", "code", "text", "progress")
 KEPT_TEXTS = 120
+
+
+SIGNAL = "attention_lab_class_signal"  # ui/class_signal.py's component
+_ASKS = ThreadPoolExecutor(max_workers=48, thread_name_prefix="signal")  # each browser asks
+
+
+def differs(drawn: dict, heard: dict) -> bool:
+    """ui/class_signal.JS's rule: does what the route said differ from what the screen drew?"""
+    if bool(heard.get("lost")) != bool(drawn.get("lost")):
+        return True
+    if heard.get("lost"):
+        return False
+    if heard.get("ended"):
+        return not drawn.get("ended")
+    if drawn.get("role") == "teacher":  # the browser writes its headcount in: `_count`
+        return False
+    if drawn.get("following") and heard.get("version") != drawn.get("version"):
+        return True
+    return list(heard.get("revealed") or []) != list(drawn.get("revealed") or [])
 
 
 class ClassClient(WsSession):
@@ -43,6 +69,9 @@ class ClassClient(WsSession):
         self.pages: dict[str, str] = {}  # url path -> page script hash
         self.lifecycle: list[tuple[float, str]] = []  # (when, what): runs, timers, requests
         self._poller: asyncio.Task | None = None
+        self.signal: dict | None = None  # the class signal component: id, fragment, data
+        self._asking: asyncio.Task | None = None
+        self._fired: tuple[str, float] = ("", 0.0)  # the last trigger sent, and when
 
     def _error(self, text: str) -> None:
         """ws_client's, and kept for the missed-step report (a polling member has no run)."""
@@ -100,6 +129,9 @@ class ClassClient(WsSession):
                     or getattr(inner, "text", ""))
             self.texts.append((time.perf_counter(), kind, text))
             del self.texts[:-KEPT_TEXTS]
+        if kind == "bidi_component" and element.bidi_component.component_name == SIGNAL:
+            self.signal = {"id": element.bidi_component.id, "fragment": fragment_id,
+                           "data": json.loads(element.bidi_component.json)}
         if kind == "radio" and "-lesson_choice_" in element.radio.id:  # a lesson's question
             wid = element.radio.id
             key = wid.split("-", 2)[2]
@@ -218,7 +250,59 @@ class ClassClient(WsSession):
                         await self.ws.send(self.timer_msg(fragment).SerializeToString())
                     except Exception:  # noqa: BLE001 - the connection dropped: _read says so
                         return
+            signal = self.signal
+            if signal and (self._asking is None or self._asking.done()) and \
+                    now - self.ticked.get(SIGNAL, 0.0) >= signal["data"]["every"]:
+                self.ticked[SIGNAL] = now
+                self._asking = asyncio.create_task(self._ask(signal))
             await asyncio.sleep(0.05)  # the bench runs 31 of these in one process
+
+    def _hear(self, data: dict) -> dict | None:
+        """What the browser's component hears from the class's route (ui/class_signal.JS)."""
+        request = urllib.request.Request(self.origin + "/" + data["path"], headers={
+            data["header"]: data["key"], **self.cookie_header()})
+        try:
+            with urllib.request.urlopen(request, timeout=2.5) as answer:
+                return json.loads(answer.read())
+        except urllib.error.HTTPError as exc:
+            return {"ended": True} if exc.code == 404 else None if exc.code == 403 \
+                else {"lost": True}
+        except OSError:
+            return {"lost": True}
+
+    def _count(self, heard: dict) -> None:
+        """The teacher's bar line, its headcount as the component writes it in (read at each
+        ask, as the bar was at each of its polls before)."""
+        said = (f"{heard['following']} following · {heard['looking_around']} looking around · "
+                f"{heard['members']} joined")
+        line = self.said(r"\d+ following · \d+ looking around · \d+ joined")
+        if line:
+            self.texts.append((time.perf_counter(), "markdown", re.sub(
+                r"\d+ following · \d+ looking around · \d+ joined", said, line)))
+            del self.texts[:-KEPT_TEXTS]
+
+    async def _ask(self, signal: dict) -> None:
+        data = signal["data"]
+        heard = await asyncio.get_running_loop().run_in_executor(_ASKS, self._hear, data)
+        if heard and "members" in heard:
+            self._count(heard)
+        if heard is None or not differs(data["drawn"], heard):
+            self._fired = ("", 0.0)
+            return
+        said, now = json.dumps(heard), time.perf_counter()
+        if said == self._fired[0] and now - self._fired[1] < data["again"]:
+            return
+        self._fired = (said, now)
+        clicking, self.clicking = self.clicking, None
+        request = self.rerun_msg(signal["fragment"])
+        self.clicking = clicking
+        request.rerun_script.widget_states.widgets.append(WidgetState(
+            id=f"$$STREAMLIT_INTERNAL_KEY_{signal['id']}__events",
+            json_trigger_value=json.dumps([{"event": "heard", "value": said}])))
+        try:
+            await self.ws.send(request.SerializeToString())
+        except Exception:  # noqa: BLE001 - the connection dropped: _read says so
+            pass
 
     # ---- moving around as the browser does
     async def go(self, page: str, query: str, timeout_s: float) -> dict:

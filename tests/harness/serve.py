@@ -21,13 +21,13 @@ def free_port() -> int:
 
 def start_app(log: str | Path | None = None, port: int | None = None,
               probe: str | Path | None = None, **env) -> tuple[subprocess.Popen, str]:
-    """`streamlit run app.py` offline on `port` (default: a free local port); extra environment
+    """`streamlit run asgi.py` offline on `port` (default: a free local port); extra environment
     variables from `env`. The server's output goes to the file `log` (e.g. its tracebacks, for
     a bench that counts errors), or is discarded. With `probe` (a directory) the server runs
     under bench/bench_memory_probe.py, which answers memory questions asked there. Returns the
     process and the app's URL (ending in /)."""
     port = port or free_port()
-    command = [sys.executable, "-m", "streamlit", "run", "app.py"]
+    command = [sys.executable, "-m", "streamlit", "run", "asgi.py"]
     if probe is not None:
         command = [sys.executable, str(ROOT / "bench" / "bench_memory_probe.py"), "serve",
                    "--dir", str(probe), "--"]
