@@ -372,7 +372,7 @@ def main(args: argparse.Namespace | None = None, runner=None, report=report_dura
             warm_up()
             result = run_rounds(args, server, url, began)
         elif args.mode == "hostile":  # a guard kills the server if it blows up
-            result = hostile.guarded(run_duration, args, server, url, began, warm_up)
+            result = hostile_mix.guarded(run_duration, args, server, url, began, warm_up)
         else:
             result = run_duration(args, server, url, began, warm_up, runner)
     finally:
