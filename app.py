@@ -22,7 +22,7 @@ st.set_page_config(page_title="Attention Lab", page_icon=str(HERE / "assets" / "
                    layout="wide",
                    initial_sidebar_state="expanded")
 
-uploads.install()  # a per-session quota on uploaded files (ui/uploads.py); once per process
+uploads.install()  # a per-session quota on uploaded files (server/uploads.py); once per process
 projector.install()  # projector mode enlarges every figure of the session that turns it on
 
 if settings.hosted():  # a shared server: users see a message, never a traceback
@@ -58,7 +58,7 @@ if start_first:
 from ui import cache, foreign, sidebar, switch  # noqa: E402 - the engine: torch and the models
 
 cache.start_memory_keeper()
-# A closed tab's session is closed FREED_WITHIN_SECONDS later (ui/sessions.py), and the memory
+# A closed tab's session is closed FREED_WITHIN_SECONDS later (server/sessions.py), and the memory
 # keeper hands what it held back to the system.
 sessions.on_session_end(sessions.current_session_id(), "memory", cache.note_freed)
 waiting = busy.BusyLine()

@@ -1,7 +1,7 @@
 """What a live class's polls cost the server: CPU seconds of the app's process per second while
-a teacher and N students sit in a class and nobody does anything (every student's class bar
-polls the store twice a second, the teacher's bar twice a second too), against the same server
-with the same pages open and no class.
+a teacher and N students sit in a class and nobody does anything (every member's browser asks
+the class's signal route twice a second; the server reruns nothing until the view changes),
+against the same server with the same pages open and no class.
 
     OMP_NUM_THREADS=1 python bench/bench_class_poll.py --students 5 --seconds 20
 
@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.serve import start_app, stop_app, wait_healthy  # noqa: E402
+from tests.harness.serve import start_app, stop_app, wait_healthy  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 CODE = re.compile(r"^[A-Z0-9]{3}-[A-Z0-9]{3}$")

@@ -155,7 +155,7 @@ class SignalMiddleware:
         from starlette.requests import Request
         from starlette.responses import JSONResponse
 
-        from .sessions import XSRF_COOKIE, browser_key
+        from server.sessions import XSRF_COOKIE, browser_key
 
         request = Request(scope)
         status, body = 405, {"error": "GET only"}
