@@ -92,6 +92,7 @@ def test_run_queue_bounds_runs_in_flight_and_serves_in_order():
     queue = RunQueue(slots=2)
     running, peak, order, places = [0], [0], [], {}
     lock = threading.Lock()
+    everyone_in = threading.Event()  # the first two hold their slots until all six are in line
 
     def user(i: int) -> None:
         with queue.slot(on_wait=lambda place, s: places.setdefault(i, place)):
@@ -99,15 +100,19 @@ def test_run_queue_bounds_runs_in_flight_and_serves_in_order():
                 running[0] += 1
                 peak[0] = max(peak[0], running[0])
                 order.append(i)
-            time.sleep(0.15)
+            everyone_in.wait(10)
+            time.sleep(0.05)
             with lock:
                 running[0] -= 1
 
     threads = []
-    for i in range(6):
+    for i in range(6):  # each arrives once the one before is in a slot or in line
         threads.append(threading.Thread(target=user, args=(i,)))
         threads[-1].start()
-        time.sleep(0.02)  # arrive in this order
+        deadline = time.monotonic() + 10
+        while len(order) + queue.waiting < i + 1 and time.monotonic() < deadline:
+            time.sleep(0.005)
+    everyone_in.set()
     for t in threads:
         t.join()
     assert peak[0] == 2
