@@ -36,7 +36,7 @@ def _record(where: tuple, picked: str, right: bool, share: float | None = None) 
 def said_choice(got: dict) -> str:
     """The learner's choice in a sentence, quoted and escaped: “the”, which gets 0% of the row."""
     text = " ".join(str(got["picked"]).split()) or str(got["picked"])
-    quoted = f"“{md_escape(text)}”"
+    quoted = md_escape(text) if text[:1] == "“" and text[-1:] == "”" else f"“{md_escape(text)}”"
     if got.get("share") is None:
         return quoted
     return f"{quoted}, which gets {got['share']:.0%} of the row"

@@ -256,7 +256,7 @@ def _scale_step(w: Walk, layer: int, qk: torch.Tensor) -> None:
           "A dot product of d_head random numbers spreads like √d_head. Without a division, "
           "wide heads would give near one-hot softmaxes and tiny gradients.",
           formula, shown, "scores", layer,
-          "S′ (“S prime”) is the table of scores of head h after this step; Q_h and K_h are "
+          "S′ (“S prime”) is the table of scores of head h after this step; Qₕ and Kₕ are "
           "its queries and keys.")
 
 

@@ -59,6 +59,7 @@ def test_the_learners_choice_is_quoted_escaped_and_said_plainly():
     assert said_choice({"picked": "the", "share": 0.0}) == "“the”, which gets 0% of the row"
     assert said_choice({"picked": "**bold** [x](y)", "share": None}) == (
         "“\\*\\*bold\\*\\* \\[x\\]\\(y\\)”")
+    assert said_choice({"picked": "“x”", "share": None}) == "“x”"  # an option already quoted
     odd = said_choice({"picked": "é\u200b$x$", "share": 0.456})
     assert odd == "“é\u200b\\$x\\$”, which gets 46% of the row"
 
