@@ -35,7 +35,8 @@ def _answer(page, step) -> None:
     """Any answer: right or wrong, answering shows the figure."""
     if step.question.kind == "choice":
         page.locator("[class*=st-key-lesson_choice_] [role=radiogroup] label").first.click()
-        page.get_by_role("button", name="Check my answer").click()
+        _settle(page)  # the choice's rerun: until it ends, the old button may still be there
+        page.get_by_role("button", name="Check my answer").first.click()
     else:
         box = page.locator(".st-key-lesson_cell_box input[role=combobox]")
         box.click()
