@@ -82,8 +82,8 @@ def run(page, selection=None) -> None:
     given = _GIVEN.set(selection)
     try:
         page.run()
-    except StopException:  # st.stop(): the page said why it stopped; a jump leaves the link
-        _write_link(path)
+    except StopException:  # st.stop(): the page said why it stopped (a message, a wait); the
+        _write_link(path, stopped=True)  # settings it did not reach stay as the link has them
         raise
     finally:
         _GIVEN.reset(given)
@@ -96,9 +96,9 @@ def came_from() -> str | None:
     return st.session_state.get(CAME_FROM_KEY)
 
 
-def _write_link(path: str) -> None:
+def _write_link(path: str, stopped: bool = False) -> None:
     if BY_PATH[path].settings:
-        page_view(path).write_link()
+        page_view(path).write_link(stopped)
 
 
 def run_in_lesson(path: str, selection) -> None:

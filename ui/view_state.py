@@ -301,14 +301,17 @@ class PageView:
             st.session_state[key] = _widget_value(value)
         return st.session_state[key]
 
-    def write_link(self) -> None:
-        """Put the settings this view uses in the page's link (the others out)."""
+    def write_link(self, stopped: bool = False) -> None:
+        """Put the settings this view uses in the page's link (the others out). `stopped`: the
+        page stopped early (a message, a wait), so a setting it did not reach yet keeps what
+        the link says: the run after the wait opens the view the link asked for."""
         used = st.session_state.get(USED_KEY, {}).get(self.spec.path, set())
         view = ViewState(self.spec.path, "", "", "",
                          {n: st.session_state[self.spec.key(n)] for n in used
                           if self.spec.key(n) in st.session_state}).normal()
         write_to_url(**{s.url: (s.to_url(view.settings[s.name]) if s.name in view.settings
-                                else None) for s in self.spec.settings})
+                                else None) for s in self.spec.settings
+                        if not stopped or s.name in used})
 
 
 def page_view(path: str) -> PageView:
