@@ -143,7 +143,7 @@ def ask(lesson_id: str, number: int, step: Step, settings: dict, texts: dict) ->
     else:
         next_move = ("The figure above now shows the row's real values: find its brightest "
                      "square, or read on." if q.kind == "cell"
-                     else "Look at the figure below and try again, or read on.")
+                     else "Look at the figure and try again, or read on.")
         st.warning(f"Not quite: you chose {said_choice(got)}. {next_move}")
         with st.expander("Show the answer"):
             st.markdown(safe_markdown(texts["reveal"]) or md_escape(texts["answer"]))
