@@ -10,7 +10,9 @@ from __future__ import annotations
 # page -> {figure name: what it shows, in a few plain words}; the first is the default.
 FIGURES: dict[str, dict[str, str]] = {
     "attention": {"heatmap": "the heatmap of the step's head",
-                  "cross-attention": "the decoder's cross-attention heatmap"},
+                  "cross-attention": "the decoder's cross-attention heatmap",
+                  "score-parts": "one score of the step's head taken apart into its parts",
+                  "place-grid": "every head, coloured by how much of its pattern is place"},
     "effect": {"strip": "how much each token matters, six ways, beside the step's head",
                "heads": "every head's attention against the effect of removing each token"},
     "heads": {"grid": "one number per head, every head at once"},

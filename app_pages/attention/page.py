@@ -29,7 +29,8 @@ from viz.labels import axis_labels, plain_text
 from viz.lines import LINES_PER_QUERY, MIN_WEIGHT, line_data
 
 from .window import label_note, window_control
-from .score_parts import show_score_parts
+from .score_parts import place_grid_figure, show_score_parts
+from .score_parts import score_parts_figure as show_score_parts_figure
 from .token_lines import BOX_PX, ROW_PX, token_lines
 
 
@@ -371,8 +372,16 @@ def _step_heatmap(_trace, key: tuple, layer: int, head: int, mode, average: bool
 
 def figure(name: str, selection) -> None:
     """A lesson step's one figure (teaching/figures.py), in the step's view: the heatmap of its
-    head (or of its mode: average, rollout), or the decoder's cross-attention; no controls."""
+    head (or of its mode: average, rollout), the decoder's cross-attention, the step's cell
+    taken apart, or every head coloured by how positional it is; no controls."""
     trace = require_trace(selection)
+    if name == "score-parts":
+        show_score_parts_figure(selection, trace, VIEW.setdefault("layer", 0),
+                                VIEW.setdefault("head", 0))
+        return
+    if name == "place-grid":
+        place_grid_figure(selection, trace)
+        return
     if name == "cross-attention" and trace.kind == "encoder_decoder":
         layer, head = VIEW.setdefault("cross_layer", trace.dec_cfg.n_layers - 1), \
             VIEW.setdefault("cross_head")

@@ -186,6 +186,12 @@ def _words_and_grid(cell, trace) -> None:
                               f"The 12 largest of {len(terms)} terms", value_name="score")
         st.plotly_chart(fig, key="attn_score_terms", config=chart_config("score-terms"))
         return
+    _grid(cell)
+
+
+def _grid(cell) -> None:
+    """The score's parts grouped: the query's parts down, the key's across."""
+    q_side, k_side = SIDES[cell.stack]
     qg, kg, grouped = cell.grouped()
     where = {"encoder": "Layer", "decoder": "Decoder layer",
              "cross": "Cross-attention, decoder layer"}[cell.stack]
@@ -240,4 +246,32 @@ def _positional_grid(selection, trace) -> None:
     st.plotly_chart(fig, key="attn_positional_grid", on_select=pick_head(
         "attn_positional_grid", trace.cfg.n_heads), selection_mode="points",
         config=chart_config("positional-heads"))
+    st.caption(POSITIONAL)
+
+
+# ------------------------------------------------------------------ a lesson step's figures
+FULL_PAGE_ONLY = ("This model's scores are taken apart on the full page (its “Why this score” "
+                  "view).")
+
+
+def score_parts_figure(selection, trace, layer: int, head: int) -> None:
+    """A lesson step's one figure: the step's cell of `head` in `layer` taken apart, grouped
+    (the cell from the step's settings, else the page's default); no controls."""
+    if trace.kind in ("foreign", "encoder_decoder"):
+        st.info(FULL_PAGE_ONLY)
+        return
+    full = score_trace(selection)
+    n = len(trace.tokens)
+    query, key = _chosen_cell(full, "encoder", layer, head, n, n)
+    _grid(decompose_cell(selection.model, full, layer, head, query, key))
+
+
+def place_grid_figure(selection, trace) -> None:
+    """A lesson step's one figure: every head, coloured by how much of its pattern is place."""
+    if trace.kind in ("foreign", "encoder_decoder"):
+        st.info(FULL_PAGE_ONLY)
+        return
+    fig = positional_grid(share_of_place(selection, score_trace(selection)),
+                          "How much of each head's pattern is place")
+    st.plotly_chart(fig, key="attn_positional_grid", config=chart_config("positional-heads"))
     st.caption(POSITIONAL)

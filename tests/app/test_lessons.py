@@ -35,6 +35,8 @@ LESSONS = [parse_lesson(p.read_bytes(), p.stem, "bundled") for p in BUNDLED]
 # own chart may be beside them, and nothing else.
 FIGURE_CHARTS = {("attention", "heatmap"): {"attn_heatmap"},
                  ("attention", "cross-attention"): {"attn_cross"},
+                 ("attention", "score-parts"): {"attn_score_grid"},
+                 ("attention", "place-grid"): {"attn_positional_grid"},
                  ("heads", "grid"): {"hs_grid"}, ("walkthrough", "step"): {"wk_fig", "wk_fig2"},
                  ("positions", "distance"): {"pos_decay"},
                  ("positions", "similarity"): {"pos_model_sim"},
