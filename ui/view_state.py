@@ -21,7 +21,9 @@ from teaching.pages import BY_PATH, PageSpec
 
 from server import settings as app_settings
 
-from .urlstate import MAX_URL_TEXT, pack_text, unpack_text, url_param, write_to_url
+from .urlstate import (  # noqa: F401 - url_int: a page reads a number of its own link here
+    MAX_URL_TEXT, pack_text, unpack_text, url_int, url_param, write_to_url,
+)
 
 MODEL_KEY, OTHER_KEY = "sb_model_choice", "sb_model_other"  # the sidebar's model picker
 TEXT_KEY, PAIR_KEY, EXAMPLE_KEY = "sb_text", "sb_pair", "sb_example"

@@ -22,6 +22,7 @@ from ui.cache import shared
 from ui.lesson_library import catalogue
 from ui.lesson_step import shown_name, step_texts
 from ui.text import md_escape
+from ui.view_state import url_int
 
 from .class_check import leads_a_class, send as send_to_class, start_buttons, teacher_screen
 from .progress import progress
@@ -242,7 +243,7 @@ def render() -> bool:
         return True
     _settle(form, lesson)
     item = st.query_params.get("item") or str(_next_open(form, lesson))
-    number = int(item) if item.isascii() and item.isdecimal() and len(item) <= 3 else None
+    number = url_int(item)
     if item == "end" or (number is not None and number > len(lesson.steps)):
         if not _finished(form, lesson):
             st.warning("Some questions of this check are not answered yet; they count as not "
