@@ -69,7 +69,7 @@ def main() -> None:
     waits = []
     server, url = start_app(folder / "server.log", ATTENTION_LAB_CLASS_STORE=store_url)
     try:
-        wait_healthy(url, time.monotonic())
+        wait_healthy(url, time.perf_counter())
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
             page = browser.new_page(viewport={"width": 1024, "height": 768})
